@@ -1,0 +1,174 @@
+"""The ``kbconform`` command line.
+
+Exit codes: 0 all good, 1 something was invalid (or a check failed), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import IO
+
+from kbconform import __version__
+from kbconform.contract import _schemas, iter_records
+from kbconform.contract._jsonio import Item
+from kbconform.errors import ContractViolation, Problem
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A command line that cannot be carried out; printed without a traceback, exit 2."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit code."""
+    parser = _parser()
+    arguments = parser.parse_args(argv)
+    try:
+        return int(arguments.handler(arguments))
+    except UsageError as error:
+        print(f"kbconform: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:  # e.g. piped into head
+        return EXIT_OK
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kbconform",
+        description="Validate knowledge-base records against the kbconform contract.",
+    )
+    parser.add_argument("--version", action="version", version=f"kbconform {__version__}")
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    validate = commands.add_parser(
+        "validate",
+        help="validate JSONL or a JSON array against a schema",
+        description="Validate records (JSON Lines, or one JSON array) against a kbconform schema. "
+        "Prints one line per problem as LINE:POINTER: message, then a summary.",
+    )
+    validate.add_argument("--schema", required=True, metavar="NAME", help="schema name (see 'kbconform schemas')")
+    validate.add_argument("file", nargs="?", default="-", metavar="FILE", help="input file, or - for standard input")
+    validate.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    validate.set_defaults(handler=_validate)
+
+    schemas = commands.add_parser("schemas", help="list the schemas")
+    schemas.set_defaults(handler=_list_schemas)
+
+    schema = commands.add_parser("schema", help="print one schema")
+    schema.add_argument("name", metavar="NAME")
+    schema.add_argument("--bundled", action="store_true", help="inline every cross-schema $ref")
+    schema.set_defaults(handler=_print_schema)
+    return parser
+
+
+def _schema_name(name: str) -> str:
+    try:
+        return _schemas.check_name(name)
+    except LookupError as error:
+        raise UsageError(error.args[0]) from None
+
+
+@contextmanager
+def open_input(path: str) -> Iterator[IO[str]]:
+    """Standard input for ``-``, else the file; a missing or unreadable file is a usage error."""
+    if path == "-":
+        yield io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="strict")
+        return
+    try:
+        stream = open(path, encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError as error:
+        raise UsageError(f"cannot read {path!r}: {error.strerror}") from None
+    with stream:
+        yield stream
+
+
+def read_items(stream: IO[str]) -> Iterator[Item]:
+    """The records of ``stream``; text that is not UTF-8 ends the stream with an error item."""
+    line = 0
+    try:
+        for item in iter_records(stream):
+            line = item.line
+            yield item
+    except UnicodeDecodeError as error:
+        problem = Problem("", "encoding", "UTF-8 text", f"byte {error.object[error.start]:#04x}")
+        yield Item(line + 1, error=ContractViolation(contract="json", problems=(problem,)))
+
+
+class _Progress:
+    """A record counter on standard error, shown only when it is a terminal."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+        self.last = time.monotonic()
+
+    def tick(self, count: int) -> None:
+        if self.enabled and count % 1024 == 0 and time.monotonic() - self.last > 0.5:
+            self.last = time.monotonic()
+            print(f"\r{count:,} records...", end="", file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        if self.enabled:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)
+
+
+def _validate(arguments: argparse.Namespace) -> int:
+    from kbconform.contract import explain, is_valid
+
+    name = _schema_name(arguments.schema)
+    records = invalid = 0
+    progress = _Progress()
+    with open_input(arguments.file) as stream:
+        for item in read_items(stream):
+            records += 1
+            progress.tick(records)
+            if item.error is not None:
+                problems = item.error.problems
+            elif is_valid(item.value, name):
+                continue
+            else:
+                problems = explain(item.value, name)
+            invalid += 1
+            _report(arguments.format, item.line, problems)
+    progress.done()
+    if arguments.format == "json":
+        print(json.dumps({"schema": name, "records": records, "invalid": invalid}))
+    else:
+        print(f"{records} records, {invalid} invalid")
+    return EXIT_INVALID if invalid else EXIT_OK
+
+
+def _report(format: str, line: int, problems: Sequence[Problem]) -> None:
+    if format == "json":
+        shown = [
+            {"pointer": p.pointer, "keyword": p.keyword, "expected": p.expected, "got": p.got} for p in problems
+        ]
+        print(json.dumps({"line": line, "problems": shown}, ensure_ascii=False))
+        return
+    for problem in problems:
+        print(f"{line}:{problem.pointer}: expected {problem.expected}; got {problem.got} [{problem.keyword}]")
+
+
+def _list_schemas(arguments: argparse.Namespace) -> int:
+    for name in _schemas.schema_names():
+        print(f"{name}\t{_schemas.load(name).get('title', '')}")
+    return EXIT_OK
+
+
+def _print_schema(arguments: argparse.Namespace) -> int:
+    name = _schema_name(arguments.name)
+    if arguments.bundled:
+        print(json.dumps(_schemas.bundled(name), indent=2, ensure_ascii=False))
+    else:
+        sys.stdout.write(_schemas.text(name))
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
