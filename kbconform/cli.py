@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import IO
 
 from kbconform import __version__
@@ -53,8 +54,12 @@ def _parser() -> argparse.ArgumentParser:
         description="Validate records (JSON Lines, or one JSON array) against a kbconform schema. "
         "Prints one line per problem as LINE:POINTER: message, then a summary.",
     )
-    validate.add_argument("--schema", required=True, metavar="NAME", help="schema name (see 'kbconform schemas')")
-    validate.add_argument("file", nargs="?", default="-", metavar="FILE", help="input file, or - for standard input")
+    validate.add_argument(
+        "--schema", required=True, metavar="NAME", help="schema name (see 'kbconform schemas')"
+    )
+    validate.add_argument(
+        "file", nargs="?", default="-", metavar="FILE", help="input file, or - for standard input"
+    )
     validate.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     validate.set_defaults(handler=_validate)
 
@@ -82,7 +87,7 @@ def open_input(path: str) -> Iterator[IO[str]]:
         yield io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="strict")
         return
     try:
-        stream = open(path, encoding="utf-8")  # noqa: SIM115 - closed below
+        stream = Path(path).open(encoding="utf-8")  # noqa: SIM115 - closed by the with below
     except OSError as error:
         raise UsageError(f"cannot read {path!r}: {error.strerror}") from None
     with stream:
@@ -147,7 +152,8 @@ def _validate(arguments: argparse.Namespace) -> int:
 def _report(format: str, line: int, problems: Sequence[Problem]) -> None:
     if format == "json":
         shown = [
-            {"pointer": p.pointer, "keyword": p.keyword, "expected": p.expected, "got": p.got} for p in problems
+            {"pointer": p.pointer, "keyword": p.keyword, "expected": p.expected, "got": p.got}
+            for p in problems
         ]
         print(json.dumps({"line": line, "problems": shown}, ensure_ascii=False))
         return

@@ -1,8 +1,12 @@
-"""Shared test configuration: Hypothesis profiles (``--hypothesis-profile=thorough`` for nightly)."""
+"""Shared test configuration.
 
-from hypothesis import HealthCheck, settings
+Hypothesis profiles: ``default`` (fit for CI) and ``thorough`` (nightly); choose one with
+``pytest --hypothesis-profile=thorough``. A failing example prints its seed and a
+``@reproduce_failure`` line.
+"""
 
-settings.register_profile("default", max_examples=100, deadline=None)
-settings.register_profile("ci", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("thorough", max_examples=2000, deadline=None)
+from hypothesis import settings
+
+settings.register_profile("default", max_examples=100, deadline=None, print_blob=True)
+settings.register_profile("thorough", max_examples=2000, deadline=None, print_blob=True)
 settings.load_profile("default")

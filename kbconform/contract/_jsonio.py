@@ -17,7 +17,7 @@ from kbconform.errors import ContractViolation, Problem
 #: The largest single record a stream may hold; a larger one is an error, not a memory blow-up.
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 _CHUNK = 1 << 16
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _WHITESPACE = " \t\r\n"
 
 
@@ -39,6 +39,10 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+def _too_long(error: ValueError) -> ContractViolation:
+    return _violation("number", "a number Python can convert (at most 4300 digits)", str(error)[:80])
+
+
 def _no_constant(name: str) -> Any:
     raise _violation("number", "a finite JSON number", name)
 
@@ -56,7 +60,9 @@ def _check_surrogates(text: str, value: Any) -> None:
             try:
                 node.encode("utf-8")
             except UnicodeEncodeError:
-                raise _violation("string", "Unicode text (paired surrogates only)", "a lone surrogate") from None
+                raise _violation(
+                    "string", "Unicode text (paired surrogates only)", "a lone surrogate"
+                ) from None
         elif isinstance(node, dict):
             stack.extend(node.keys())
             stack.extend(node.values())
@@ -70,6 +76,8 @@ def loads(text: str) -> Any:
         value, end = _DECODER.raw_decode(text, _skip(text, 0))
     except json.JSONDecodeError as error:
         raise _violation("syntax", "JSON text", f"{error.msg} at column {error.colno}") from None
+    except ValueError as error:  # an integer longer than Python converts
+        raise _too_long(error) from None
     if _skip(text, end) != len(text):
         raise _violation("syntax", "one JSON value", f"extra data at offset {end}")
     _check_surrogates(text, value)
@@ -155,7 +163,9 @@ def _iter_array(stream: IO[str], buffer: str, index: int) -> Iterator[Item]:
             return
         if not expect_value:
             if char != ",":
-                yield Item(line + buffer.count("\n", 0, index), error=_violation("syntax", "',' or ']'", repr(char)))
+                yield Item(
+                    line + buffer.count("\n", 0, index), error=_violation("syntax", "',' or ']'", repr(char))
+                )
                 return
             index += 1
             expect_value = True
@@ -176,12 +186,22 @@ def _iter_array(stream: IO[str], buffer: str, index: int) -> Iterator[Item]:
             except json.JSONDecodeError as error:
                 more = "" if eof else stream.read(max(_CHUNK, len(buffer)))
                 if not more:
-                    yield Item(line, error=_violation("syntax", "JSON text", f"{error.msg} at line {line + error.lineno - 1}"))
+                    yield Item(
+                        line,
+                        error=_violation(
+                            "syntax", "JSON text", f"{error.msg} at line {line + error.lineno - 1}"
+                        ),
+                    )
                     return
                 if len(buffer) > MAX_RECORD_BYTES:
-                    yield Item(line, error=_violation("size", f"a record under {MAX_RECORD_BYTES} bytes", "more"))
+                    yield Item(
+                        line, error=_violation("size", f"a record under {MAX_RECORD_BYTES} bytes", "more")
+                    )
                     return
                 buffer += more
+            except ValueError as error:
+                yield Item(line, error=_too_long(error))
+                return
         try:
             _check_surrogates(buffer[:end], value)
         except ContractViolation as error:

@@ -9,6 +9,7 @@ from types import MappingProxyType
 from typing import Any
 
 import referencing
+import referencing._core
 import referencing.jsonschema
 
 from kbconform._resources import data_dir
@@ -71,7 +72,7 @@ def bundled(name: str) -> dict[str, Any]:
     """
     resolver = registry().resolver(base_uri=uri(name))
 
-    def inline(node: Any, resolver: referencing.Resolver[Any]) -> Any:
+    def inline(node: Any, resolver: referencing._core.Resolver[Any]) -> Any:
         if isinstance(node, dict):
             if "$ref" in node and not node["$ref"].startswith("#"):
                 resolved = resolver.lookup(node["$ref"])

@@ -23,9 +23,7 @@ _GOT_LIMIT = 80
 @cache
 def _compiled(name: str) -> Any:
     resources = [(_schemas.uri(other), dict(_schemas.load(other))) for other in _schemas.schema_names()]
-    return jsonschema_rs.validator_for(
-        dict(_schemas.load(name)), registry=jsonschema_rs.Registry(resources)
-    )
+    return jsonschema_rs.validator_for(dict(_schemas.load(name)), registry=jsonschema_rs.Registry(resources))
 
 
 @cache
@@ -67,7 +65,7 @@ def explain(instance: object, schema: str) -> tuple[Problem, ...]:
             for error in _compiled(name).iter_errors(instance)
         } or {Problem("", "json", "a JSON value", _show(instance))}
     # A pattern and its anchor-free guard often fail together: report such a value once.
-    unique = {}
+    unique: dict[tuple[str, str, str], Problem] = {}
     for problem in sorted(problems, key=lambda problem: (problem.pointer, problem.keyword)):
         unique.setdefault((problem.pointer, problem.expected, problem.got), problem)
     return tuple(unique.values())
@@ -87,10 +85,12 @@ def _show(value: object) -> str:
 
 def _problems(error: jsonschema.ValidationError) -> list[Problem]:
     if error.validator == "required":
+        required: list[str] = list(error.validator_value)  # type: ignore[arg-type]
+        instance: Any = error.instance
         return [
             Problem(_pointer([*error.absolute_path, name]), "required", "a required property", "nothing")
-            for name in error.validator_value
-            if name not in error.instance
+            for name in required
+            if name not in instance
         ]
     return [_problem(error)]
 
@@ -100,7 +100,8 @@ def _problem(error: jsonschema.ValidationError) -> Problem:
     keyword = str(error.validator)
     subschema = error.schema if isinstance(error.schema, Mapping) else {}
     description = subschema.get("description")
-    instance = error.instance
+    instance: Any = error.instance
+    value: Any = error.validator_value
     if keyword == "additionalProperties":
         allowed = sorted(subschema.get("properties", {}))
         extra = sorted(key for key in instance if key not in allowed)
@@ -108,9 +109,9 @@ def _problem(error: jsonschema.ValidationError) -> Problem:
             pointer, keyword, "only the properties " + ", ".join(allowed), "unexpected " + ", ".join(extra)
         )
     if keyword == "const":
-        return Problem(pointer, keyword, json.dumps(error.validator_value), _show(instance))
+        return Problem(pointer, keyword, json.dumps(value), _show(instance))
     if keyword == "type":
-        types = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        types = value if isinstance(value, list) else [value]
         return Problem(pointer, keyword, "a JSON " + " or ".join(types), _show(instance))
     if keyword == "dependentRequired":
         return Problem(pointer, keyword, error.message, "an incomplete object")

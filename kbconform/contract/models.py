@@ -112,9 +112,7 @@ class ParsedChunk(_Contract):
     content: str
     hash_inputs: Annotated[
         tuple[FieldName, ...], BeforeValidator(_as_tuple), Field(min_length=1), AfterValidator(_unique)
-    ] = Field(
-        alias="hashInputs"
-    )
+    ] = Field(alias="hashInputs")
     parser_id: Token = Field(alias="parserId")
     parser_version: SemVer = Field(alias="parserVersion")
     kind: Token
@@ -167,9 +165,7 @@ class ManifestSnapshot(_Contract):
     repo_slug: RepoSlug = Field(alias="repoSlug")
     paths_after_push: Annotated[
         tuple[SourcePath, ...], BeforeValidator(_as_tuple), AfterValidator(_unique)
-    ] = Field(
-        alias="pathsAfterPush"
-    )
+    ] = Field(alias="pathsAfterPush")
 
 
 class DeletionSignal(_Contract):

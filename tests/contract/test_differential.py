@@ -28,8 +28,28 @@ _MUTATED_EXAMPLES = max(20, settings.default.max_examples // 2)
 _SLOW_GENERATION = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 
 ADVERSARIAL = st.sampled_from(
-    [None, True, 0, 1.0, -1, 1.5, "", "A", "a\n", " a", "a/../b", "/abs", "\u0430", "\ufeffa",
-     [], ["x", "x"], {}, {"tenantId": "A"}, "1.0.0", "a" * 70]
+    [
+        None,
+        True,
+        0,
+        1.0,
+        -1,
+        1.5,
+        "",
+        "A",
+        "a\n",
+        " a",
+        "a/../b",
+        "/abs",
+        "\u0430",
+        "\ufeffa",
+        [],
+        ["x", "x"],
+        {},
+        {"tenantId": "A"},
+        "1.0.0",
+        "a" * 70,
+    ]
 )
 
 

@@ -39,7 +39,9 @@ def test_the_vectors_cover_every_schema_with_accepted_and_rejected_cases() -> No
 
 @pytest.mark.parametrize("validator", sorted(VALIDATORS))
 @pytest.mark.parametrize(("schema", "data", "valid"), CASES)
-def test_every_validator_gives_the_vector_verdict(validator: str, schema: str, data: object, valid: bool) -> None:
+def test_every_validator_gives_the_vector_verdict(
+    validator: str, schema: str, data: object, valid: bool
+) -> None:
     """Each validator accepts exactly the vectors marked valid."""
     assert VALIDATORS[validator](data, schema) is valid
 
