@@ -63,6 +63,20 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     validate.set_defaults(handler=_validate)
 
+    ids = commands.add_parser(
+        "chunk-id",
+        help="print the stored id of each parsed-chunk-v1 record",
+        description="Read parsed-chunk-v1 records (JSONL or a JSON array) and print the id the server "
+        "gives each one under (tenant, repo), one per line. Problems go to stderr as LINE:POINTER: message.",
+    )
+    ids.add_argument("--profile", choices=("kbconform-v1", "neo-compat"), default="kbconform-v1")
+    ids.add_argument("--tenant", required=True, help="the server's tenant id (from the principal)")
+    ids.add_argument("--repo", required=True, help="the server's repository slug")
+    ids.add_argument(
+        "file", nargs="?", default="-", metavar="FILE", help="input file, or - for standard input"
+    )
+    ids.set_defaults(handler=_chunk_ids)
+
     schemas = commands.add_parser("schemas", help="list the schemas")
     schemas.set_defaults(handler=_list_schemas)
 
@@ -146,6 +160,49 @@ def _validate(arguments: argparse.Namespace) -> int:
         print(json.dumps({"schema": name, "records": records, "invalid": invalid}))
     else:
         print(f"{records} records, {invalid} invalid")
+    return EXIT_INVALID if invalid else EXIT_OK
+
+
+def _chunk_ids(arguments: argparse.Namespace) -> int:
+    from kbconform.contract import explain, is_valid
+    from kbconform.identity import Principal, chunk_id
+
+    try:
+        Principal(arguments.tenant)
+    except ContractViolation as error:
+        raise UsageError(f"--tenant: {error.problems[0].expected}; got {arguments.tenant!r}") from None
+    probe = {
+        "tenantId": arguments.tenant,
+        "repoSlug": arguments.repo,
+        "rootKind": "bare-repo",
+        "sourcePath": "a",
+    }
+    if not is_valid(probe, "identity-tuple-v1"):
+        raise UsageError(f"--repo: not a valid repository slug: {arguments.repo!r}")
+    records = invalid = 0
+    with open_input(arguments.file) as stream:
+        for item in read_items(stream):
+            records += 1
+            problems: Sequence[Problem] = ()
+            if item.error is not None:
+                problems = item.error.problems
+            elif not is_valid(item.value, "parsed-chunk-v1"):
+                problems = explain(item.value, "parsed-chunk-v1")
+            else:
+                try:
+                    print(chunk_id(item.value, arguments.tenant, arguments.repo, arguments.profile))
+                except ContractViolation as error:
+                    problems = error.problems
+            if problems:
+                invalid += 1
+                for problem in problems:
+                    print(
+                        f"{item.line}:{problem.pointer}: expected {problem.expected}; got {problem.got} "
+                        f"[{problem.keyword}]",
+                        file=sys.stderr,
+                    )
+    if invalid:
+        print(f"{records} records, {invalid} invalid", file=sys.stderr)
     return EXIT_INVALID if invalid else EXIT_OK
 
 

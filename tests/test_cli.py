@@ -103,3 +103,33 @@ def test_schemas_lists_every_schema_and_schema_prints_one(capsys: pytest.Capture
     assert json.loads(out)["$id"].endswith("parsed-chunk-v1.schema.json")
     _, out, _ = _run(capsys, "schema", "--bundled", "parsed-chunk-v1")
     assert "identity-tuple-v1" not in json.dumps(json.loads(out)["properties"])
+
+
+def test_chunk_id_prints_one_id_per_valid_record(capsys: pytest.CaptureFixture[str]) -> None:
+    """Ids match the library's, differ by tenant, and differ between profiles."""
+    from kbconform.identity import chunk_id
+
+    path = str(EXAMPLES / "chunks.jsonl")
+    records = [
+        json.loads(line) for line in (EXAMPLES / "chunks.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    code, out, _ = _run(capsys, "chunk-id", "--tenant", "acme", "--repo", "main-app", path)
+    assert code == 0
+    assert out.split() == [chunk_id(record, "acme", "main-app") for record in records]
+    _, other, _ = _run(capsys, "chunk-id", "--tenant", "globex", "--repo", "main-app", path)
+    _, neo, _ = _run(
+        capsys, "chunk-id", "--profile", "neo-compat", "--tenant", "acme", "--repo", "main-app", path
+    )
+    assert len({out, other, neo}) == 3
+
+
+def test_chunk_id_reports_invalid_records_and_bad_arguments(
+    mixed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An invalid record is reported on stderr (exit 1); a bad --tenant is a usage error (exit 2)."""
+    code, out, err = _run(capsys, "chunk-id", "--tenant", "acme", "--repo", "main-app", str(mixed))
+    assert (code, len(out.split())) == (1, 2)
+    assert err.splitlines()[-1] == "3 records, 1 invalid"
+    code, _, err = _run(capsys, "chunk-id", "--tenant", "Acme", "--repo", "main-app", str(mixed))
+    assert code == 2
+    assert "--tenant" in err

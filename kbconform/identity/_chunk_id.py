@@ -80,7 +80,9 @@ def _canonical(value: Any) -> bytes:
     try:
         return rfc8785.dumps(value)
     except (rfc8785.CanonicalizationError, TypeError, ValueError) as error:
-        raise _violation("", "canonical-json", "values RFC 8785 can encode (I-JSON numbers)", str(error)) from None
+        raise _violation(
+            "", "canonical-json", "values RFC 8785 can encode (I-JSON numbers)", str(error)
+        ) from None
 
 
 def legacy_id(record: Mapping[str, Any]) -> str:
@@ -152,7 +154,9 @@ def neo_compat_id(record: Mapping[str, Any], tenant_id: str, repo_slug: str) -> 
     return neo_stored_id(stored, tenant_id, repo_slug)
 
 
-def chunk_id(record: Mapping[str, Any], tenant_id: str, repo_slug: str, profile: Profile = "kbconform-v1") -> str:
+def chunk_id(
+    record: Mapping[str, Any], tenant_id: str, repo_slug: str, profile: Profile = "kbconform-v1"
+) -> str:
     """The id the server gives ``record`` when stamping it ``(tenant_id, repo_slug)``."""
     if profile == "kbconform-v1":
         return kbconform_v1_id(record, tenant_id, repo_slug)

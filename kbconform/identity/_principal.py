@@ -45,13 +45,21 @@ class Principal:
         if not isinstance(self.readable_namespaces, frozenset):
             raise ContractViolation(
                 contract="principal",
-                problems=(Problem("/readableNamespaces", "type", "a frozenset of tenant ids", repr(self.readable_namespaces)),),
+                problems=(
+                    Problem(
+                        "/readableNamespaces",
+                        "type",
+                        "a frozenset of tenant ids",
+                        repr(self.readable_namespaces),
+                    ),
+                ),
             )
         for namespace in sorted(self.readable_namespaces):
             _check("tenantId", "/readableNamespaces", namespace)
         if self.role not in _ROLES:
             raise ContractViolation(
-                contract="principal", problems=(Problem("/role", "enum", "'member' or 'operator'", repr(self.role)),)
+                contract="principal",
+                problems=(Problem("/role", "enum", "'member' or 'operator'", repr(self.role)),),
             )
 
     @property
