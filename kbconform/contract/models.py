@@ -38,8 +38,16 @@ def _string_rule(definition: Mapping[str, Any]) -> Callable[[str], str]:
     return check
 
 
+#: One compiled check per identity-tuple-v1 string definition (tenantId, repoSlug, ...).
+IDENTITY_RULES: Mapping[str, Callable[[str], str]] = {
+    name: _string_rule(definition)
+    for name, definition in _schemas.load("identity-tuple-v1")["$defs"].items()
+    if definition.get("type") == "string"
+}
+
+
 def _identity_rule(name: str) -> AfterValidator:
-    return AfterValidator(_string_rule(_schemas.load("identity-tuple-v1")["$defs"][name]))
+    return AfterValidator(IDENTITY_RULES[name])
 
 
 def _integral(value: Any) -> Any:
@@ -134,13 +142,12 @@ class BackupRecord(_Contract):
 
     @model_validator(mode="after")
     def _identity_keys(self) -> BackupRecord:
-        checks = {"tenantId": TenantId, "repoSlug": RepoSlug, "sourcePath": SourcePath}
-        for key in checks:
+        for key in ("tenantId", "repoSlug", "sourcePath"):
             if key in self.metadata:
                 value = self.metadata[key]
                 if not isinstance(value, str):
                     raise ValueError(f"metadata.{key}: expected a string")
-                _string_rule(_schemas.load("identity-tuple-v1")["$defs"][key])(value)
+                IDENTITY_RULES[key](value)
         if "rootKind" in self.metadata and self.metadata["rootKind"] not in (
             "neo-workspace",
             "bare-repo",

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kbconform.contract import _schemas
-from kbconform.contract.models import _string_rule
+from kbconform.contract.models import IDENTITY_RULES
 from kbconform.errors import ContractViolation, Problem
 
 Role = Literal["member", "operator"]
@@ -15,14 +15,14 @@ _ROLES = ("member", "operator")
 
 
 def _check(definition: str, pointer: str, value: object) -> None:
-    rule = _string_rule(_schemas.load("identity-tuple-v1")["$defs"][definition])
     try:
         if not isinstance(value, str):
-            raise ValueError("expected a string")
-        rule(value)
-    except ValueError as error:
+            raise ValueError
+        IDENTITY_RULES[definition](value)
+    except ValueError:
+        expected = _schemas.load("identity-tuple-v1")["$defs"][definition]["description"]
         raise ContractViolation(
-            contract="principal", problems=(Problem(pointer, definition, str(error)[9:], repr(value)),)
+            contract="principal", problems=(Problem(pointer, definition, expected, repr(value)),)
         ) from None
 
 
