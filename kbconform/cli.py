@@ -77,6 +77,38 @@ def _parser() -> argparse.ArgumentParser:
     )
     ids.set_defaults(handler=_chunk_ids)
 
+    parse = commands.add_parser(
+        "parse",
+        help="turn a workspace into parsed-chunk-v1 records",
+        description="Scan a workspace with the source/parser registry and print its parsed-chunk-v1 "
+        "records as canonical JSON Lines (pipe them into 'kbconform chunk-id'). Problems go to "
+        "stderr as POINTER: message, exit 1.",
+    )
+    parse.add_argument("workspace", metavar="WORKSPACE", help="the workspace directory")
+    parse.add_argument("--tenant", required=True, help="the tenant id the records claim")
+    parse.add_argument("--repo", required=True, help="the repository slug the records claim")
+    parse.add_argument(
+        "--root-kind", default="bare-repo", choices=("bare-repo", "neo-workspace", "external-source")
+    )
+    parse.add_argument(
+        "--config", metavar="FILE", help="registry configuration (TOML); default: the default registry"
+    )
+    parse.set_defaults(handler=_parse)
+
+    golden = commands.add_parser(
+        "golden",
+        help="check or update the golden workspace fixtures",
+        description="'check' regenerates every golden file from its workspace and prints a diff of "
+        "the first differing records (exit 1 on any difference); 'update' rewrites them.",
+    )
+    golden.add_argument("action", choices=("check", "update"))
+    golden.add_argument(
+        "--dir",
+        metavar="DIR",
+        help="the fixture directory (holding workspaces.json); default: the shipped one",
+    )
+    golden.set_defaults(handler=_golden)
+
     schemas = commands.add_parser("schemas", help="list the schemas")
     schemas.set_defaults(handler=_list_schemas)
 
@@ -204,6 +236,69 @@ def _chunk_ids(arguments: argparse.Namespace) -> int:
     if invalid:
         print(f"{records} records, {invalid} invalid", file=sys.stderr)
     return EXIT_INVALID if invalid else EXIT_OK
+
+
+def _print_problems(problems: Sequence[Problem]) -> None:
+    for problem in problems:
+        where = problem.pointer or "(root)"
+        print(f"{where}: expected {problem.expected}; got {problem.got} [{problem.keyword}]", file=sys.stderr)
+
+
+def _parse(arguments: argparse.Namespace) -> int:
+    import rfc8785
+
+    from kbconform.workspace import Config, read_config, scan
+
+    if not Path(arguments.workspace).is_dir():
+        raise UsageError(f"workspace {arguments.workspace!r} is not a directory")
+    try:
+        if arguments.config and not Path(arguments.config).is_file():
+            raise UsageError(f"cannot read config {arguments.config!r}: no such file")
+        config = read_config(arguments.config) if arguments.config else Config.default()
+        records = scan(
+            arguments.workspace,
+            config,
+            tenant_id=arguments.tenant,
+            repo_slug=arguments.repo,
+            root_kind=arguments.root_kind,
+        )
+    except ContractViolation as error:
+        print(f"kbconform: {error.code}: not a valid {error.contract}", file=sys.stderr)
+        _print_problems(error.problems)
+        return EXIT_INVALID
+    out = sys.stdout.buffer
+    for record in records:
+        out.write(rfc8785.dumps(record) + b"\n")
+    out.flush()
+    return EXIT_OK
+
+
+def _golden(arguments: argparse.Namespace) -> int:
+    from kbconform.workspace import golden
+
+    try:
+        fixtures = golden.fixtures(Path(arguments.dir) if arguments.dir else None)
+    except FileNotFoundError as error:
+        raise UsageError(f"no workspaces.json fixture list: {error}") from None
+    failed = 0
+    for fixture in fixtures:
+        try:
+            if arguments.action == "update":
+                state = "updated" if golden.update(fixture) else "unchanged"
+                print(f"{fixture.golden.name}: {state}")
+                continue
+            difference = golden.check(fixture)
+        except ContractViolation as error:
+            print(f"{fixture.name}: {error.code}: not a valid {error.contract}", file=sys.stderr)
+            _print_problems(error.problems)
+            failed += 1
+            continue
+        if difference:
+            failed += 1
+            print(difference)
+        else:
+            print(f"{fixture.golden.name}: ok")
+    return EXIT_INVALID if failed else EXIT_OK
 
 
 def _report(format: str, line: int, problems: Sequence[Problem]) -> None:

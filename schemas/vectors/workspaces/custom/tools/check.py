@@ -1,0 +1,3 @@
+def check(term: str) -> bool:
+    """True when the term is defined."""
+    return bool(term)
