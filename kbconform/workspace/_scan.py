@@ -143,6 +143,7 @@ def scan(
                 record = _record(chunk, path, parser, identity)
                 try:
                     validate(record, "parsed-chunk-v1")
+                    key = legacy_id(record)  # hashInputs naming reserved or missing fields fail here
                 except ContractViolation as error:
                     raise ContractViolation(
                         contract=_CONTRACT,
@@ -151,7 +152,6 @@ def scan(
                             for p in error.problems
                         ),
                     ) from None
-                key = legacy_id(record)
                 if key not in seen:
                     seen.add(key)
                     records.append(record)

@@ -87,6 +87,8 @@ def diff(expected: bytes, actual: bytes, *, limit: int = 3, name: str = "golden"
     differing = [i for i in range(max(len(old), len(new))) if old[i : i + 1] != new[i : i + 1]]
     for index in differing[:limit]:
         before, after = _pretty(old[index : index + 1]), _pretty(new[index : index + 1])
+        if before == after:  # the same JSON in other bytes (not canonical): show the raw lines
+            before, after = [_raw(old[index])], [_raw(new[index])]
         shown.extend(
             difflib.unified_diff(
                 before, after, f"{name} (line {index + 1})", f"generated (line {index + 1})", lineterm=""
@@ -105,7 +107,11 @@ def _pretty(line: Sequence[bytes]) -> list[str]:
     try:
         return json.dumps(json.loads(line[0]), indent=2, ensure_ascii=False, sort_keys=True).splitlines()
     except ValueError:
-        return [line[0].decode("utf-8", "replace")]
+        return [_raw(line[0])]
+
+
+def _raw(line: bytes) -> str:
+    return line.decode("utf-8", "replace")
 
 
 def check(fixture: Fixture) -> str:
