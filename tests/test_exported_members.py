@@ -1,5 +1,9 @@
 """The public surface is pinned: adding or removing a name is a deliberate change."""
 
+import importlib
+
+import pytest
+
 import kbconform
 import kbconform.contract
 import kbconform.errors
@@ -36,3 +40,51 @@ def test_every_error_has_a_stable_code() -> None:
     codes.append(kbconform.ContractViolation(contract="x", problems=()).code)
     assert all(code.startswith("KB_") for code in codes)
     assert len(set(codes)) == len(codes)
+
+
+SUBPACKAGES = {
+    "kbconform.contract": [
+        "BASE_URI",
+        "Item",
+        "bundled",
+        "explain",
+        "is_valid",
+        "iter_records",
+        "load",
+        "loads",
+        "registry",
+        "schema_names",
+        "text",
+        "uri",
+        "validate",
+    ],
+    "kbconform.registry": [
+        "DEFAULT_HASH_INPUTS",
+        "Chunk",
+        "Parser",
+        "Paths",
+        "Registry",
+        "Source",
+        "derive_name",
+    ],
+    "kbconform.sources": [
+        "DecisionRecordParser",
+        "DecisionRecordsSource",
+        "MarkdownDocsSource",
+        "MarkdownSectionsParser",
+        "PythonAstParser",
+        "PythonModulesSource",
+        "default_parsers",
+        "default_sources",
+    ],
+    "kbconform.workspace": ["Config", "load_config", "read_config", "scan"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SUBPACKAGES))
+def test_each_layer_exports_exactly_these_names(name: str) -> None:
+    """Each layer's __init__ re-exports a pinned list, and every name resolves."""
+    module = importlib.import_module(name)
+    assert sorted(module.__all__) == sorted(SUBPACKAGES[name])
+    for member in module.__all__:
+        assert hasattr(module, member)
