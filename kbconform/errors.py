@@ -14,7 +14,8 @@ Which stage raises what:
   namespace, a member exporting): :class:`Forbidden`;
 * an id that is missing, or belongs to another tenant (the two are indistinguishable):
   :class:`NotFound`;
-* a backend that cannot answer (store down, resolver unavailable): :class:`BackendUnavailable`.
+* a backend that cannot answer (store down): :class:`BackendUnavailable`; a deletion signal's
+  revision boundary that cannot be resolved: :class:`RevisionBoundaryUnavailable`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ __all__ = [
     "KbconformError",
     "NotFound",
     "Problem",
+    "RevisionBoundaryUnavailable",
     "SpoofRejected",
     "Unauthenticated",
 ]
@@ -144,3 +146,10 @@ class BackendUnavailable(KbconformError):
 
     def __str__(self) -> str:
         return f"{self.code}: {self.operation} failed: {self.reason}"
+
+
+@attrs.frozen
+class RevisionBoundaryUnavailable(BackendUnavailable):
+    """A deletion signal's revision boundary cannot be resolved (no resolver, unknown commits)."""
+
+    code: ClassVar[str] = "KB_REVISION_BOUNDARY_UNAVAILABLE"

@@ -1,0 +1,476 @@
+"""The reference knowledge base: every facade takes the principal explicitly.
+
+Write side: validate (parsed-chunk-v1), refuse or overwrite spoofs, compute tenant-aware ids and
+embeddings server-side, stamp, write the batch in one store call. Read side: one filter built
+from the principal (``read_filter``), a final in-scope check on every hit, and exact search when
+the allowed set is small. Lifecycle: deletion signals scoped to the tenant; export and restore
+for operators. No principal is an error, never an unfiltered read; a store error is an error,
+never a fallback.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import IO, Any, Literal
+
+import numpy as np
+import rfc8785
+
+from kbconform.contract import explain, is_valid
+from kbconform.errors import (
+    BackendUnavailable,
+    ContractViolation,
+    Forbidden,
+    KbconformError,
+    NotFound,
+    Problem,
+    RevisionBoundaryUnavailable,
+    SpoofRejected,
+    Unauthenticated,
+)
+from kbconform.identity import RESERVED_FIELDS, Principal, Profile, chunk_id
+from kbconform_reference import deletion, read_filter
+from kbconform_reference.embedding import HashingEmbedding
+from kbconform_reference.stamping import SpoofMonitor, SpoofWarning, server_stamps, spoofs
+from kbconform_reference.stores import Match, Rows, VectorStore, exact_top_k
+
+LOG = logging.getLogger("kbconform_reference")
+Visibility = Literal["team", "private", "public"]
+_OPTIONAL_FIELDS = ("line_start", "line_end", "className", "extends")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Server configuration (never from a request)."""
+
+    shared_namespaces: frozenset[str] = frozenset({"neo-shared"})
+    spoof_mode: Literal["overwrite", "reject"] = "overwrite"
+    escalation_threshold: int = 20
+    escalation_window: float = 60.0
+    visibility: Visibility = "team"
+    config_version: str = "1"
+    id_profile: Profile = "kbconform-v1"
+    exact_search_limit: int = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A chunk as a read returns it: id, stored text, stored metadata, similarity (1 - distance)."""
+
+    id: str
+    document: str | None
+    metadata: Mapping[str, Any]
+    score: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    ids: tuple[str, ...]
+    written: int
+    unchanged: int
+    warnings: tuple[SpoofWarning, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    question: str
+    text: str
+    sources: tuple[Hit, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DeletionResult:
+    deleted_ids: tuple[str, ...]
+    paths: tuple[tuple[str, str], ...]
+
+
+@dataclass
+class Stats:
+    """Counters a test or an operator can read; ``dropped`` counts hits the final check removed."""
+
+    dropped: int = 0
+    escalations: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+
+def _utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class KnowledgeBase:
+    """The service. ``store`` is any :class:`VectorStore`; everything else has a safe default."""
+
+    def __init__(
+        self,
+        store: VectorStore,
+        *,
+        settings: Settings | None = None,
+        embedder: Callable[[Sequence[str]], np.ndarray] | None = None,
+        resolver: deletion.RevisionResolver | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        now: Callable[[], str] = _utc_now,
+    ) -> None:
+        self.store = store
+        self.settings = settings or Settings()
+        self.embedder = embedder or HashingEmbedding()
+        self.resolver = resolver
+        self.now = now
+        self.stats = Stats()
+        self.monitor = SpoofMonitor(
+            self.settings.escalation_threshold, self.settings.escalation_window, clock
+        )
+
+    # -- guards ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def _authenticated(principal: object, operation: str) -> Principal:
+        if not isinstance(principal, Principal):
+            raise Unauthenticated(operation)
+        return principal
+
+    def _may_write(self, principal: Principal, operation: str) -> None:
+        if principal.tenant_id in self.settings.shared_namespaces and not principal.is_operator:
+            raise Forbidden(
+                operation, f"only an operator may write into the shared namespace {principal.tenant_id!r}"
+            )
+
+    @staticmethod
+    def _operator(principal: Principal, operation: str) -> None:
+        if not principal.is_operator:
+            raise Forbidden(operation, "only an operator may do this")
+
+    @contextmanager
+    def _store_call(self, operation: str) -> Iterator[None]:
+        try:
+            yield
+        except KbconformError:
+            raise
+        except Exception as error:
+            raise BackendUnavailable(operation, f"{type(error).__name__}: {error}") from error
+
+    # -- write side -----------------------------------------------------------------------------
+
+    def ingest(
+        self,
+        principal: Principal,
+        records: Sequence[Mapping[str, Any]],
+        *,
+        visibility: Visibility | None = None,
+    ) -> IngestResult:
+        """Validate, stamp and write a batch of parsed-chunk-v1 records; all or nothing."""
+        principal = self._authenticated(principal, "ingest")
+        self._may_write(principal, "ingest")
+        records = list(records)
+        problems = [
+            Problem(f"/{index}{p.pointer}", p.keyword, p.expected, p.got)
+            for index, record in enumerate(records)
+            if not is_valid(record, "parsed-chunk-v1")
+            for p in explain(record, "parsed-chunk-v1")
+        ]
+        if problems:
+            raise ContractViolation(contract="parsed-chunk-v1", problems=tuple(problems))
+        visibility = visibility or self.settings.visibility
+        if visibility == "private" and principal.agent_identity is None:
+            raise Forbidden("ingest", "private chunks need a principal with an agent identity")
+        stamped = [
+            server_stamps(principal, r, visibility=visibility, config_version=self.settings.config_version)
+            for r in records
+        ]
+        spoofed = [(i, f, c, s) for i, r in enumerate(records) for f, c, s in spoofs(r, stamped[i])]
+        reject = self.settings.spoof_mode == "reject" or self.monitor.escalated(principal)
+        if spoofed and reject:
+            raise SpoofRejected(principal.tenant_id, tuple(spoofed))
+        ids = [self._id(r, principal.tenant_id) for r in records]
+        warnings = tuple(
+            SpoofWarning(
+                i, f, ids[i], c, s, principal.tenant_id, records[i]["repoSlug"], principal.agent_identity
+            )
+            for i, f, c, s in spoofed
+        )
+        for warning in warnings:
+            LOG.warning(
+                "spoofed %s overwritten: client %r, server %r (chunk %s, tenant %s, repo %s, agent %s)",
+                warning.field,
+                warning.client_value,
+                warning.server_value,
+                warning.chunk_id,
+                warning.tenant_id,
+                warning.repo_slug,
+                warning.agent,
+                extra={
+                    "kb_event": "spoof-overwritten",
+                    "field": warning.field,
+                    "tenantId": warning.tenant_id,
+                },
+            )
+        if self.monitor.record(principal, len({w.index for w in warnings})):
+            with self.stats.lock:
+                self.stats.escalations += 1
+
+        last = dict(zip(ids, range(len(ids)), strict=True))  # equal ids: equal hash inputs, one row
+        unique = sorted(set(last.values()))
+        with self._store_call("ingest"):
+            existing = self.store.get(ids=[ids[i] for i in unique])
+        before = dict(zip(existing.ids, existing.metadatas, strict=True))
+        documents = dict(zip(existing.ids, existing.documents, strict=True))
+        rows: list[tuple[str, str, dict[str, Any]]] = []
+        for index in unique:
+            row_id, record = ids[index], records[index]
+            old = before.get(row_id)
+            if old is not None and old.get("tenantId") != principal.tenant_id:
+                raise Forbidden("ingest", f"chunk id {row_id} is taken; nothing was written")
+            metadata = self._metadata(record, stamped[index], str(old["ingestedAt"]) if old else self.now())
+            if old is not None and dict(old) == metadata and documents.get(row_id) == record["content"]:
+                continue
+            rows.append((row_id, record["content"], metadata))
+        if rows:
+            embeddings = np.asarray(self.embedder([content for _, content, _ in rows]), dtype=np.float32)
+            with self._store_call("ingest"):
+                self.store.upsert(
+                    [r[0] for r in rows], embeddings, [r[1] for r in rows], [r[2] for r in rows]
+                )
+        return IngestResult(tuple(ids), len(rows), len(unique) - len(rows), warnings)
+
+    def _id(self, record: Mapping[str, Any], tenant_id: str) -> str:
+        return chunk_id(record, tenant_id, record["repoSlug"], self.settings.id_profile)
+
+    @staticmethod
+    def _metadata(record: Mapping[str, Any], stamps: Mapping[str, Any], ingested_at: str) -> dict[str, Any]:
+        custom = {k: v for k, v in (record.get("customMeta") or {}).items() if k not in RESERVED_FIELDS}
+        metadata: dict[str, Any] = {
+            "rootKind": record["rootKind"],
+            "sourcePath": record["sourcePath"],
+            "kind": record["kind"],
+            "name": record["name"],
+            "parserId": record["parserId"],
+            "parserVersion": record["parserVersion"],
+            "hashInputs": json.dumps(record["hashInputs"]),
+            "customMeta": rfc8785.dumps(custom).decode("utf-8"),
+        }
+        metadata.update({key: record[key] for key in _OPTIONAL_FIELDS if key in record})
+        metadata.update(stamps)  # identity and stamps last: nothing of the client's lands on them
+        metadata["ingestedAt"] = ingested_at
+        return metadata
+
+    # -- read side ------------------------------------------------------------------------------
+
+    def _checked(self, principal: Principal, operation: str, found: Iterable[Hit]) -> list[Hit]:
+        kept = []
+        for hit in found:
+            if read_filter.in_scope(principal, hit.metadata):
+                kept.append(hit)
+                continue
+            with self.stats.lock:
+                self.stats.dropped += 1
+            LOG.error(
+                "final check dropped chunk %s of tenant %r from %s for tenant %r",
+                hit.id,
+                hit.metadata.get("tenantId"),
+                operation,
+                principal.tenant_id,
+                extra={"kb_event": "out-of-scope-hit-dropped"},
+            )
+        return kept
+
+    def query(
+        self, principal: Principal, text: str, n_results: int = 10, where: Mapping[str, Any] | None = None
+    ) -> list[Hit]:
+        """The ``n_results`` chunks nearest to ``text`` within the principal's scope."""
+        principal = self._authenticated(principal, "query")
+        scoped = read_filter.build_where(principal, where)
+        embedding = np.asarray(self.embedder([text]), dtype=np.float32)[0]
+        limit = self.settings.exact_search_limit
+        with self._store_call("query"):
+            allowed = self.store.get(where=scoped, limit=limit + 1)
+            if len(allowed.ids) <= limit:  # a small allowed set: exact top-k over exactly those rows
+                rows = self.store.get(ids=allowed.ids, embeddings=True) if allowed.ids else allowed
+                matches = exact_top_k(rows, embedding, n_results)
+            else:
+                matches = self.store.query(embedding, n_results, scoped)
+        return self._checked(principal, "query", (_hit(m) for m in matches))
+
+    def get(self, principal: Principal, chunk_id: str) -> Hit:
+        """One chunk by id; a foreign id raises exactly what a missing one does."""
+        principal = self._authenticated(principal, "get")
+        with self._store_call("get"):
+            rows = self.store.get(ids=[chunk_id], where=read_filter.build_where(principal))
+        hits = self._checked(principal, "get", _hits(rows))
+        if not hits:
+            raise NotFound(chunk_id)
+        return hits[0]
+
+    def list(
+        self, principal: Principal, limit: int = 100, offset: int = 0, where: Mapping[str, Any] | None = None
+    ) -> list[Hit]:
+        """A page of the chunks in scope, in the store's order."""
+        principal = self._authenticated(principal, "list")
+        if limit < 1 or offset < 0:
+            raise ContractViolation(
+                contract="list",
+                problems=(Problem("/limit", "minimum", "limit >= 1 and offset >= 0", f"{limit}, {offset}"),),
+            )
+        with self._store_call("list"):
+            rows = self.store.get(where=read_filter.build_where(principal, where), limit=limit, offset=offset)
+        return self._checked(principal, "list", _hits(rows))
+
+    def count(self, principal: Principal, where: Mapping[str, Any] | None = None) -> int:
+        """How many chunks are in scope."""
+        principal = self._authenticated(principal, "count")
+        with self._store_call("count"):
+            rows = self.store.get(where=read_filter.build_where(principal, where))
+        return len(self._checked(principal, "count", _hits(rows)))
+
+    def ask(self, principal: Principal, question: str, n_results: int = 5) -> Answer:
+        """Search, then answer from the stored text of the hits only (no files, no other tenant)."""
+        hits = self.query(principal, question, n_results)
+        text = "\n\n".join(hit.document for hit in hits if hit.document)
+        return Answer(question, text, tuple(hits))
+
+    # -- deletion -------------------------------------------------------------------------------
+
+    def apply_deletion_signal(self, principal: Principal, signal: Mapping[str, Any]) -> DeletionResult:
+        """Apply tombstones, manifest and revision boundary within the principal's tenant."""
+        principal = self._authenticated(principal, "apply_deletion_signal")
+        self._may_write(principal, "apply_deletion_signal")
+        signal = deletion.check_signal(signal)
+        tombstoned, written = deletion.explicit_paths(signal)
+        targets = set(tombstoned)
+        if "baseRevision" in signal:
+            repo = deletion.boundary_repo(signal)
+            if self.resolver is None:
+                raise RevisionBoundaryUnavailable(
+                    "apply_deletion_signal", "no revision resolver is configured"
+                )
+            resolved = self.resolver.deleted_paths(repo, signal["baseRevision"], signal["headRevision"])
+            targets |= {(repo, path) for path in resolved}
+        tenant = {"tenantId": {"$eq": principal.tenant_id}}
+        with self._store_call("apply_deletion_signal"):
+            manifest = signal.get("manifestSnapshot")
+            if manifest is not None:
+                keep = set(manifest["pathsAfterPush"])
+                rows = self.store.get(where={"$and": [tenant, {"repoSlug": {"$eq": manifest["repoSlug"]}}]})
+                targets |= {
+                    (str(manifest["repoSlug"]), str(m["sourcePath"]))
+                    for m in rows.metadatas
+                    if m["sourcePath"] not in keep
+                }
+            targets -= written
+            doomed: builtins.list[str] = []
+            for repo in sorted({r for r, _ in targets}):
+                paths = sorted(p for r, p in targets if r == repo)
+                clause = {"$and": [tenant, {"repoSlug": {"$eq": repo}}, {"sourcePath": {"$in": paths}}]}
+                rows = self.store.get(where=clause)
+                doomed.extend(
+                    i
+                    for i, m in zip(rows.ids, rows.metadatas, strict=True)
+                    if m["tenantId"] == principal.tenant_id
+                )
+            self.store.delete(doomed)
+        return DeletionResult(tuple(sorted(doomed)), tuple(sorted(targets)))
+
+    # -- backup ---------------------------------------------------------------------------------
+
+    def export(self, principal: Principal) -> builtins.list[dict[str, Any]]:
+        """Every stored row as a backup-record-v1 record (embeddings exactly as stored), by id."""
+        principal = self._authenticated(principal, "export")
+        self._operator(principal, "export")
+        with self._store_call("export"):
+            rows = self.store.get(embeddings=True)
+        order = sorted(range(len(rows.ids)), key=lambda i: rows.ids[i])
+        assert rows.embeddings is not None
+        return [
+            {
+                "id": rows.ids[i],
+                "embedding": [float(x) for x in rows.embeddings[i].astype(np.float32)],
+                "metadata": dict(rows.metadatas[i]),
+                "document": rows.documents[i],
+            }
+            for i in order
+        ]
+
+    def export_jsonl(self, principal: Principal, stream: IO[bytes]) -> int:
+        """Write the export as canonical JSON Lines; returns the number of records."""
+        records = self.export(principal)
+        for record in records:
+            stream.write(rfc8785.dumps(record) + b"\n")
+        return len(records)
+
+    def restore(self, principal: Principal, records: Iterable[Mapping[str, Any]]) -> int:
+        """Validate every record, then write them all with their embeddings and stamps as given."""
+        principal = self._authenticated(principal, "restore")
+        self._operator(principal, "restore")
+        records = list(records)
+        problems: builtins.list[Problem] = []
+        for index, record in enumerate(records):
+            if not is_valid(record, "backup-record-v1"):
+                problems.extend(
+                    Problem(f"/{index}{p.pointer}", p.keyword, p.expected, p.got)
+                    for p in explain(record, "backup-record-v1")
+                )
+                continue
+            problems.extend(self._restorable(index, record))
+        if problems:
+            raise ContractViolation(contract="backup-record-v1", problems=tuple(problems))
+        if records:
+            embeddings = np.asarray([r["embedding"] for r in records], dtype=np.float32)
+            with self._store_call("restore"):
+                self.store.upsert(
+                    [r["id"] for r in records],
+                    embeddings,
+                    [r["document"] for r in records],
+                    [r["metadata"] for r in records],
+                )
+        return len(records)
+
+    def _restorable(self, index: int, record: Mapping[str, Any]) -> builtins.list[Problem]:
+        """Beyond the schema: a restored row must stay filterable and fit the store."""
+        found = []
+        metadata = record["metadata"]
+        for key in ("tenantId", "repoSlug", "sourcePath", "visibility"):
+            if key not in metadata:
+                found.append(
+                    Problem(
+                        f"/{index}/metadata", "required", f"a {key!r} stamp (rows are scoped by it)", "absent"
+                    )
+                )
+        if metadata.get("visibility") not in (None, "team", "private", "public"):
+            found.append(
+                Problem(
+                    f"/{index}/metadata/visibility",
+                    "enum",
+                    "team, private or public",
+                    repr(metadata["visibility"]),
+                )
+            )
+        for key, value in metadata.items():
+            if not isinstance(value, (str, int, float, bool)):
+                found.append(
+                    Problem(f"/{index}/metadata/{key}", "type", "a string, number or boolean", repr(value))
+                )
+        dimensions = getattr(self.embedder, "dimensions", None)
+        if dimensions is not None and len(record["embedding"]) != dimensions:
+            found.append(
+                Problem(
+                    f"/{index}/embedding",
+                    "dimensions",
+                    f"{dimensions} numbers",
+                    f"{len(record['embedding'])}",
+                )
+            )
+        return found
+
+
+def _hit(match: Match) -> Hit:
+    return Hit(match.id, match.document, dict(match.metadata), 1.0 - match.distance)
+
+
+def _hits(rows: Rows) -> list[Hit]:
+    return [Hit(i, d, dict(m)) for i, d, m in zip(rows.ids, rows.documents, rows.metadatas, strict=True)]

@@ -1,0 +1,86 @@
+"""An exact in-memory store (numpy): the oracle the approximate stores are compared with."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from kbconform_reference.stores._protocol import Match, Metadata, Rows, Where
+from kbconform_reference.stores._where import matches
+
+
+class MemoryStore:
+    """Rows in insertion order; queries are brute-force cosine distance over the matching rows."""
+
+    description = "memory (exact)"
+
+    def __init__(self) -> None:
+        self._rows: dict[str, tuple[npt.NDArray[np.float32], str | None, dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def upsert(
+        self,
+        ids: Sequence[str],
+        embeddings: npt.NDArray[np.float32],
+        documents: Sequence[str | None],
+        metadatas: Sequence[Metadata],
+    ) -> None:
+        vectors = np.asarray(embeddings, dtype=np.float32)
+        if not (len(ids) == len(vectors) == len(documents) == len(metadatas)):
+            raise ValueError("upsert: ids, embeddings, documents and metadatas differ in length")
+        with self._lock:
+            for index, row_id in enumerate(ids):
+                self._rows[row_id] = (vectors[index].copy(), documents[index], dict(metadatas[index]))
+
+    def _select(self, ids: Sequence[str] | None, where: Where | None) -> list[str]:
+        with self._lock:
+            candidates = (
+                list(self._rows) if ids is None else [i for i in dict.fromkeys(ids) if i in self._rows]
+            )
+            return [i for i in candidates if matches(self._rows[i][2], where)]
+
+    def get(
+        self,
+        *,
+        ids: Sequence[str] | None = None,
+        where: Where | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        embeddings: bool = False,
+    ) -> Rows:
+        selected = self._select(ids, where)
+        selected = selected[offset : None if limit is None else offset + limit]
+        rows = [self._rows[i] for i in selected]
+        vectors = np.stack([r[0] for r in rows]) if rows else np.zeros((0, 0), np.float32)
+        return Rows(
+            tuple(selected),
+            tuple(r[1] for r in rows),
+            tuple(dict(r[2]) for r in rows),
+            vectors if embeddings else None,
+        )
+
+    def query(self, embedding: npt.NDArray[np.float32], n_results: int, where: Where | None) -> list[Match]:
+        rows = self.get(where=where, embeddings=True)
+        return exact_top_k(rows, embedding, n_results)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        with self._lock:
+            for row_id in ids:
+                self._rows.pop(row_id, None)
+
+
+def exact_top_k(rows: Rows, embedding: npt.NDArray[np.float32], n_results: int) -> list[Match]:
+    """Brute-force cosine top-k over ``rows`` (which must carry embeddings); ties broken by id."""
+    if not rows.ids or n_results <= 0:
+        return []
+    assert rows.embeddings is not None
+    matrix = rows.embeddings.astype(np.float64)
+    query = np.asarray(embedding, dtype=np.float64)
+    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
+    distances = 1.0 - (matrix @ query) / np.where(norms == 0, 1.0, norms)
+    order = sorted(range(len(rows.ids)), key=lambda i: (distances[i], rows.ids[i]))[:n_results]
+    return [Match(rows.ids[i], rows.documents[i], rows.metadatas[i], float(distances[i])) for i in order]
