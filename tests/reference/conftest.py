@@ -1,0 +1,74 @@
+"""Fixtures for the reference knowledge base: the same tests run in every store mode.
+
+``store`` is parametrized over the exact in-memory store, Chroma embedded (ephemeral) and a
+real Chroma server (``chroma run`` on 127.0.0.1, started once per session and stopped by its
+process id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kbconform.identity import Principal
+from kbconform_reference import KnowledgeBase
+from kbconform_reference.stores import MemoryStore, VectorStore
+
+MODES = ("memory", "chroma-embedded", "chroma-server")
+
+ACME = Principal("acme")
+BETA = Principal("beta")
+OPERATOR = Principal("ops", role="operator")
+SHARED_WRITER = Principal("neo-shared", role="operator")
+READER = Principal("reader", readable_namespaces=frozenset({"neo-shared"}))
+
+
+def chunk(
+    path: str = "docs/a.md", content: str = "alpha", *, tenant: str = "acme", repo: str = "app", **extra: Any
+) -> dict[str, Any]:
+    """A valid parsed-chunk-v1 record."""
+    return {
+        "schemaVersion": "1.0.0",
+        "tenantId": tenant,
+        "repoSlug": repo,
+        "rootKind": "bare-repo",
+        "sourcePath": path,
+        "content": content,
+        "hashInputs": ["sourcePath", "kind", "name", "content"],
+        "parserId": "test",
+        "parserVersion": "1.0.0",
+        "kind": "doc-section",
+        "name": path.rsplit("/", 1)[-1],
+        **extra,
+    }
+
+
+@pytest.fixture(scope="session")
+def chroma_server() -> Iterator[Any]:
+    from kbconform_reference.stores.server import ChromaServer
+
+    with ChromaServer() as server:
+        yield server
+
+
+@pytest.fixture(params=MODES)
+def store(request: pytest.FixtureRequest) -> Iterator[VectorStore]:
+    if request.param == "memory":
+        yield MemoryStore()
+        return
+    from kbconform_reference.stores.chroma import ChromaStore
+
+    if request.param == "chroma-embedded":
+        chroma = ChromaStore.ephemeral()
+    else:
+        server = request.getfixturevalue("chroma_server")
+        chroma = ChromaStore.http(server.host, server.port)
+    yield chroma
+    chroma.drop()
+
+
+@pytest.fixture
+def kb(store: VectorStore) -> KnowledgeBase:
+    return KnowledgeBase(store)
