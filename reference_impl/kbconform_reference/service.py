@@ -330,6 +330,7 @@ class KnowledgeBase:
 
     def ask(self, principal: Principal, question: str, n_results: int = 5) -> Answer:
         """Search, then answer from the stored text of the hits only (no files, no other tenant)."""
+        principal = self._authenticated(principal, "ask")
         hits = self.query(principal, question, n_results)
         text = "\n\n".join(hit.document for hit in hits if hit.document)
         return Answer(question, text, tuple(hits))

@@ -1,0 +1,209 @@
+"""Read side: every facade filtered by the principal, checked client clauses, fail closed, exact top-k."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kbconform.errors import BackendUnavailable, ContractViolation, NotFound, Unauthenticated
+from kbconform_reference import KnowledgeBase, Settings
+from kbconform_reference.stores import MemoryStore, VectorStore, exact_top_k
+from tests.reference.conftest import ACME, BETA, READER, SHARED_WRITER, chunk
+
+
+@pytest.fixture
+def seeded(kb: KnowledgeBase) -> dict[str, str]:
+    """Canary chunks: one per tenant and one shared; returns id by owner."""
+    ids = {
+        "acme": kb.ingest(ACME, [chunk("acme.md", "canary apple orchard acme")]).ids[0],
+        "beta": kb.ingest(BETA, [chunk("beta.md", "canary banana grove beta", tenant="beta")]).ids[0],
+        "shared": kb.ingest(
+            SHARED_WRITER, [chunk("s.md", "canary shared handbook", tenant="neo-shared", repo="neo")]
+        ).ids[0],
+    }
+    assert len(kb.store.get().ids) == 3  # the seed itself is checked
+    return ids
+
+
+FACADES = ("query", "list", "count", "ask")
+
+
+def visible(kb: KnowledgeBase, principal: Any, facade: str) -> set[str]:
+    """The tenants whose canaries ``facade`` shows ``principal``."""
+    if facade == "query":
+        return {h.metadata["tenantId"] for h in kb.query(principal, "canary", 10)}
+    if facade == "list":
+        return {h.metadata["tenantId"] for h in kb.list(principal)}
+    if facade == "ask":
+        return {h.metadata["tenantId"] for h in kb.ask(principal, "canary").sources}
+    return {"count:" + str(kb.count(principal))}
+
+
+@pytest.mark.parametrize("facade", FACADES)
+def test_each_tenant_sees_its_own_canary_and_never_another(
+    kb: KnowledgeBase, seeded: dict[str, str], facade: str
+) -> None:
+    """Positive and negative on the same path: own data (and readable shared data) only."""
+    if facade == "count":
+        assert (kb.count(ACME), kb.count(BETA), kb.count(READER)) == (1, 1, 1)
+        return
+    assert visible(kb, ACME, facade) == {"acme"}
+    assert visible(kb, BETA, facade) == {"beta"}
+    assert visible(kb, READER, facade) == {"neo-shared"}
+    assert visible(kb, ACME.with_namespaces(frozenset({"neo-shared"})), facade) == {"acme", "neo-shared"}
+
+
+def test_ask_answers_only_from_the_stored_text_in_scope(kb: KnowledgeBase, seeded: dict[str, str]) -> None:
+    """The answer is built from the hits' stored documents: another tenant's words never appear."""
+    answer = kb.ask(ACME, "canary banana apple")
+    assert "apple orchard" in answer.text
+    assert "banana" not in answer.text
+
+
+def test_a_foreign_id_fails_exactly_like_a_missing_one(kb: KnowledgeBase, seeded: dict[str, str]) -> None:
+    """Same type, code and message shape: no existence oracle (control: the owner gets it)."""
+    assert kb.get(BETA, seeded["beta"]).document == "canary banana grove beta"
+    missing = "0" * 64
+    with pytest.raises(NotFound) as foreign:
+        kb.get(ACME, seeded["beta"])
+    with pytest.raises(NotFound) as absent:
+        kb.get(ACME, missing)
+    assert foreign.value.code == absent.value.code == "KB_NOT_FOUND"
+    assert str(foreign.value).replace(seeded["beta"], "ID") == str(absent.value).replace(missing, "ID")
+
+
+WIDENING: list[tuple[str, Any]] = [
+    ("a reserved key", {"tenantId": "beta"}),
+    ("a reserved key under $or", {"$or": [{"kind": "doc-section"}, {"tenantId": {"$ne": "acme"}}]}),
+    ("a negation on a reserved key", {"visibility": {"$ne": "private"}}),
+    ("an empty $and", {"$and": []}),
+    ("an empty $or", {"$or": []}),
+    ("an empty clause", {}),
+    ("an unknown operator", {"kind": {"$not": "x"}}),
+    ("a top-level operator", {"$not": {"kind": "x"}}),
+    ("an empty $in", {"kind": {"$in": []}}),
+    ("an empty $nin", {"kind": {"$nin": []}}),
+    ("two operators at once", {"kind": {"$eq": "a", "$ne": "b"}}),
+    ("a nested object", {"kind": {"deep": {"x": 1}}}),
+    ("a null", {"kind": None}),
+]
+
+
+@pytest.mark.parametrize("where", [w for _, w in WIDENING], ids=[name for name, _ in WIDENING])
+def test_client_clauses_that_could_widen_scope_are_rejected(
+    kb: KnowledgeBase, seeded: dict[str, str], where: Any
+) -> None:
+    """Rejected with contract 'where' on every facade that takes one (control: a narrowing clause works)."""
+    for call in (lambda: kb.query(ACME, "canary", 5, where=where), lambda: kb.list(ACME, where=where)):
+        with pytest.raises(ContractViolation) as caught:
+            call()
+        assert caught.value.contract == "where"
+    assert [h.metadata["sourcePath"] for h in kb.list(ACME, where={"sourcePath": "acme.md"})] == ["acme.md"]
+    assert kb.list(ACME, where={"sourcePath": "beta.md"}) == []
+
+
+def test_no_principal_is_an_error_on_every_facade(kb: KnowledgeBase, seeded: dict[str, str]) -> None:
+    """Never an unfiltered read: each facade raises Unauthenticated naming itself."""
+    calls = {
+        "query": lambda: kb.query(None, "canary"),  # type: ignore[arg-type]
+        "get": lambda: kb.get(None, seeded["acme"]),  # type: ignore[arg-type]
+        "list": lambda: kb.list(None),  # type: ignore[arg-type]
+        "count": lambda: kb.count(None),  # type: ignore[arg-type]
+        "ask": lambda: kb.ask(None, "canary"),  # type: ignore[arg-type]
+        "ingest": lambda: kb.ingest(None, [chunk()]),  # type: ignore[arg-type]
+        "apply_deletion_signal": lambda: kb.apply_deletion_signal(None, {"deleted": [{"sourcePath": "a"}]}),  # type: ignore[arg-type]
+        "export": lambda: kb.export(None),  # type: ignore[arg-type]
+        "restore": lambda: kb.restore(None, []),  # type: ignore[arg-type]
+    }
+    for name, call in calls.items():
+        with pytest.raises(Unauthenticated) as caught:
+            call()
+        assert caught.value.operation == name
+    with pytest.raises(Unauthenticated):
+        kb.list({"tenant_id": "acme"})  # type: ignore[arg-type]  # a look-alike is not a principal
+
+
+class FailingStore(MemoryStore):
+    def get(self, **kwargs: Any) -> Any:
+        raise ConnectionError("store is down")
+
+    def query(self, *args: Any) -> Any:
+        raise ConnectionError("store is down")
+
+
+def test_a_store_error_is_an_error_never_a_fallback() -> None:
+    """Every read and write raises BackendUnavailable with the store's reason."""
+    kb = KnowledgeBase(FailingStore())
+    for call in (
+        lambda: kb.query(ACME, "x"),
+        lambda: kb.list(ACME),
+        lambda: kb.count(ACME),
+        lambda: kb.get(ACME, "x"),
+        lambda: kb.ingest(ACME, [chunk()]),
+    ):
+        with pytest.raises(BackendUnavailable) as caught:
+            call()
+        assert "store is down" in str(caught.value)
+
+
+class LeakyStore(MemoryStore):
+    """A store that ignores every where clause."""
+
+    def get(self, **kwargs: Any) -> Any:
+        kwargs.pop("where", None)
+        return super().get(**kwargs)
+
+    def query(self, embedding: Any, n_results: int, where: Any) -> Any:
+        return super().query(embedding, n_results, None)
+
+
+def test_the_final_check_drops_and_counts_hits_a_store_leaks(caplog: pytest.LogCaptureFixture) -> None:
+    """Defence in depth: even a store that ignores the filter leaks nothing (control: own hits kept)."""
+    kb = KnowledgeBase(LeakyStore())
+    kb.ingest(ACME, [chunk("a.md", "apple")])
+    beta_id = kb.ingest(BETA, [chunk("b.md", "apple", tenant="beta")]).ids[0]
+    with caplog.at_level(logging.ERROR, logger="kbconform_reference"):
+        assert [h.metadata["tenantId"] for h in kb.query(ACME, "apple")] == ["acme"]
+        assert [h.metadata["tenantId"] for h in kb.list(ACME)] == ["acme"]
+        with pytest.raises(NotFound):
+            kb.get(ACME, beta_id)
+    assert kb.stats.dropped == 3
+    assert sum("final check dropped" in m for m in caplog.messages) == 3
+
+
+def test_a_small_tenant_gets_its_exact_top_k_in_a_large_collection(store: VectorStore) -> None:
+    """recall@10 = 1.0 against brute force within the tenant, next to a tenant 30 times larger."""
+    kb = KnowledgeBase(store, settings=Settings(exact_search_limit=100))
+    rng = np.random.default_rng(7)
+    words = [f"w{i}" for i in range(60)]
+
+    def text() -> str:
+        return " ".join(rng.choice(words, 6))
+
+    big = [chunk(f"big/{i}.md", text(), tenant="big") for i in range(600)]
+    for start in range(0, len(big), 200):
+        kb.ingest(BETA.with_tenant("big"), big[start : start + 200])
+    kb.ingest(ACME, [chunk(f"small/{i}.md", text()) for i in range(20)])
+    for question in ("w1 w2 w3", "w10 w20", "w59 w0 w33 w7"):
+        hits = kb.query(ACME, question, 10)
+        rows = store.get(where={"tenantId": "acme"}, embeddings=True)
+        expected = exact_top_k(rows, kb.embedder([question])[0], 10)
+        assert len(expected) == 10
+        assert {h.id for h in hits} == {m.id for m in expected}
+        big_hits = kb.query(BETA.with_tenant("big"), question, 10)  # the approximate path, still in scope
+        assert len(big_hits) == 10
+        assert {h.metadata["tenantId"] for h in big_hits} == {"big"}
+
+
+def test_list_pages_through_the_scope_and_rejects_bad_pages(kb: KnowledgeBase) -> None:
+    """limit/offset page within scope; a non-positive limit is a contract error."""
+    kb.ingest(ACME, [chunk(f"{i}.md", f"text {i}") for i in range(5)])
+    kb.ingest(BETA, [chunk("x.md", tenant="beta")])
+    pages = [kb.list(ACME, limit=2, offset=offset) for offset in (0, 2, 4)]
+    assert [len(p) for p in pages] == [2, 2, 1]
+    assert len({h.id for page in pages for h in page}) == 5
+    with pytest.raises(ContractViolation):
+        kb.list(ACME, limit=0)
