@@ -23,3 +23,20 @@ def test_the_validation_benchmark_runs_and_writes_its_figures(tmp_path: Path) ->
     }
     assert all(value > 0 for value in figures.values())
     assert (tmp_path / "out.json").exists()
+
+
+def test_the_overhead_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
+    """A tiny run (Chroma embedded) writes the three headline figures; recall is exact."""
+    spec = importlib.util.spec_from_file_location("overhead_benchmark", BENCHMARKS / "overhead.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    figures = module.main(
+        ["--chunks", "300", "--tenants", "12", "--queries", "2", "--json", str(tmp_path / "o.json")]
+    )
+    assert {"ingest_ratio", "query_ratio", "recall_at_10_min"} <= set(figures)
+    assert figures["ingest_ratio"] > 0
+    assert figures["query_ratio"] > 0
+    assert figures["recall_at_10_min"] == 1.0
+    assert figures["smallest_tenant_share"] < 0.01
