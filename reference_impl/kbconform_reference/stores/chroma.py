@@ -17,6 +17,7 @@ import numpy.typing as npt
 from kbconform_reference.stores._protocol import Match, Metadata, Rows, Where
 
 _NO_TELEMETRY: dict[str, Any] = {"anonymized_telemetry": False}
+_PAGE = 5000  # rows per call: under SQLite's variable limit and Chroma's maximum batch size
 
 
 class ChromaStore:
@@ -61,14 +62,15 @@ class ChromaStore:
         documents: Sequence[str | None],
         metadatas: Sequence[Metadata],
     ) -> None:
-        if not ids:
-            return
-        self._collection.upsert(
-            ids=list(ids),
-            embeddings=np.asarray(embeddings, dtype=np.float32),
-            documents=list(documents),
-            metadatas=[dict(m) for m in metadatas],
-        )
+        vectors = np.asarray(embeddings, dtype=np.float32)
+        for start in range(0, len(ids), _PAGE):
+            end = start + _PAGE
+            self._collection.upsert(
+                ids=list(ids[start:end]),
+                embeddings=vectors[start:end],
+                documents=list(documents[start:end]),
+                metadatas=[dict(m) for m in metadatas[start:end]],
+            )
 
     def get(
         self,
@@ -79,21 +81,39 @@ class ChromaStore:
         offset: int = 0,
         embeddings: bool = False,
     ) -> Rows:
-        if ids is not None and not ids:
-            return Rows((), (), ())
+        # Large reads go in pages: one SQLite statement holds a bounded number of variables.
+        if ids is not None:
+            if not ids:
+                return Rows((), (), ())
+            parts = [
+                self._get_page(list(ids[i : i + _PAGE]), where, None, 0, embeddings)
+                for i in range(0, len(ids), _PAGE)
+            ]
+        else:
+            parts, position, remaining = [], offset, limit
+            while remaining is None or remaining > 0:
+                size = _PAGE if remaining is None else min(_PAGE, remaining)
+                part = self._get_page(None, where, size, position, embeddings)
+                parts.append(part)
+                position += len(part.ids)
+                remaining = None if remaining is None else remaining - len(part.ids)
+                if len(part.ids) < size:
+                    break
+        return _concat(parts, embeddings)
+
+    def _get_page(
+        self, ids: list[str] | None, where: Where | None, limit: int | None, offset: int, embeddings: bool
+    ) -> Rows:
         include = ["documents", "metadatas", *(["embeddings"] if embeddings else [])]
         result = self._collection.get(
-            ids=list(ids) if ids is not None else None,
-            where=dict(where) if where else None,
-            limit=limit,
-            offset=offset or None,
-            include=include,
+            ids=ids, where=dict(where) if where else None, limit=limit, offset=offset or None, include=include
         )
         found = tuple(result["ids"])
         vectors = None
         if embeddings:
-            raw = result["embeddings"]
-            vectors = np.asarray(raw, dtype=np.float32) if len(found) else np.zeros((0, 0), np.float32)
+            vectors = (
+                np.asarray(result["embeddings"], dtype=np.float32) if found else np.zeros((0, 0), np.float32)
+            )
         return Rows(found, tuple(result["documents"]), tuple(result["metadatas"]), vectors)
 
     def query(self, embedding: npt.NDArray[np.float32], n_results: int, where: Where | None) -> list[Match]:
@@ -117,8 +137,8 @@ class ChromaStore:
         ]
 
     def delete(self, ids: Sequence[str]) -> None:
-        if ids:
-            self._collection.delete(ids=list(ids))
+        for start in range(0, len(ids), _PAGE):
+            self._collection.delete(ids=list(ids[start : start + _PAGE]))
 
     def drop(self) -> None:
         """Delete the whole collection (test clean-up)."""
@@ -128,4 +148,19 @@ class ChromaStore:
 def _collection(client: Any, name: str | None) -> Any:
     return client.get_or_create_collection(
         name or f"kb-{uuid.uuid4().hex}", embedding_function=None, metadata={"hnsw:space": "cosine"}
+    )
+
+
+def _concat(parts: list[Rows], embeddings: bool) -> Rows:
+    if len(parts) == 1:
+        return parts[0]
+    vectors = None
+    if embeddings:
+        filled = [p.embeddings for p in parts if p.embeddings is not None and len(p.ids)]
+        vectors = np.concatenate(filled) if filled else np.zeros((0, 0), np.float32)
+    return Rows(
+        tuple(i for p in parts for i in p.ids),
+        tuple(d for p in parts for d in p.documents),
+        tuple(m for p in parts for m in p.metadatas),
+        vectors,
     )
