@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import rfc8785
 
@@ -231,3 +232,25 @@ def test_export_lines_are_canonical_json() -> None:
     kb.ingest(ACME, [chunk()])
     for line in _jsonl(kb).splitlines():
         assert rfc8785.dumps(json.loads(line)) == line
+
+
+def test_exports_and_reads_larger_than_one_store_page_are_complete(store: VectorStore) -> None:
+    """12,000 rows (over Chroma's per-call page and SQLite's variable limit) export and delete whole."""
+    count = 12_000
+    ids = [f"{i:064x}" for i in range(count)]
+    metadata = {"tenantId": "acme", "repoSlug": "app", "sourcePath": "a.md", "visibility": "team"}
+    vectors = np.zeros((count, 256), dtype=np.float32)
+    vectors[:, 0] = 1.0
+    store.upsert(ids, vectors, [None] * count, [metadata] * count)
+    kb = KnowledgeBase(store)
+    assert [r["id"] for r in kb.export(OPERATOR)] == ids
+    assert kb.count(ACME) == count
+    assert (
+        len(
+            kb.apply_deletion_signal(
+                ACME, {"repoSlug": "app", "deleted": [{"sourcePath": "a.md"}]}
+            ).deleted_ids
+        )
+        == count
+    )
+    assert store.get().ids == ()
