@@ -4,7 +4,8 @@
 in-memory store, Chroma embedded, or a Chroma server (``kbconform_reference.stores.chroma``).
 """
 
-from kbconform_reference.deletion import GitResolver, RevisionResolver
+from kbconform.adapter import RevisionResolver
+from kbconform_reference.deletion import GitResolver
 from kbconform_reference.embedding import HashingEmbedding
 from kbconform_reference.service import (
     Answer,

@@ -10,24 +10,12 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from kbconform.contract import explain, is_valid
 from kbconform.errors import ContractViolation, Problem, RevisionBoundaryUnavailable
 
 _SCHEMA = "deletion-signal-v1"
-
-
-class RevisionResolver(Protocol):
-    """Lists the paths deleted between two commits of a repository."""
-
-    def deleted_paths(self, repo_slug: str, base: str, head: str) -> Iterable[str]:
-        """Paths (relative, '/'-separated) present at ``base`` and gone at ``head``.
-
-        Raise :class:`kbconform.errors.RevisionBoundaryUnavailable` when the commits cannot be
-        resolved.
-        """
-        ...
 
 
 class GitResolver:

@@ -19,11 +19,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import IO, Any, Literal
 
 import numpy as np
 import rfc8785
 
+from kbconform import workspace
+from kbconform.adapter import RevisionResolver
 from kbconform.contract import explain, is_valid
 from kbconform.errors import (
     BackendUnavailable,
@@ -114,7 +117,7 @@ class KnowledgeBase:
         *,
         settings: Settings | None = None,
         embedder: Callable[[Sequence[str]], np.ndarray] | None = None,
-        resolver: deletion.RevisionResolver | None = None,
+        resolver: RevisionResolver | None = None,
         clock: Callable[[], float] = time.monotonic,
         now: Callable[[], str] = _utc_now,
     ) -> None:
@@ -155,6 +158,21 @@ class KnowledgeBase:
             raise
         except Exception as error:
             raise BackendUnavailable(operation, f"{type(error).__name__}: {error}") from error
+
+    # -- parsing --------------------------------------------------------------------------------
+
+    @staticmethod
+    def scan(
+        root: Path, config: Path | None, tenant_id: str, repo_slug: str, root_kind: str = "bare-repo"
+    ) -> builtins.list[dict[str, Any]]:
+        """The parsed-chunk-v1 records of a workspace, through kbconform's source/parser registry."""
+        return workspace.scan(
+            root,
+            workspace.read_config(config) if config is not None else None,
+            tenant_id=tenant_id,
+            repo_slug=repo_slug,
+            root_kind=root_kind,
+        )
 
     # -- write side -----------------------------------------------------------------------------
 

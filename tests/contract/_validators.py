@@ -40,6 +40,11 @@ VALIDATORS: dict[str, Callable[[object, str], bool]] = {
 }
 
 
+def covers(validator: str, schema: str) -> bool:
+    """Whether ``validator`` speaks for ``schema`` (the pydantic models cover the data contracts only)."""
+    return validator != "pydantic" or schema in MODELS
+
+
 def verdicts(instance: object, schema: str) -> dict[str, bool]:
     """Each validator's accept decision for ``instance``."""
-    return {name: check(instance, schema) for name, check in VALIDATORS.items()}
+    return {name: check(instance, schema) for name, check in VALIDATORS.items() if covers(name, schema)}

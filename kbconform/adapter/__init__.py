@@ -1,0 +1,42 @@
+"""The adapter protocol and the capability manifest: how any backend is put under the suites.
+
+See :mod:`kbconform.adapter._protocol` for the specification of every member.
+"""
+
+from kbconform.adapter._manifest import FEATURES, Feature, Manifest, check_backend, load_adapter
+from kbconform.adapter._protocol import (
+    Adapter,
+    AnswerView,
+    Backend,
+    BackendOptions,
+    DeletionResultView,
+    HitView,
+    IngestResultView,
+    RevisionResolver,
+    SpoofMode,
+    SpoofWarningView,
+    SupportsAsk,
+    SupportsCount,
+    SupportsScan,
+)
+
+__all__ = [
+    "FEATURES",
+    "Adapter",
+    "AnswerView",
+    "Backend",
+    "BackendOptions",
+    "DeletionResultView",
+    "Feature",
+    "HitView",
+    "IngestResultView",
+    "Manifest",
+    "RevisionResolver",
+    "SpoofMode",
+    "SpoofWarningView",
+    "SupportsAsk",
+    "SupportsCount",
+    "SupportsScan",
+    "check_backend",
+    "load_adapter",
+]

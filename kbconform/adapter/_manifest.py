@@ -1,0 +1,135 @@
+"""The capability manifest (adapter-manifest-v1), and loading an adapter from ``module:factory``."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from kbconform.adapter._protocol import Adapter, Backend, SupportsAsk, SupportsCount, SupportsScan
+from kbconform.contract import validate
+from kbconform.errors import ContractViolation, Problem
+
+Feature = Literal["client-where", "revision-boundary", "fault-injection", "escalation", "workspace-scan"]
+FEATURES: tuple[Feature, ...] = (
+    "client-where",
+    "revision-boundary",
+    "fault-injection",
+    "escalation",
+    "workspace-scan",
+)
+_OPTIONAL_FACADES = {"count": SupportsCount, "ask": SupportsAsk}
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """A validated adapter-manifest-v1 declaration. ``raw`` is the declaration as given."""
+
+    raw: Mapping[str, Any]
+
+    @classmethod
+    def from_mapping(cls, data: object) -> Manifest:
+        """Validate ``data`` against adapter-manifest-v1; raise ContractViolation listing every problem."""
+        validate(data, "adapter-manifest-v1")
+        assert isinstance(data, Mapping)
+        return cls(data)
+
+    @property
+    def read_facades(self) -> tuple[str, ...]:
+        return tuple(self.raw["readFacades"])
+
+    @property
+    def spoof_modes(self) -> tuple[str, ...]:
+        return tuple(self.raw["spoofModes"])
+
+    @property
+    def shared_namespace(self) -> str | None:
+        value = self.raw["sharedNamespace"]
+        return str(value) if value is not None else None
+
+    @property
+    def id_profile(self) -> str | None:
+        value = self.raw["idProfile"]
+        return str(value) if value is not None else None
+
+    @property
+    def versions(self) -> dict[str, str]:
+        """``{"adapter": "name version", "backend": "name version"}``."""
+        return {key: f"{self.raw[key]['name']} {self.raw[key]['version']}" for key in ("adapter", "backend")}
+
+    def supports(self, feature: Feature) -> bool:
+        """Whether the feature is offered (``true`` or its parameters, not a reason string)."""
+        return not isinstance(self.raw["features"][feature], str)
+
+    def unsupported_reason(self, feature: Feature) -> str | None:
+        """The manifest's reason a feature is not offered, or None when it is."""
+        value = self.raw["features"][feature]
+        return value if isinstance(value, str) else None
+
+    def feature(self, feature: Feature) -> Any:
+        """A supported feature's parameters (``True`` for a plain flag)."""
+        return self.raw["features"][feature]
+
+
+def _adapter_error(keyword: str, expected: str, got: str) -> ContractViolation:
+    return ContractViolation(
+        contract="adapter", problems=(Problem("", keyword, expected, got),), code="KB_ADAPTER_INVALID"
+    )
+
+
+def load_adapter(spec: str) -> tuple[Adapter, Manifest]:
+    """Import ``module:factory``, call the factory, and check the adapter and its manifest.
+
+    Raises :class:`~kbconform.errors.ContractViolation` (code ``KB_ADAPTER_INVALID``) naming
+    what was expected: a ``module:factory`` spec, an importable module, a callable factory, an
+    object with every :class:`Adapter` member, a valid manifest, and every optional facade the
+    manifest declares.
+    """
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise _adapter_error("spec", "'module:factory', e.g. 'my_backend.conformance:adapter'", repr(spec))
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise _adapter_error("import", f"an importable module {module_name!r}", repr(error)) from None
+    factory: Any = module
+    for part in attribute.split("."):
+        factory = getattr(factory, part, None)
+    if not callable(factory):
+        raise _adapter_error("factory", f"a callable {attribute!r} in {module_name}", repr(factory))
+    try:
+        adapter = factory()
+    except Exception as error:
+        raise _adapter_error("factory", f"{spec} to return an adapter", repr(error)) from error
+    if not isinstance(adapter, Adapter):
+        missing = [m for m in ("manifest", "open", "close", "shutdown") if not hasattr(adapter, m)]
+        raise _adapter_error(
+            "protocol",
+            "an object with manifest, open, close and shutdown (kbconform.adapter.Adapter)",
+            f"{type(adapter).__name__} without {', '.join(missing)}",
+        )
+    try:
+        manifest = Manifest.from_mapping(adapter.manifest)
+    except ContractViolation as error:
+        raise ContractViolation(
+            contract="adapter-manifest-v1", problems=error.problems, code="KB_ADAPTER_INVALID"
+        ) from None
+    return adapter, manifest
+
+
+def check_backend(backend: object, manifest: Manifest) -> None:
+    """Raise ContractViolation unless ``backend`` has every facade it must have."""
+    expected: list[tuple[str, type]] = [("Backend", Backend)]
+    expected += [
+        (f"{name} facade", kind) for name, kind in _OPTIONAL_FACADES.items() if name in manifest.read_facades
+    ]
+    if manifest.supports("workspace-scan"):
+        expected.append(("scan (workspace-scan)", SupportsScan))
+    missing = [name for name, kind in expected if not isinstance(backend, kind)]
+    if missing:
+        raise _adapter_error(
+            "protocol",
+            "a backend with every facade the protocol and the manifest require",
+            f"{type(backend).__name__} lacking: {', '.join(missing)}",
+        )

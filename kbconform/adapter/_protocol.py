@@ -1,0 +1,255 @@
+"""The adapter protocol: what a backend offers so that the conformance suites can drive it.
+
+An adapter module exposes a factory (``module:factory``) that returns an :class:`Adapter`. The
+adapter declares a manifest and opens fresh, empty :class:`Backend` instances; the suites call
+the backend's facades with an explicit :class:`~kbconform.identity.Principal` each time and
+compare what comes back with a model of what was written.
+
+Every parameter is positional-only, so a backend may name its own; the suites pass them all.
+The docstrings are the specification: what to return, and which :mod:`kbconform.errors` error
+to raise. Backends map their own errors onto those; anything else that escapes is a failure.
+
+Required: every member of :class:`Adapter` and :class:`Backend`. Optional (declared in the
+manifest): the ``count`` and ``ask`` facades (:class:`SupportsCount`, :class:`SupportsAsk`) and
+workspace parsing (:class:`SupportsScan`). Security behaviour is never optional.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from kbconform.identity import Principal
+
+SpoofMode = Literal["overwrite", "reject"]
+
+
+class HitView(Protocol):
+    """A chunk as a read facade returns it."""
+
+    @property
+    def id(self) -> str:
+        """The stored chunk id (the one ingest returned)."""
+        ...
+
+    @property
+    def document(self) -> str | None:
+        """The stored text, exactly as ingested (``content``)."""
+        ...
+
+    @property
+    def metadata(self) -> Mapping[str, Any]:
+        """The stored metadata, server stamps included (``tenantId``, ``repoSlug``, ...)."""
+        ...
+
+
+class SpoofWarningView(Protocol):
+    """One guarded field a record claimed otherwise, overwritten by the server's value."""
+
+    @property
+    def field(self) -> str:
+        """The field: ``tenantId``, or ``customMeta.<name>`` for a guarded name in customMeta."""
+        ...
+
+    @property
+    def chunk_id(self) -> str:
+        """The id the record was stored under."""
+        ...
+
+
+class IngestResultView(Protocol):
+    """What ingest returns."""
+
+    @property
+    def ids(self) -> Sequence[str]:
+        """One id per record, in the order of the batch (equal records get equal ids)."""
+        ...
+
+    @property
+    def warnings(self) -> Sequence[SpoofWarningView]:
+        """One warning per spoofed field per record, in overwrite mode; empty otherwise."""
+        ...
+
+
+class DeletionResultView(Protocol):
+    """What apply_deletion_signal returns."""
+
+    @property
+    def deleted_ids(self) -> Sequence[str]:
+        """The ids of the chunks it deleted (all of them the principal's tenant's)."""
+        ...
+
+
+class AnswerView(Protocol):
+    """What ask returns."""
+
+    @property
+    def text(self) -> str:
+        """The answer, built only from the stored text of ``sources``."""
+        ...
+
+    @property
+    def sources(self) -> Sequence[HitView]:
+        """The chunks the answer was built from, all within the principal's scope."""
+        ...
+
+
+@runtime_checkable
+class RevisionResolver(Protocol):
+    """Lists the paths deleted between two commits of a repository."""
+
+    def deleted_paths(self, repo_slug: str, base: str, head: str, /) -> Iterable[str]:
+        """Paths (relative, '/'-separated) present at ``base`` and gone at ``head``.
+
+        Raise :class:`~kbconform.errors.RevisionBoundaryUnavailable` when the commits cannot be
+        resolved.
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class BackendOptions:
+    """How the suites want a backend opened. Each option maps onto a manifest declaration.
+
+    ``spoof_mode`` is one of the manifest's ``spoofModes``. ``resolver`` is what the backend
+    must resolve revision boundaries with (feature ``revision-boundary``; None: no resolver is
+    configured). ``store_fails``, when given, is a switch: while it returns True every call the
+    backend makes to its store must fail (feature ``fault-injection``).
+    """
+
+    spoof_mode: SpoofMode = "overwrite"
+    resolver: RevisionResolver | None = None
+    store_fails: Callable[[], bool] | None = None
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A multi-tenant knowledge base, as the suites drive it. Every facade is required.
+
+    Every facade takes the authenticated principal first. A principal that is ``None`` (or
+    anything but a :class:`~kbconform.identity.Principal`) raises
+    :class:`~kbconform.errors.Unauthenticated`: never an unfiltered read. A store that fails
+    raises :class:`~kbconform.errors.BackendUnavailable`: never a fallback, never partial data.
+    """
+
+    def ingest(self, principal: Principal, records: Sequence[Mapping[str, Any]], /) -> IngestResultView:
+        """Validate, stamp and write a batch of parsed-chunk-v1 records, all or nothing.
+
+        The server stamps ``tenantId`` (the principal's), ``repoSlug``, ``visibility`` and the
+        other guarded fields; ids are tenant-aware (the same record under two tenants gets two
+        ids). An invalid record (an ``embedding`` included) raises
+        :class:`~kbconform.errors.ContractViolation` and nothing is written. A record that claims
+        another identity is overwritten with a warning (overwrite mode) or refused with
+        :class:`~kbconform.errors.SpoofRejected`, the whole batch, before anything is read or
+        written (reject mode). A member writing into the shared namespace, or a write whose id
+        belongs to another tenant's chunk, raises :class:`~kbconform.errors.Forbidden`.
+        """
+        ...
+
+    def query(
+        self, principal: Principal, text: str, n_results: int, where: Mapping[str, Any] | None, /
+    ) -> Sequence[HitView]:
+        """The ``n_results`` chunks nearest to ``text`` in the principal's scope, nearest first.
+
+        Scope: the principal's tenant and the shared namespaces it may read. ``where`` (feature
+        ``client-where``; None when unused) is AND-combined with the scope; a clause naming a
+        reserved key or able to widen scope (empty, ``$ne``/``$nin``/``$not`` on reserved keys)
+        raises :class:`~kbconform.errors.ContractViolation`. The top-k is the top-k within scope.
+        """
+        ...
+
+    def get(self, principal: Principal, chunk_id: str, /) -> HitView:
+        """The chunk with this id; a foreign id and a missing id both raise the same
+        :class:`~kbconform.errors.NotFound` (same type, code and message but for the id).
+        """
+        ...
+
+    def list(self, principal: Principal, limit: int, offset: int, /) -> Sequence[HitView]:
+        """A page of the chunks in scope, in a stable order; ``limit`` >= 1, ``offset`` >= 0."""
+        ...
+
+    def apply_deletion_signal(self, principal: Principal, signal: Mapping[str, Any], /) -> DeletionResultView:
+        """Apply a deletion-signal-v1 push within the principal's tenant only.
+
+        Tombstones delete their paths (repoSlug defaults to the signal's); a manifest snapshot
+        deletes every path of its repo not listed; a revision boundary deletes what the
+        resolver reports. Paths in ``files`` are never deleted by the same push. An invalid
+        signal raises :class:`~kbconform.errors.ContractViolation` with the code of the
+        mechanism (``KB_TOMBSTONE_INVALID``, ``KB_MANIFEST_INVALID``,
+        ``KB_REVISION_BOUNDARY_INVALID``, else ``KB_DELETE_SIGNAL_INVALID``) and deletes nothing;
+        a revision boundary without a resolver raises
+        :class:`~kbconform.errors.RevisionBoundaryUnavailable`.
+        """
+        ...
+
+    def export(self, principal: Principal, /) -> Sequence[Mapping[str, Any]]:
+        """Every stored chunk as a backup-record-v1 record, embeddings exactly as stored.
+
+        Operators only: a member raises :class:`~kbconform.errors.Forbidden`.
+        """
+        ...
+
+    def restore(self, principal: Principal, records: Sequence[Mapping[str, Any]], /) -> int:
+        """Write backup-record-v1 records as given (never re-embedding); returns how many.
+
+        Every record is validated before any write: one invalid record raises
+        :class:`~kbconform.errors.ContractViolation` and nothing is written. Operators only.
+        Restored rows are read through the same filter as ingested ones.
+        """
+        ...
+
+
+@runtime_checkable
+class SupportsCount(Protocol):
+    """Optional read facade ``count`` (declared in ``readFacades``)."""
+
+    def count(self, principal: Principal, /) -> int:
+        """How many chunks are in the principal's scope."""
+        ...
+
+
+@runtime_checkable
+class SupportsAsk(Protocol):
+    """Optional read facade ``ask`` (declared in ``readFacades``)."""
+
+    def ask(self, principal: Principal, question: str, n_results: int, /) -> AnswerView:
+        """Search the principal's scope and answer only from the stored text of the hits."""
+        ...
+
+
+@runtime_checkable
+class SupportsScan(Protocol):
+    """Optional feature ``workspace-scan``: parse a workspace as the backend's ingest client does."""
+
+    def scan(
+        self, root: Path, config: Path | None, tenant_id: str, repo_slug: str, root_kind: str, /
+    ) -> Sequence[Mapping[str, Any]]:
+        """The parsed-chunk-v1 records of the workspace at ``root``, in scan order, claiming
+        ``(tenant_id, repo_slug, root_kind)``; ``config`` is a kbconform.toml, or None for the
+        default registry.
+        """
+        ...
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    """What ``module:factory`` returns: a manifest, and fresh backends on demand."""
+
+    @property
+    def manifest(self) -> Mapping[str, Any]:
+        """The adapter-manifest-v1 declaration; it is validated when the adapter is loaded."""
+        ...
+
+    def open(self, options: BackendOptions, /) -> Backend:
+        """A new backend holding no chunks at all, independent of every other one opened."""
+        ...
+
+    def close(self, backend: Backend, /) -> None:
+        """Release what :meth:`open` took (the suites call it once per backend)."""
+        ...
+
+    def shutdown(self) -> None:
+        """Release what the adapter holds (servers, clients); called once, after the run."""
+        ...

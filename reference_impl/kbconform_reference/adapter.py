@@ -1,0 +1,162 @@
+"""The reference knowledge base as a kbconform adapter, in each store mode.
+
+``kbconform_reference.adapter:memory`` (the exact in-memory store),
+``kbconform_reference.adapter:chroma_embedded`` (Chroma in process; the default of
+``kbconform run``) and ``kbconform_reference.adapter:chroma_server`` (a real ``chroma run``
+on 127.0.0.1 that the adapter starts on first use and stops at shutdown).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from kbconform.adapter import BackendOptions
+from kbconform_reference.service import KnowledgeBase, Settings
+from kbconform_reference.stores import Match, MemoryStore, Rows, VectorStore
+from kbconform_reference.stores._protocol import Metadata, Where
+
+Mode = Literal["memory", "chroma-embedded", "chroma-server"]
+
+
+class SwitchedStore:
+    """A store that fails every call while ``fails()`` is True (fault injection)."""
+
+    def __init__(self, store: VectorStore, fails: Callable[[], bool]) -> None:
+        self._store = store
+        self._fails = fails
+        self.description = store.description
+
+    def _check(self) -> None:
+        if self._fails():
+            raise ConnectionError(f"{self.description} is unavailable (fault injected)")
+
+    def upsert(
+        self,
+        ids: Sequence[str],
+        embeddings: npt.NDArray[np.float32],
+        documents: Sequence[str | None],
+        metadatas: Sequence[Metadata],
+    ) -> None:
+        self._check()
+        self._store.upsert(ids, embeddings, documents, metadatas)
+
+    def get(
+        self,
+        *,
+        ids: Sequence[str] | None = None,
+        where: Where | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        embeddings: bool = False,
+    ) -> Rows:
+        self._check()
+        return self._store.get(ids=ids, where=where, limit=limit, offset=offset, embeddings=embeddings)
+
+    def query(self, embedding: npt.NDArray[np.float32], n_results: int, where: Where | None) -> list[Match]:
+        self._check()
+        return self._store.query(embedding, n_results, where)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self._check()
+        self._store.delete(ids)
+
+
+class ReferenceAdapter:
+    """Opens a fresh :class:`KnowledgeBase` per request, over a fresh collection."""
+
+    def __init__(self, mode: Mode) -> None:
+        self.mode = mode
+        self._server: Any = None
+        self._stores: dict[int, VectorStore] = {}
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        settings = Settings()
+        backend_version = "exact numpy" if self.mode == "memory" else _version("chromadb")
+        return {
+            "manifestVersion": "1",
+            "adapter": {"name": "kbconform-reference", "version": _version("kbconform")},
+            "backend": {"name": f"kbconform-reference on {self.mode}", "version": backend_version},
+            "readFacades": ["query", "get", "list", "count", "ask"],
+            "isolationModel": "metadata-filter",
+            "spoofModes": ["overwrite", "reject"],
+            "sharedNamespace": sorted(settings.shared_namespaces)[0],
+            "idProfile": settings.id_profile,
+            "features": {
+                "client-where": True,
+                "revision-boundary": True,
+                "fault-injection": True,
+                "escalation": {
+                    "threshold": settings.escalation_threshold,
+                    "windowSeconds": settings.escalation_window,
+                },
+                "workspace-scan": True,
+            },
+        }
+
+    def _store(self) -> VectorStore:
+        if self.mode == "memory":
+            return MemoryStore()
+        from kbconform_reference.stores.chroma import ChromaStore
+
+        if self.mode == "chroma-embedded":
+            return ChromaStore.ephemeral()
+        if self._server is None:
+            from kbconform_reference.stores.server import ChromaServer
+
+            self._server = ChromaServer().start()
+        return ChromaStore.http(self._server.host, self._server.port)
+
+    def open(self, options: BackendOptions) -> KnowledgeBase:
+        store = self._store()
+        used: VectorStore = (
+            store if options.store_fails is None else SwitchedStore(store, options.store_fails)
+        )
+        backend = KnowledgeBase(
+            used, settings=Settings(spoof_mode=options.spoof_mode), resolver=options.resolver
+        )
+        self._stores[id(backend)] = store
+        return backend
+
+    def close(self, backend: object) -> None:
+        store = self._stores.pop(id(backend), None)
+        drop = getattr(store, "drop", None)
+        if drop is not None:
+            drop()
+
+    def shutdown(self) -> None:
+        for store in list(self._stores.values()):
+            drop = getattr(store, "drop", None)
+            if drop is not None:
+                drop()
+        self._stores.clear()
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+
+def _version(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def memory() -> ReferenceAdapter:
+    """The reference over the exact in-memory store."""
+    return ReferenceAdapter("memory")
+
+
+def chroma_embedded() -> ReferenceAdapter:
+    """The reference over Chroma in process (ephemeral collections)."""
+    return ReferenceAdapter("chroma-embedded")
+
+
+def chroma_server() -> ReferenceAdapter:
+    """The reference over a Chroma server the adapter starts (``chroma run`` on 127.0.0.1)."""
+    return ReferenceAdapter("chroma-server")
