@@ -7,7 +7,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kbconform.adapter._protocol import Adapter, Backend, SupportsAsk, SupportsCount, SupportsScan
+from kbconform.adapter._protocol import (
+    Adapter,
+    Backend,
+    SpoofMode,
+    SupportsAsk,
+    SupportsCount,
+    SupportsScan,
+)
 from kbconform.contract import validate
 from kbconform.errors import ContractViolation, Problem
 
@@ -40,7 +47,7 @@ class Manifest:
         return tuple(self.raw["readFacades"])
 
     @property
-    def spoof_modes(self) -> tuple[str, ...]:
+    def spoof_modes(self) -> tuple[SpoofMode, ...]:
         return tuple(self.raw["spoofModes"])
 
     @property

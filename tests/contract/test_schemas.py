@@ -10,7 +10,13 @@ import pytest
 
 from kbconform.contract import BASE_URI, bundled, is_valid, load, schema_names, uri
 
-EXPECTED = {"adapter-manifest-v1", "backup-record-v1", "deletion-signal-v1", "identity-tuple-v1", "parsed-chunk-v1"}
+EXPECTED = {
+    "adapter-manifest-v1",
+    "backup-record-v1",
+    "deletion-signal-v1",
+    "identity-tuple-v1",
+    "parsed-chunk-v1",
+}
 
 
 def test_the_contract_ships_the_expected_schemas() -> None:

@@ -1,0 +1,177 @@
+"""What the suites write and expect: principals, parsed-chunk records, and the canary model.
+
+Expected results always come from :class:`Canaries`, an in-memory model of what was written,
+never from the backend. A model whose expected set is empty or is everything refuses to answer
+(:meth:`Canaries.readable_by`), so a check against it cannot pass vacuously.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbconform.adapter import Backend, Manifest
+from kbconform.identity import Principal
+
+TOPIC = "deploy the billing service with the shared config file and rotate the keys"
+
+
+def record(
+    path: str,
+    content: str,
+    *,
+    tenant: str,
+    repo: str = "app",
+    kind: str = "doc-section",
+    **extra: Any,
+) -> dict[str, Any]:
+    """A valid parsed-chunk-v1 record claiming ``tenant`` (the server stamps its own)."""
+    return {
+        "schemaVersion": "1.0.0",
+        "tenantId": tenant,
+        "repoSlug": repo,
+        "rootKind": "bare-repo",
+        "sourcePath": path,
+        "content": content,
+        "hashInputs": ["sourcePath", "kind", "name", "content"],
+        "parserId": "kbconform-suite",
+        "parserVersion": "1.0.0",
+        "kind": kind,
+        "name": path.rsplit("/", 1)[-1],
+        **extra,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Principals:
+    """The principals every suite uses. ``shared`` is the manifest's shared namespace (or None).
+
+    ``acme`` and ``beta`` are members that may read the shared namespace; ``loner`` may read no
+    shared namespace; ``operator`` may export and restore; ``shared_writer`` is an operator of the
+    shared namespace; ``shared_member`` a member of it (whose writes must be refused).
+    """
+
+    shared: str | None
+    acme: Principal
+    beta: Principal
+    loner: Principal
+    operator: Principal
+    shared_writer: Principal | None
+    shared_member: Principal | None
+
+    @classmethod
+    def for_manifest(cls, manifest: Manifest) -> Principals:
+        shared = manifest.shared_namespace
+        readable = frozenset({shared}) if shared else frozenset()
+        return cls(
+            shared=shared,
+            acme=Principal("acme", "agent-acme", readable),
+            beta=Principal("beta", "agent-beta", readable),
+            loner=Principal("loner", "agent-loner"),
+            operator=Principal("kb-ops", "agent-ops", role="operator"),
+            shared_writer=Principal(shared, "agent-curator", role="operator") if shared else None,
+            shared_member=Principal(shared, "agent-intruder") if shared else None,
+        )
+
+    @property
+    def members(self) -> tuple[Principal, ...]:
+        """The member principals of ordinary tenants."""
+        return (self.acme, self.beta, self.loner)
+
+
+@dataclass(frozen=True, slots=True)
+class Canary:
+    """One chunk the model knows: who wrote it, the record, its unique token, the id ingest gave."""
+
+    tenant: str
+    record: Mapping[str, Any]
+    token: str
+    id: str
+
+
+@dataclass
+class Canaries:
+    """The model of a seeded backend: every canary chunk, by id and by tenant."""
+
+    principals: Principals
+    chunks: dict[str, Canary] = field(default_factory=dict)
+
+    def add(self, canary: Canary) -> None:
+        self.chunks[canary.id] = canary
+
+    def owned_by(self, tenant: str) -> set[str]:
+        return {i for i, c in self.chunks.items() if c.tenant == tenant}
+
+    def readable_by(self, principal: Principal) -> set[str]:
+        """The ids ``principal`` must see: its tenant's and its readable shared namespaces'.
+
+        Refuses (AssertionError) an expected set that is empty or is every chunk: such a check
+        could not tell a leaking backend from a correct one.
+        """
+        expected = {i for i, c in self.chunks.items() if c.tenant in principal.readable_tenants}
+        assert expected, f"the model expects nothing for {principal.tenant_id}: the check would be vacuous"
+        assert expected != set(self.chunks), (
+            f"the model expects everything for {principal.tenant_id}: the check could not see a leak"
+        )
+        return expected
+
+    def foreign_to(self, principal: Principal) -> set[str]:
+        """Ids ``principal`` must never see; never empty."""
+        foreign = set(self.chunks) - self.readable_by(principal)
+        assert foreign, "no foreign chunk in the model: a leak check would be vacuous"
+        return foreign
+
+    def tokens(self, ids: set[str]) -> set[str]:
+        return {self.chunks[i].token for i in ids}
+
+    def by_token(self, text: str | None) -> set[str]:
+        """The ids whose unique token appears in ``text``."""
+        if not text:
+            return set()
+        words = set(text.split())
+        return {i for i, c in self.chunks.items() if c.token in words}
+
+
+#: How many canaries each tenant writes. beta is larger than acme so that a filter applied
+#: after an unfiltered top-k loses acme's results.
+LAYOUT = {"acme": 4, "beta": 16, "loner": 3, "shared": 2}
+
+
+def seed_canaries(backend: Backend, principals: Principals, rng: random.Random) -> Canaries:
+    """Write the canary layout through ``ingest`` and check that every write landed."""
+    model = Canaries(principals)
+    writers: list[tuple[str, Principal]] = [
+        ("acme", principals.acme),
+        ("beta", principals.beta),
+        ("loner", principals.loner),
+    ]
+    if principals.shared_writer is not None:
+        writers.append(("shared", principals.shared_writer))
+    for label, writer in writers:
+        tenant = writer.tenant_id
+        tokens = [f"kbc{rng.getrandbits(48):012x}" for _ in range(LAYOUT[label])]
+        records = [
+            record(f"docs/{label}-{n}.md", f"{token} {TOPIC} {label} note {n}", tenant=tenant)
+            for n, token in enumerate(tokens)
+        ]
+        result = backend.ingest(writer, records)
+        ids = list(result.ids)
+        assert len(ids) == len(records), f"ingest returned {len(ids)} ids for {len(records)} records"
+        assert len(set(ids)) == len(ids), "ingest returned one id for two different records"
+        assert not (set(ids) & set(model.chunks)), "ingest gave two tenants' chunks the same id"
+        for chunk_id, token, rec in zip(ids, tokens, records, strict=True):
+            model.add(Canary(tenant, rec, token, chunk_id))
+    for canary in model.chunks.values():  # setup asserts too: a seed that wrote nothing fails here
+        owner = principals.shared_writer if canary.tenant == principals.shared else None
+        owner = owner or next(p for p in principals.members if p.tenant_id == canary.tenant)
+        hit = backend.get(owner, canary.id)
+        assert (hit.id, hit.document) == (canary.id, canary.record["content"]), (
+            f"the seeded chunk {canary.id} does not read back as written"
+        )
+    return model
+
+
+def hit_ids(hits: Sequence[Any]) -> list[str]:
+    return [hit.id for hit in hits]

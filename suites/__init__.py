@@ -1,0 +1,1 @@
+"""The kbconform conformance suites: run them with ``pytest --kbconform-adapter=MODULE:FACTORY``."""

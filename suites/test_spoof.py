@@ -1,0 +1,141 @@
+"""L1 spoof rejection: the server stamps identity; a record's claims never land on it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kbconform.adapter import BackendOptions
+from kbconform.conformance import Principals, Run, record
+from kbconform.errors import Forbidden, SpoofRejected
+
+#: Every guarded field a record can claim, with a value no server would stamp for acme.
+GUARDED: dict[str, tuple[str, Any]] = {
+    "tenantId": ("tenantId", "beta"),
+    "customMeta.tenantId": ("tenantId", "beta"),
+    "customMeta.repoSlug": ("repoSlug", "beta-secrets"),
+    "customMeta.visibility": ("visibility", "public"),
+    "customMeta.originAgentIdentity": ("originAgentIdentity", "agent-beta"),
+    "customMeta.tenantConfigVersion": ("tenantConfigVersion", "spoofed-config-9"),
+    "customMeta.ingestedAt": ("ingestedAt", "2001-01-01T00:00:00.000Z"),
+}
+
+
+def _spoofed(field: str, path: str = "docs/spoof.md") -> dict[str, Any]:
+    key, value = GUARDED[field]
+    if field == "tenantId":
+        return record(path, "a spoofed chunk", tenant=value)
+    return record(path, "a spoofed chunk", tenant="acme", customMeta={key: value, "topic": "x"})
+
+
+def _listed(backend: Any, principal: Any) -> list[Any]:
+    return list(backend.list(principal, 100, 0))
+
+
+@pytest.mark.kbconform(id="spoof-01", level="L1")
+@pytest.mark.parametrize("field", sorted(GUARDED))
+def test_a_spoofed_guarded_field_never_lands_and_is_either_warned_or_refused(
+    field: str, kbconform_spoof_mode: str, kbconform_open: Any, kbconform_principals: Principals
+) -> None:
+    """Overwrite mode: the server's value is stored and one warning names the field; reject mode:
+    the batch is refused and nothing is written. A clean record beside it is never warned about."""
+    acme, beta = kbconform_principals.acme, kbconform_principals.beta
+    backend = kbconform_open(BackendOptions(spoof_mode=kbconform_spoof_mode))
+    clean = record("docs/clean.md", "a clean chunk", tenant="acme")
+    if kbconform_spoof_mode == "reject":
+        with pytest.raises(SpoofRejected):
+            backend.ingest(acme, [clean, _spoofed(field)])
+        assert _listed(backend, acme) == [], "a refused batch wrote something"
+        accepted = backend.ingest(acme, [clean])  # positive control: the clean record alone lands
+        assert [h.id for h in _listed(backend, acme)] == list(accepted.ids)
+        return
+    result = backend.ingest(acme, [clean, _spoofed(field)])
+    clean_id, spoofed_id = result.ids
+    warned = [(w.field, w.chunk_id) for w in result.warnings]
+    assert (field, spoofed_id) in warned, f"no warning for the spoofed {field}; got {warned}"
+    assert all(chunk != clean_id for _, chunk in warned), "the clean record was warned about"
+    stored = backend.get(acme, spoofed_id)
+    key, claimed = GUARDED[field]
+    assert stored.metadata.get(key) != claimed, f"the client's {key}={claimed!r} landed in the stored chunk"
+    assert stored.metadata.get("tenantId") == acme.tenant_id
+    assert {h.id for h in _listed(backend, acme)} == {clean_id, spoofed_id}
+    assert [h.id for h in _listed(backend, beta)] == [], "the claimed tenant can read the chunk"
+
+
+@pytest.mark.kbconform(id="spoof-02", level="L1")
+def test_a_claim_to_the_shared_namespace_lands_in_the_principals_own_tenant(
+    kbconform_spoof_mode: str, kbconform_open: Any, kbconform_principals: Principals
+) -> None:
+    """A member claiming the shared namespace never writes into it (overwritten or refused)."""
+    principals = kbconform_principals
+    if principals.shared is None:
+        pytest.skip("the manifest declares no shared namespace (sharedNamespace: null)")
+    backend = kbconform_open(BackendOptions(spoof_mode=kbconform_spoof_mode))
+    claim = record("docs/curated.md", "not really curated", tenant=principals.shared)
+    if kbconform_spoof_mode == "reject":
+        with pytest.raises(SpoofRejected):
+            backend.ingest(principals.acme, [claim])
+        [written] = backend.ingest(principals.acme, [{**claim, "tenantId": "acme"}]).ids  # control
+    else:
+        [written] = backend.ingest(principals.acme, [claim]).ids
+    assert backend.get(principals.acme, written).metadata.get("tenantId") == principals.acme.tenant_id
+    assert [h.id for h in _listed(backend, principals.beta)] == [], "beta reads the claimed chunk"
+    assert [h.id for h in _listed(backend, principals.acme)] == [written]
+
+
+@pytest.mark.kbconform(id="spoof-03", level="L1")
+def test_a_reject_mode_batch_with_one_spoof_is_refused_whole(
+    kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
+) -> None:
+    """Three clean records and one spoof: nothing lands; the three alone do (control)."""
+    if "reject" not in kbconform_run.manifest.spoof_modes:
+        pytest.skip("the manifest declares no reject mode (spoofModes)")
+    acme = kbconform_principals.acme
+    backend = kbconform_open(BackendOptions(spoof_mode="reject"))
+    clean = [record(f"docs/clean-{n}.md", f"clean chunk {n}", tenant="acme") for n in range(3)]
+    with pytest.raises(SpoofRejected):
+        backend.ingest(acme, [*clean, _spoofed("tenantId")])
+    assert _listed(backend, acme) == []
+    assert _listed(backend, kbconform_principals.beta) == []
+    ids = backend.ingest(acme, clean).ids
+    assert sorted(h.id for h in _listed(backend, acme)) == sorted(ids)
+
+
+@pytest.mark.kbconform(id="spoof-04", level="L1", requires="escalation")
+def test_repeated_spoofs_escalate_the_principal_to_reject(
+    kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
+) -> None:
+    """After ``threshold`` spoofed records in the window, the next spoof is refused; another
+    principal is still only warned (control), and the escalated one may still write clean records."""
+    if "overwrite" not in kbconform_run.manifest.spoof_modes:
+        pytest.skip("escalation applies to overwrite mode, which the manifest does not declare")
+    threshold = int(kbconform_run.manifest.feature("escalation")["threshold"])
+    acme, beta = kbconform_principals.acme, kbconform_principals.beta
+    backend = kbconform_open(BackendOptions(spoof_mode="overwrite"))
+    for n in range(threshold):
+        result = backend.ingest(acme, [_spoofed("tenantId", f"docs/spoof-{n}.md")])
+        assert result.warnings, f"spoof {n + 1} of {threshold} was not warned about"
+    with pytest.raises(SpoofRejected):
+        backend.ingest(acme, [_spoofed("tenantId", "docs/one-too-many.md")])
+    assert len(backend.ingest(beta, [_spoofed("customMeta.tenantId")]).warnings) == 1
+    assert len(backend.ingest(acme, [record("docs/clean.md", "clean", tenant="acme")]).ids) == 1
+    assert len(_listed(backend, acme)) == threshold + 1
+
+
+@pytest.mark.kbconform(id="spoof-05", level="L1")
+def test_a_member_of_the_shared_namespace_cannot_write_into_it(
+    kbconform_backend: Any, kbconform_principals: Principals
+) -> None:
+    """Only an operator writes shared content: a member is refused and nothing lands; the
+    operator's write lands and every reader of the namespace sees it (control)."""
+    principals = kbconform_principals
+    if principals.shared_member is None or principals.shared_writer is None:
+        pytest.skip("the manifest declares no shared namespace (sharedNamespace: null)")
+    curated = record("docs/curated.md", "curated shared guidance", tenant=principals.shared)
+    with pytest.raises(Forbidden):
+        kbconform_backend.ingest(principals.shared_member, [curated])
+    assert _listed(kbconform_backend, principals.acme) == []
+    [written] = kbconform_backend.ingest(principals.shared_writer, [curated]).ids
+    assert [h.id for h in _listed(kbconform_backend, principals.acme)] == [written]
+    assert [h.id for h in _listed(kbconform_backend, principals.loner)] == []
