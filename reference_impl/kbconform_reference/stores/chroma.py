@@ -1,7 +1,12 @@
 """Chroma as a store: embedded (persistent or ephemeral) or a server over HTTP.
 
 The collection never has an embedding function (Chroma's default one downloads a model): the
-knowledge base always passes embeddings. Distances are cosine.
+knowledge base always passes embeddings.
+
+Collections use inner-product space, not cosine: Chroma's cosine space re-normalizes every
+embedding it stores, and in float32 that moves values by an ulp on each write, so an exported
+embedding would not restore bit for bit. The knowledge base's embeddings are unit vectors, for
+which the inner-product distance (1 - dot) is the cosine distance.
 """
 
 from __future__ import annotations
@@ -147,7 +152,7 @@ class ChromaStore:
 
 def _collection(client: Any, name: str | None) -> Any:
     return client.get_or_create_collection(
-        name or f"kb-{uuid.uuid4().hex}", embedding_function=None, metadata={"hnsw:space": "cosine"}
+        name or f"kb-{uuid.uuid4().hex}", embedding_function=None, metadata={"hnsw:space": "ip"}
     )
 
 
