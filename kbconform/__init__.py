@@ -4,7 +4,10 @@ The public surface is small: validate instances against the contract, and the er
 Everything else lives in subpackages (``kbconform.contract``, ``kbconform.cli``).
 """
 
-from kbconform.contract import explain, is_valid, schema_names, validate
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from kbconform.errors import (
     BackendUnavailable,
     ContractViolation,
@@ -16,7 +19,22 @@ from kbconform.errors import (
     Unauthenticated,
 )
 
+if TYPE_CHECKING:
+    from kbconform.contract import explain, is_valid, schema_names, validate
+
 __version__ = "0.1.0"
+_CONTRACT = ("explain", "is_valid", "schema_names", "validate")
+
+
+def __getattr__(name: str) -> Any:
+    # The validators load on first use: the pytest plugin imports this package, and loading it
+    # must not load the schema engines (a project that never validates never pays for them).
+    if name in _CONTRACT:
+        from kbconform import contract
+
+        return getattr(contract, name)
+    raise AttributeError(f"module 'kbconform' has no attribute {name!r}")
+
 
 __all__ = [
     "BackendUnavailable",

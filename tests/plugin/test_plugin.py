@@ -1,0 +1,179 @@
+"""The pytest plugin, driven with pytester: a tiny adapter in a temporary project runs the suites."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+TINY = (Path(__file__).parent / "tiny_adapter.py").read_text(encoding="utf-8")
+
+#: What the tiny adapter declines: tests needing an optional feature it declares unsupported,
+#: and the reject-mode test (it declares overwrite only).
+DECLINED = {
+    "closed-02",
+    "delete-04",
+    "delete-05",
+    "delete-07",
+    "spoof-03",
+    "spoof-04",
+    "bytes-02[custom]",
+    "bytes-02[mini]",
+    "bytes-03",
+    *(
+        f"leak-03[{shape}]"
+        for shape in (
+            "a $not operator",
+            "a repoSlug negation",
+            "a tenantId equality",
+            "a tenantId list",
+            "a tenantId negation",
+            "a visibility negation",
+            "an $or around a tenantId",
+            "an empty $and",
+            "an empty $or",
+            "an empty clause",
+            "an originAgentIdentity equality",
+        )
+    ),
+}
+
+
+def _run(pytester: pytest.Pytester, factory: str, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    pytester.makepyfile(tiny_adapter=TINY)
+    result = pytester.runpytest_subprocess(
+        f"--kbconform-adapter=tiny_adapter:{factory}",
+        "--kbconform-report=report.json",
+        "-p",
+        "no:cacheprovider",
+        *args,
+    )
+    report_path = pytester.path / "report.json"
+    report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.exists() else {}
+    return result, report
+
+
+def test_a_tiny_adapter_passes_every_suite_and_declines_only_what_it_declared(
+    pytester: pytest.Pytester,
+) -> None:
+    """Every suite test passes, except those needing an optional feature the manifest declines,
+    which are skipped with the manifest's reason."""
+    result, report = _run(pytester, "make", "-rs")
+    statuses = {entry["id"]: entry["status"] for entry in report["tests"]}
+    skipped = {test for test, status in statuses.items() if status == "skip"}
+    assert skipped == DECLINED
+    assert {status for test, status in statuses.items() if test not in DECLINED} == {"pass"}
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(
+        ["*optional feature client-where not offered: the tiny adapter passes no where clauses*"]
+    )
+    assert {entry["suite"] for entry in report["tests"]} == {
+        "backup",
+        "byte-equivalence",
+        "cross-tenant-leak",
+        "deletion",
+        "fail-closed",
+        "shadow-ids",
+        "spoof",
+    }
+
+
+@pytest.mark.parametrize(
+    ("factory", "killed_by"),
+    [
+        ("leaky", {"leak-01[list]", "closed-03"}),
+        ("oracle", {"leak-04"}),
+    ],
+)
+def test_a_broken_backend_fails_the_suite_tests_that_guard_its_invariant(
+    pytester: pytest.Pytester, factory: str, killed_by: set[str]
+) -> None:
+    """A backend whose list ignores the tenant, or whose get is an existence oracle, fails the
+    run, and the failing tests are the ones named for that invariant."""
+    result, report = _run(pytester, factory)
+    failed = {entry["id"] for entry in report["tests"] if entry["status"] == "fail"}
+    assert killed_by <= failed
+    assert result.ret == 1
+
+
+def test_the_header_names_adapter_backend_suite_version_and_seed(pytester: pytest.Pytester) -> None:
+    """A run is reproducible from what it prints: the seed, and with it the same report."""
+    result, report = _run(pytester, "make", "--kbconform-seed=1234", "--kbconform-level=L0")
+    result.stdout.fnmatch_lines(
+        [
+            "kbconform suites *; adapter tiny 0.0.1; backend reference in memory test",
+            "kbconform level L0, profile quick, seed 1234 (reproduce with --kbconform-seed=1234)",
+        ]
+    )
+    assert report["seed"] == 1234
+
+
+def test_a_level_runs_only_the_tests_up_to_it(pytester: pytest.Pytester) -> None:
+    """--kbconform-level=L1 runs the L1 suites and deselects the rest."""
+    result, report = _run(pytester, "make", "--kbconform-level=L1")
+    assert {entry["level"] for entry in report["tests"]} == {"L1"}
+    assert {entry["suite"] for entry in report["tests"]} == {"spoof", "shadow-ids"}
+    result.stdout.fnmatch_lines(["*deselected*"])
+    assert result.ret == 0
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("no-colon", "*expected 'module:factory'*"),
+        ("missing_module_xyz:make", "*expected an importable module 'missing_module_xyz'*"),
+        ("tiny_adapter:nothing", "*expected a callable 'nothing' in tiny_adapter*"),
+        ("tiny_adapter:bad_manifest", "*/readFacades: expected get among the read facades*"),
+    ],
+)
+def test_a_bad_adapter_is_a_usage_error_that_says_what_was_expected(
+    pytester: pytest.Pytester, spec: str, expected: str
+) -> None:
+    """No suite runs; pytest exits with a usage error naming the problem."""
+    pytester.makepyfile(
+        tiny_adapter=TINY
+        + "\n\nclass BadManifest(Tiny):\n    manifest = {**MANIFEST, 'readFacades': ['query', 'list']}\n\n\n"
+        "def bad_manifest():\n    return BadManifest()\n"
+    )
+    result = pytester.runpytest_subprocess(f"--kbconform-adapter={spec}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: --kbconform-adapter={spec}: KB_ADAPTER_INVALID: *", expected])
+
+
+def test_without_an_adapter_the_plugin_adds_nothing(pytester: pytest.Pytester) -> None:
+    """A project that loads the plugin but sets no adapter runs only its own tests."""
+    pytester.makepyfile(test_own="def test_own():\n    assert 1 + 1 == 2\n")
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=1)
+
+
+def test_importing_the_plugin_imports_nothing_heavy() -> None:
+    """Loading the plugin costs pytest and the standard library only: no vector store, numpy,
+    Hypothesis, pydantic or validator engine (control: importing the reference does load numpy)."""
+    heavy = (
+        "chromadb",
+        "numpy",
+        "kbconform_reference",
+        "hypothesis",
+        "pydantic",
+        "jsonschema_rs",
+        "jsonschema",
+    )
+    probe = "import sys, {module}; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    for module, expected in (("kbconform.pytest_plugin", []), ("kbconform_reference", ["numpy"])):
+        done = subprocess.run(
+            [sys.executable, "-c", probe.format(module=module, heavy=heavy)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        loaded = json.loads(done.stdout.replace("'", '"'))
+        assert set(expected) <= set(loaded)
+        if not expected:
+            assert loaded == []
