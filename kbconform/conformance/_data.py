@@ -8,7 +8,7 @@ never from the backend. A model whose expected set is empty or is everything ref
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -171,7 +171,3 @@ def seed_canaries(backend: Backend, principals: Principals, rng: random.Random) 
             f"the seeded chunk {canary.id} does not read back as written"
         )
     return model
-
-
-def hit_ids(hits: Sequence[Any]) -> list[str]:
-    return [hit.id for hit in hits]
