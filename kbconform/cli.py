@@ -109,6 +109,36 @@ def _parser() -> argparse.ArgumentParser:
     )
     golden.set_defaults(handler=_golden)
 
+    run = commands.add_parser(
+        "run",
+        help="run the conformance suites against an adapter and print the verdicts",
+        description="Runs the suites through pytest in a fresh process and prints a table per "
+        "level and suite; exit 1 on any failing test.",
+    )
+    run.add_argument(
+        "--adapter",
+        default=None,
+        metavar="MODULE:FACTORY",
+        help="the adapter to test (default: the reference knowledge base on Chroma embedded)",
+    )
+    run.add_argument("--level", choices=("L0", "L1", "L2", "L3", "L4"), help="run up to this level")
+    run.add_argument("--seed", type=int, help="seed for canary data and Hypothesis")
+    run.add_argument("--profile", choices=("quick", "thorough"), help="Hypothesis profile")
+    run.add_argument("--report", metavar="PATH", help="write the JSON report here")
+    run.add_argument("--junitxml", metavar="PATH", help="write JUnit XML here")
+    run.set_defaults(handler=_run)
+
+    mutants = commands.add_parser(
+        "mutants",
+        help="run the suites against every mutant; exit 1 if one survives",
+        description="Each mutant is the reference with one invariant broken; it is killed when "
+        "every suite test named for it fails. Two smokes (accept everything, reject everything) "
+        "must fail the run.",
+    )
+    mutants.add_argument("--json", metavar="PATH", help="write {'mutants': [...]} here")
+    mutants.add_argument("--seed", type=int, default=0, help="seed for every run (default 0)")
+    mutants.set_defaults(handler=_mutants)
+
     schemas = commands.add_parser("schemas", help="list the schemas")
     schemas.set_defaults(handler=_list_schemas)
 
@@ -330,3 +360,58 @@ def _print_schema(arguments: argparse.Namespace) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _run(arguments: argparse.Namespace) -> int:
+    from kbconform import runner
+
+    adapter = arguments.adapter or runner.DEFAULT_ADAPTER
+    extra = ["-q", *(["--junitxml", str(Path(arguments.junitxml).resolve())] if arguments.junitxml else [])]
+    print(f"kbconform run: adapter {adapter}", flush=True)
+    started = time.perf_counter()
+    outcome = runner.run_suites(
+        adapter,
+        level=arguments.level,
+        seed=arguments.seed,
+        profile=arguments.profile,
+        extra=extra,
+        stream=True,
+    )
+    if not outcome.report:
+        print("kbconform: error: the suites did not run (see pytest's output above)", file=sys.stderr)
+        return EXIT_USAGE if outcome.returncode == 4 else EXIT_INVALID
+    if arguments.report:
+        Path(arguments.report).write_text(
+            json.dumps(outcome.report, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
+    print()
+    print(runner.table(outcome.report))
+    failed = outcome.failed
+    verdict = f"{len(failed)} failing" if failed else "every test passed or was declined"
+    print(f"\n{verdict}; seed {outcome.report['seed']}; {time.perf_counter() - started:.1f} s")
+    return EXIT_OK if outcome.returncode == 0 else EXIT_INVALID
+
+
+def _mutants(arguments: argparse.Namespace) -> int:
+    from kbconform import runner
+
+    results = runner.run_mutants(seed=arguments.seed)
+    width = max(len(r.name) for r in results)
+    for result in results:
+        state = "killed" if result.killed else "SURVIVED"
+        shown = ", ".join(result.killed_by[:4]) + (" ..." if len(result.killed_by) > 4 else "")
+        print(f"{result.name:<{width}}  {state:<8}  {shown or '-'}")
+        missing = sorted(set(result.expected) - set(result.killed_by))
+        if missing:
+            print(f"{'':<{width}}  expected to fail but passed: {', '.join(missing)}")
+    if arguments.json:
+        data = {
+            "mutants": [
+                {"name": r.name, "breaks": r.breaks, "killed": r.killed, "killed_by": r.killed_by}
+                for r in results
+            ]
+        }
+        Path(arguments.json).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    survivors = [r.name for r in results if not r.killed]
+    print(f"\n{len(results) - len(survivors)} of {len(results)} mutants killed")
+    return EXIT_OK if not survivors else EXIT_INVALID

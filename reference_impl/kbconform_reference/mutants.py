@@ -1,0 +1,383 @@
+"""Mutants: the reference with exactly one invariant broken, to prove the suites can fail.
+
+Each mutant is a :class:`KnowledgeBase` subclass over the exact in-memory store, with a
+description of what it breaks and the suite tests that must fail against it. Two smokes break
+everything: one accepts every call and returns nothing, one refuses every call. A suite run
+against any of them must fail. Run them all with ``kbconform mutants``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from kbconform.adapter import BackendOptions
+from kbconform.errors import BackendUnavailable, Forbidden, KbconformError, NotFound
+from kbconform.identity import Principal, legacy_id
+from kbconform_reference import read_filter
+from kbconform_reference.adapter import ReferenceAdapter
+from kbconform_reference.service import Answer, DeletionResult, Hit, IngestResult, KnowledgeBase, Settings
+
+
+def _all_hits(kb: KnowledgeBase, limit: int | None = None, offset: int = 0) -> builtins.list[Hit]:
+    rows = kb.store.get(limit=limit, offset=offset)
+    return [Hit(i, d, dict(m)) for i, d, m in zip(rows.ids, rows.documents, rows.metadatas, strict=True)]
+
+
+# -- read side ----------------------------------------------------------------------------------
+
+
+class UnfilteredQuery(KnowledgeBase):
+    def query(self, principal: Any, text: str, n_results: int = 10, where: Any = None) -> builtins.list[Hit]:
+        self._authenticated(principal, "query")
+        embedding = np.asarray(self.embedder([text]), dtype=np.float32)[0]
+        return [
+            Hit(m.id, m.document, dict(m.metadata), 1.0 - m.distance)
+            for m in self.store.query(embedding, n_results, None)
+        ]
+
+
+class FilterAfterTopK(KnowledgeBase):
+    def query(self, principal: Any, text: str, n_results: int = 10, where: Any = None) -> builtins.list[Hit]:
+        principal = self._authenticated(principal, "query")
+        embedding = np.asarray(self.embedder([text]), dtype=np.float32)[0]
+        matches = self.store.query(embedding, n_results, None)
+        return [
+            Hit(m.id, m.document, dict(m.metadata), 1.0 - m.distance)
+            for m in matches
+            if read_filter.in_scope(principal, m.metadata)
+        ]
+
+
+class ClientWhereOverrides(KnowledgeBase):
+    def query(self, principal: Any, text: str, n_results: int = 10, where: Any = None) -> builtins.list[Hit]:
+        principal = self._authenticated(principal, "query")
+        if not where:
+            return super().query(principal, text, n_results)
+        embedding = np.asarray(self.embedder([text]), dtype=np.float32)[0]
+        return [
+            Hit(m.id, m.document, dict(m.metadata), 1.0 - m.distance)
+            for m in self.store.query(embedding, n_results, where)
+        ]
+
+
+class UnfilteredList(KnowledgeBase):
+    def list(
+        self, principal: Any, limit: int = 100, offset: int = 0, where: Any = None
+    ) -> builtins.list[Hit]:
+        self._authenticated(principal, "list")
+        return (
+            super().list(principal, limit, offset)
+            if limit < 1 or offset < 0
+            else _all_hits(self, limit, offset)
+        )
+
+
+class ExistenceOracle(KnowledgeBase):
+    def get(self, principal: Any, chunk_id: str) -> Hit:
+        try:
+            return super().get(principal, chunk_id)
+        except NotFound:
+            if self.store.get(ids=[chunk_id]).ids:
+                raise Forbidden("get", "that chunk belongs to another tenant") from None
+            raise
+
+
+class MissingIdentityReadsAll(KnowledgeBase):
+    def list(
+        self, principal: Any, limit: int = 100, offset: int = 0, where: Any = None
+    ) -> builtins.list[Hit]:
+        if principal is None:
+            return _all_hits(self, limit, offset)
+        return super().list(principal, limit, offset, where)
+
+
+class SharedVisibleToAll(KnowledgeBase):
+    @staticmethod
+    def _authenticated(principal: object, operation: str) -> Principal:
+        checked = KnowledgeBase._authenticated(principal, operation)
+        return checked.with_namespaces(checked.readable_namespaces | Settings().shared_namespaces)
+
+
+class EmptyOnStoreError(KnowledgeBase):
+    def query(self, principal: Any, text: str, n_results: int = 10, where: Any = None) -> builtins.list[Hit]:
+        try:
+            return super().query(principal, text, n_results, where)
+        except BackendUnavailable:
+            return []
+
+    def list(
+        self, principal: Any, limit: int = 100, offset: int = 0, where: Any = None
+    ) -> builtins.list[Hit]:
+        try:
+            return super().list(principal, limit, offset, where)
+        except BackendUnavailable:
+            return []
+
+
+# -- write side and ids ---------------------------------------------------------------------
+
+
+class TrustsClientTenant(KnowledgeBase):
+    def ingest(self, principal: Any, records: Sequence[Mapping[str, Any]], **kwargs: Any) -> IngestResult:
+        principal = self._authenticated(principal, "ingest")
+        claimed = {str(r.get("tenantId")) for r in records}
+        if len(claimed) == 1:
+            with suppress(KbconformError):
+                principal = principal.with_tenant(claimed.pop()).with_role("operator")
+        return super().ingest(principal, records, **kwargs)
+
+
+class SilentOverwrite(KnowledgeBase):
+    def ingest(self, principal: Any, records: Sequence[Mapping[str, Any]], **kwargs: Any) -> IngestResult:
+        return dataclasses.replace(super().ingest(principal, records, **kwargs), warnings=())
+
+
+class RejectWritesCleanRecordsFirst(KnowledgeBase):
+    def ingest(self, principal: Any, records: Sequence[Mapping[str, Any]], **kwargs: Any) -> IngestResult:
+        if self.settings.spoof_mode == "reject" and isinstance(principal, Principal):
+            clean = [
+                r for r in records if r.get("tenantId") == principal.tenant_id and not r.get("customMeta")
+            ]
+            if clean and len(clean) < len(records):
+                super().ingest(principal, clean, **kwargs)
+        return super().ingest(principal, records, **kwargs)
+
+
+class NoEscalation(KnowledgeBase):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.monitor.escalated = lambda principal: False  # type: ignore[method-assign]
+
+
+class MemberWritesShared(KnowledgeBase):
+    def _may_write(self, principal: Principal, operation: str) -> None:
+        return None
+
+
+class TenantlessIds(KnowledgeBase):
+    def _id(self, record: Mapping[str, Any], tenant_id: str) -> str:
+        return legacy_id(record)
+
+
+# -- deletion ------------------------------------------------------------------------------
+
+
+class CrossTenantTombstone(KnowledgeBase):
+    def apply_deletion_signal(self, principal: Principal, signal: Mapping[str, Any]) -> DeletionResult:
+        result = super().apply_deletion_signal(principal, signal)
+        doomed = [
+            hit.id
+            for hit in _all_hits(self)
+            if (hit.metadata.get("repoSlug"), hit.metadata.get("sourcePath")) in set(result.paths)
+        ]
+        self.store.delete(doomed)
+        return result
+
+
+class FilesNotProtected(KnowledgeBase):
+    def apply_deletion_signal(self, principal: Principal, signal: Mapping[str, Any]) -> DeletionResult:
+        return super().apply_deletion_signal(principal, {k: v for k, v in signal.items() if k != "files"})
+
+
+# -- backup --------------------------------------------------------------------------------
+
+
+class LossyExport(KnowledgeBase):
+    def export(self, principal: Principal) -> builtins.list[dict[str, Any]]:
+        return [{**r, "embedding": [round(x, 4) for x in r["embedding"]]} for r in super().export(principal)]
+
+
+class RestoresUntilInvalid(KnowledgeBase):
+    def restore(self, principal: Principal, records: Iterable[Mapping[str, Any]]) -> int:
+        written = 0
+        for record in records:
+            written += super().restore(principal, [record])
+        return written
+
+
+class BackupForAnyone(KnowledgeBase):
+    @staticmethod
+    def _operator(principal: Principal, operation: str) -> None:
+        return None
+
+
+# -- smokes --------------------------------------------------------------------------------
+
+
+class AcceptsEverything:
+    """Every call succeeds and nothing is kept: a backend that 'passes' vacuous checks."""
+
+    def ingest(self, principal: Any, records: Sequence[Mapping[str, Any]]) -> IngestResult:
+        return IngestResult(tuple(f"id-{n}" for n in range(len(records))), 0, 0)
+
+    def query(self, principal: Any, text: str, n_results: int = 10, where: Any = None) -> builtins.list[Hit]:
+        return []
+
+    def get(self, principal: Any, chunk_id: str) -> Hit:
+        return Hit(chunk_id, None, {})
+
+    def list(self, principal: Any, limit: int = 100, offset: int = 0) -> builtins.list[Hit]:
+        return []
+
+    def count(self, principal: Any) -> int:
+        return 0
+
+    def ask(self, principal: Any, question: str, n_results: int = 5) -> Answer:
+        return Answer(question, "", ())
+
+    def scan(self, *args: Any) -> builtins.list[dict[str, Any]]:
+        return []
+
+    def apply_deletion_signal(self, principal: Any, signal: Mapping[str, Any]) -> DeletionResult:
+        return DeletionResult((), ())
+
+    def export(self, principal: Any) -> builtins.list[dict[str, Any]]:
+        return []
+
+    def restore(self, principal: Any, records: Iterable[Mapping[str, Any]]) -> int:
+        return len(list(records))
+
+
+class RejectsEverything(AcceptsEverything):
+    """Every call is refused: a backend that 'passes' every negative check."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name.startswith("_"):
+            return super().__getattribute__(name)
+
+        def refuse(*args: Any, **kwargs: Any) -> Any:
+            raise Forbidden(name, "this backend refuses everything")
+
+        return refuse
+
+
+# -- the catalogue -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Mutant:
+    """One broken backend: what it breaks, and the suite tests that must fail against it."""
+
+    name: str
+    kind: type
+    breaks: str
+    killers: tuple[str, ...]
+    smoke: bool = False
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("unfiltered-query", UnfilteredQuery, "query drops the tenant filter", ("leak-01[query]",)),
+    Mutant("filter-after-top-k", FilterAfterTopK, "query filters after an unfiltered top-k", ("leak-02",)),
+    Mutant(
+        "client-where-overrides",
+        ClientWhereOverrides,
+        "a client where clause replaces the tenant filter",
+        ("leak-03[a tenantId equality]", "leak-03[an $or around a tenantId]"),
+    ),
+    Mutant(
+        "unfiltered-list", UnfilteredList, "list reads every tenant's rows", ("leak-01[list]", "closed-03")
+    ),
+    Mutant(
+        "existence-oracle",
+        ExistenceOracle,
+        "get says Forbidden for a foreign id, NotFound for a missing one",
+        ("leak-04",),
+    ),
+    Mutant(
+        "missing-identity-reads-all",
+        MissingIdentityReadsAll,
+        "list without a principal reads everything",
+        ("closed-01[None]",),
+    ),
+    Mutant(
+        "shared-visible-to-all",
+        SharedVisibleToAll,
+        "every principal reads the shared namespace",
+        ("leak-05",),
+    ),
+    Mutant("empty-on-store-error", EmptyOnStoreError, "a failing store reads as no results", ("closed-02",)),
+    Mutant(
+        "trusts-client-tenant",
+        TrustsClientTenant,
+        "ingest stamps the tenant a batch claims",
+        ("spoof-02[overwrite]", "shadow-02"),
+    ),
+    Mutant(
+        "silent-overwrite",
+        SilentOverwrite,
+        "spoofs are overwritten without a warning",
+        ("spoof-01[overwrite-tenantId]",),
+    ),
+    Mutant(
+        "reject-writes-clean-records-first",
+        RejectWritesCleanRecordsFirst,
+        "reject mode writes the batch's clean records before refusing it",
+        ("spoof-03",),
+    ),
+    Mutant("no-escalation", NoEscalation, "repeated spoofers are never switched to reject", ("spoof-04",)),
+    Mutant(
+        "member-writes-shared",
+        MemberWritesShared,
+        "a member may write into the shared namespace",
+        ("spoof-05",),
+    ),
+    Mutant(
+        "tenantless-ids", TenantlessIds, "chunk ids leave out the tenant", ("shadow-01", "bytes-01[mini]")
+    ),
+    Mutant(
+        "cross-tenant-tombstone",
+        CrossTenantTombstone,
+        "a tombstone deletes the path in every tenant",
+        ("delete-01",),
+    ),
+    Mutant("files-not-protected", FilesNotProtected, "a push deletes the files it writes", ("delete-06",)),
+    Mutant("lossy-export", LossyExport, "export rounds embeddings to 4 decimals", ("backup-01",)),
+    Mutant(
+        "restores-until-invalid",
+        RestoresUntilInvalid,
+        "restore writes the valid records before the invalid one",
+        ("backup-03[a record without an embedding]",),
+    ),
+    Mutant("backup-for-anyone", BackupForAnyone, "members may export and restore", ("backup-05",)),
+    Mutant(
+        "accepts-everything", AcceptsEverything, "smoke: every call succeeds, nothing is kept", (), smoke=True
+    ),
+    Mutant("rejects-everything", RejectsEverything, "smoke: every call is refused", (), smoke=True),
+)
+
+
+class MutantAdapter(ReferenceAdapter):
+    """The reference adapter (memory mode), opening the mutant instead of the service."""
+
+    def __init__(self, mutant: Mutant) -> None:
+        super().__init__("memory")
+        self.mutant = mutant
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        declared = super().manifest
+        declared["adapter"] = {
+            "name": f"kbconform mutant {self.mutant.name}",
+            "version": declared["adapter"]["version"],
+        }
+        return declared
+
+    def open(self, options: BackendOptions) -> Any:
+        if self.mutant.smoke:
+            return self.mutant.kind()
+        base = super().open(options)
+        return self.mutant.kind(base.store, settings=base.settings, resolver=base.resolver)
+
+
+#: ``kbconform_reference.mutants:by_name.<name with underscores>`` is each mutant's factory.
+by_name = SimpleNamespace(
+    **{m.name.replace("-", "_"): (lambda m=m: MutantAdapter(m)) for m in MUTANTS}
+)
