@@ -378,6 +378,4 @@ class MutantAdapter(ReferenceAdapter):
 
 
 #: ``kbconform_reference.mutants:by_name.<name with underscores>`` is each mutant's factory.
-by_name = SimpleNamespace(
-    **{m.name.replace("-", "_"): (lambda m=m: MutantAdapter(m)) for m in MUTANTS}
-)
+by_name = SimpleNamespace(**{m.name.replace("-", "_"): (lambda m=m: MutantAdapter(m)) for m in MUTANTS})
