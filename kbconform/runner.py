@@ -7,6 +7,7 @@ directory so the caller's own pytest configuration does not leak into the verdic
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -59,7 +60,11 @@ def run_suites(
             *(["--kbconform-profile", profile] if profile else []),
             *extra,
         ]
-        done = subprocess.run(command, cwd=where, capture_output=not stream, text=True, check=False)
+        # The caller's directory stays importable (as with ``python -m pytest`` there), so an
+        # adapter module beside the caller is found although pytest runs elsewhere.
+        path = os.pathsep.join(p for p in (str(Path.cwd()), os.environ.get("PYTHONPATH", "")) if p)
+        env = {**os.environ, "PYTHONPATH": path}
+        done = subprocess.run(command, cwd=where, env=env, capture_output=not stream, text=True, check=False)
         output = "" if stream else done.stdout + done.stderr
         data = json.loads(report.read_text(encoding="utf-8")) if report.exists() else {}
     return Outcome(done.returncode, data, output)

@@ -1,0 +1,63 @@
+"""Works where users are: the built wheel, installed in a fresh virtualenv outside the repository."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ADAPTER = """\
+from kbconform_reference.adapter import memory
+
+
+def adapter():
+    return memory()
+"""
+
+
+def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False, timeout=900)
+
+
+def test_the_installed_wheel_runs_the_suites_through_pytest_and_kbconform_run(tmp_path: Path) -> None:
+    """The wheel carries the suites and the schemas; with an adapter written outside the
+    repository, both ``pytest --kbconform-adapter`` and ``kbconform run --adapter`` pass."""
+    built = _run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"), str(ROOT)],
+        tmp_path,
+    )
+    assert built.returncode == 0, built.stderr
+    [wheel] = (tmp_path / "dist").glob("kbconform-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "kbconform/suites/test_cross_tenant_leak.py" in names
+    assert "kbconform/schemas/adapter-manifest-v1.schema.json" in names
+    assert not any(name.startswith(("suites/", "schemas/", "tests/")) for name in names)
+
+    venv.create(tmp_path / "venv", with_pip=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    installed = _run([str(python), "-m", "pip", "install", "-q", f"{wheel}[reference]"], tmp_path)
+    assert installed.returncode == 0, installed.stderr
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "my_adapter.py").write_text(ADAPTER, encoding="utf-8")
+
+    with_pytest = _run([str(python), "-m", "pytest", "--kbconform-adapter=my_adapter:adapter", "-q"], project)
+    assert with_pytest.returncode == 0, with_pytest.stdout[-3000:]
+    assert " passed" in with_pytest.stdout
+    assert "failed" not in with_pytest.stdout
+    assert (
+        "site-packages/kbconform/suites"
+        in _run(
+            [str(python), "-c", "from kbconform._resources import data_dir; print(data_dir('suites'))"],
+            project,
+        ).stdout
+    )
+
+    with_run = _run(
+        [str(tmp_path / "venv" / "bin" / "kbconform"), "run", "--adapter", "my_adapter:adapter"], project
+    )
+    assert with_run.returncode == 0, with_run.stdout[-3000:] + with_run.stderr[-2000:]
+    assert "every test passed or was declined" in with_run.stdout
