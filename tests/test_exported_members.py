@@ -99,7 +99,6 @@ SUBPACKAGES = {
         "load_adapter",
     ],
     "kbconform.conformance": [
-        "LEVELS",
         "PROFILES",
         "Canaries",
         "Canary",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from kbconform.adapter._protocol import (
     Adapter,
@@ -19,13 +19,7 @@ from kbconform.contract import validate
 from kbconform.errors import ContractViolation, Problem
 
 Feature = Literal["client-where", "revision-boundary", "fault-injection", "escalation", "workspace-scan"]
-FEATURES: tuple[Feature, ...] = (
-    "client-where",
-    "revision-boundary",
-    "fault-injection",
-    "escalation",
-    "workspace-scan",
-)
+FEATURES: tuple[Feature, ...] = get_args(Feature)
 _OPTIONAL_FACADES = {"count": SupportsCount, "ask": SupportsAsk}
 
 

@@ -7,10 +7,9 @@ from kbconform.conformance._data import (
     record,
     seed_canaries,
 )
-from kbconform.conformance._run import LEVELS, PROFILES, ProfileName, Run
+from kbconform.conformance._run import PROFILES, ProfileName, Run
 
 __all__ = [
-    "LEVELS",
     "PROFILES",
     "Canaries",
     "Canary",

@@ -123,9 +123,6 @@ class Canaries:
         assert foreign, "no foreign chunk in the model: a leak check would be vacuous"
         return foreign
 
-    def tokens(self, ids: set[str]) -> set[str]:
-        return {self.chunks[i].token for i in ids}
-
     def by_token(self, text: str | None) -> set[str]:
         """The ids whose unique token appears in ``text``."""
         if not text:

@@ -19,7 +19,6 @@ PROFILES: dict[str, hypothesis.settings] = {
     "quick": hypothesis.settings(max_examples=8, stateful_step_count=10),
     "thorough": hypothesis.settings(max_examples=100, stateful_step_count=40),
 }
-LEVELS = ("L0", "L1", "L2", "L3", "L4")
 T = TypeVar("T", bound=Callable[..., Any])
 
 

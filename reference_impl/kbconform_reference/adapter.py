@@ -124,17 +124,17 @@ class ReferenceAdapter:
         return backend
 
     def close(self, backend: object) -> None:
-        store = self._stores.pop(id(backend), None)
-        drop = getattr(store, "drop", None)
+        self._drop(id(backend))
+
+    def _drop(self, key: int) -> None:
+        store = self._stores.pop(key, None)
+        drop = getattr(store, "drop", None)  # Chroma collections are dropped; memory goes with GC
         if drop is not None:
             drop()
 
     def shutdown(self) -> None:
-        for store in list(self._stores.values()):
-            drop = getattr(store, "drop", None)
-            if drop is not None:
-                drop()
-        self._stores.clear()
+        for key in list(self._stores):
+            self._drop(key)
         if self._server is not None:
             self._server.stop()
             self._server = None
