@@ -18,14 +18,25 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from kbconform._levels import LEVELS, RANK
+
 if TYPE_CHECKING:
     from kbconform.adapter import Backend
     from kbconform.conformance import Canaries, Principals, Run
 
 _RUN = pytest.StashKey["Run"]()
 _RESULTS = pytest.StashKey[dict[str, dict[str, Any]]]()
-_LEVELS = ("L0", "L1", "L2", "L3", "L4")
-_RANK = {"disabled": 0, "skip": 1, "pass": 2, "fail": 3, "error": 4}
+_DECLINED = pytest.StashKey[dict[str, str]]()
+_REPORT = pytest.StashKey[dict[str, Any]]()
+_SPEC = pytest.StashKey[str]()
+# The plugin's fixtures: a suite test must get these, not an override from a conftest or plugin.
+_OWN_FIXTURES = (
+    "kbconform_run",
+    "kbconform_open",
+    "kbconform_backend",
+    "kbconform_principals",
+    "kbconform_canaries",
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -37,7 +48,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--kbconform-level",
-        choices=_LEVELS,
+        choices=LEVELS,
         default=None,
         help="run suite tests up to this conformance level (default: L4, all)",
     )
@@ -68,7 +79,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "kbconform(id, level, requires=None): a conformance suite test with a stable id, its level "
-        "(L0-L4) and the optional feature it needs",
+        "(L0-L4) and the capability (or tuple of capabilities) it needs",
     )
     spec = config.getoption("kbconform_adapter") or config.getini("kbconform_adapter")
     if not spec:
@@ -87,7 +98,9 @@ def pytest_configure(config: pytest.Config) -> None:
     except ContractViolation as error:
         raise pytest.UsageError(f"--kbconform-adapter={spec}: {error}") from None
     config.stash[_RUN] = run
+    config.stash[_SPEC] = spec
     config.stash[_RESULTS] = {}
+    config.stash[_DECLINED] = {}
     suites = str(_suites_dir())
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args[:] = [suites]
@@ -130,11 +143,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             metafunc.parametrize(name, values, ids=list(values))
 
 
+def _requires(mark: pytest.Mark) -> tuple[str, ...]:
+    required = mark.kwargs.get("requires") or ()
+    return (required,) if isinstance(required, str) else tuple(required)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep the suite tests up to the run's level, refuse shared ids and overridden fixtures,
+    and skip, with the manifest's reason, each test needing a capability the manifest declines."""
     run = config.stash.get(_RUN, None)
     if run is None:
         return
-    limit = _LEVELS.index(run.level)
+    from kbconform.adapter import CAPABILITIES
+
+    limit = LEVELS.index(run.level)
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
     seen: dict[str, str] = {}
@@ -147,17 +169,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if stable in seen:
             raise pytest.UsageError(f"kbconform: {item.nodeid} and {seen[stable]} share the id {stable!r}")
         seen[stable] = item.nodeid
-        if _LEVELS.index(level) > limit:
+        _check_fixtures(item)
+        if LEVELS.index(level) > limit:
             drop.append(item)
             continue
         keep.append(item)
-        feature = mark.kwargs.get("requires")
-        if feature is not None and not run.manifest.supports(feature):
-            reason = run.manifest.unsupported_reason(feature)
-            item.add_marker(pytest.mark.skip(reason=f"optional feature {feature} not offered: {reason}"))
+        reasons = []
+        for capability in _requires(mark):
+            if capability not in CAPABILITIES:
+                raise pytest.UsageError(
+                    f"kbconform: {item.nodeid} requires {capability!r}; "
+                    f"expected one of {', '.join(CAPABILITIES)}"
+                )
+            reason = run.manifest.declines(capability)
+            if reason is not None:
+                reasons.append(f"{capability} not offered: {reason}")
+        if reasons:
+            config.stash[_DECLINED][item.nodeid] = "; ".join(reasons)
+            item.add_marker(pytest.mark.skip(reason="; ".join(reasons)))
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def _check_fixtures(item: pytest.Item) -> None:
+    info = getattr(item, "_fixtureinfo", None)
+    for name in _OWN_FIXTURES:
+        definitions = info.name2fixturedefs.get(name) if info is not None else None
+        if definitions and definitions[-1].func.__module__ != __name__:
+            raise pytest.UsageError(
+                f"kbconform: {item.nodeid} would get the fixture {name} from "
+                f"{definitions[-1].func.__module__}; the suites run only with the plugin's own fixtures"
+            )
 
 
 def _stable_id(item: pytest.Item, mark: pytest.Mark) -> str:
@@ -173,7 +216,47 @@ def _status(report: pytest.TestReport) -> str:
     return "pass" if report.when == "call" else "disabled"
 
 
-@pytest.hookimpl(wrapper=True)
+def _entry(item: pytest.Item, mark: pytest.Mark) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "id": _stable_id(item, mark),
+        "suite": item.path.stem.removeprefix("test_").replace("_", "-"),
+        "level": mark.kwargs["level"],
+        "status": "disabled",
+    }
+    if _requires(mark):
+        entry["requires"] = list(_requires(mark))
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    for name, key in (("kbconform_facade", "facade"), ("kbconform_spoof_mode", "spoofMode")):
+        if name in params:
+            entry[key] = params[name]
+    return entry
+
+
+def _hold_honest(item: pytest.Item, report: pytest.TestReport, stable: str) -> None:
+    """A suite test's outcome is its own: only the manifest's declined capabilities skip one.
+
+    Any other skip (a skip mark, ``pytest.skip``, a skipping fixture) and any xfail mark turn
+    the result into a failure: an expected failure is still a failure, and an unexpected pass
+    means the mark is stale.
+    """
+    was_xfail = getattr(report, "wasxfail", None)
+    if was_xfail is not None:
+        del report.wasxfail
+        how = "failed as expected" if report.skipped else "passed unexpectedly"
+        why = f"it is marked xfail ({was_xfail or 'no reason'}) and {how}"
+    elif report.skipped and item.nodeid not in item.config.stash[_DECLINED]:
+        longrepr = report.longrepr
+        why = f"it was skipped ({longrepr[2] if isinstance(longrepr, tuple) else longrepr})"
+    else:
+        return
+    report.outcome = "failed"
+    report.longrepr = (
+        f"kbconform: {stable} failed because {why}. A suite test may be skipped only when the "
+        "manifest declines a capability it requires, and may not be marked xfail."
+    )
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
@@ -181,35 +264,66 @@ def pytest_runtest_makereport(
     mark = _case(item)
     results = item.config.stash.get(_RESULTS, None)
     if mark is not None and results is not None:
-        entry = results.setdefault(
-            item.nodeid,
-            {
-                "id": _stable_id(item, mark),
-                "suite": item.path.stem.removeprefix("test_").replace("_", "-"),
-                "level": mark.kwargs["level"],
-                "status": "disabled",
-            },
-        )
+        entry = results.setdefault(item.nodeid, _entry(item, mark))
+        _hold_honest(item, report, entry["id"])
         status = _status(report)
-        if _RANK[status] > _RANK[entry["status"]]:  # a result only moves up
+        if status == "skip":
+            entry["reason"] = item.config.stash[_DECLINED][item.nodeid]
+        if RANK[status] > RANK[entry["status"]]:  # a result only moves up
             entry["status"] = status
     return report
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Build the report; a suite test that did not run fails the run (completeness)."""
     config = session.config
-    run, path = config.stash.get(_RUN, None), config.getoption("kbconform_report")
-    if run is None or not path:
+    run = config.stash.get(_RUN, None)
+    if run is None or config.option.collectonly:
         return
-    report = {
-        "suiteVersion": importlib.metadata.version("kbconform"),
-        "seed": run.seed,
-        "profile": run.profile,
-        "level": run.level,
-        "manifest": dict(run.manifest.raw),
-        "tests": sorted(config.stash[_RESULTS].values(), key=lambda entry: entry["id"]),
-    }
-    Path(path).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    from kbconform import report as reports
+
+    report = reports.build(
+        adapter=config.stash[_SPEC],
+        manifest=run.manifest.raw,
+        seed=run.seed,
+        profile=run.profile,
+        level=run.level,
+        results=config.stash[_RESULTS].values(),
+    )
+    config.stash[_REPORT] = report
+    completeness = report["completeness"]
+    if (completeness["missing"] or completeness["unknown"]) and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    path = config.getoption("kbconform_report")
+    if path:
+        Path(path).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def _listing(ids: list[str], shown: int = 12) -> str:
+    return ", ".join(ids[:shown]) + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    report = config.stash.get(_REPORT, None)
+    if report is None:
+        return
+    from kbconform import report as reports
+
+    completeness = report["completeness"]
+    if completeness["missing"]:
+        terminalreporter.section("kbconform: incomplete run", sep="=", red=True)
+        terminalreporter.line(
+            f"{len(completeness['missing'])} suite tests did not run (deselected, renamed or removed); "
+            "the run fails: " + _listing(completeness["missing"])
+        )
+    if completeness["unknown"]:
+        terminalreporter.section("kbconform: unknown tests", sep="=", red=True)
+        terminalreporter.line(
+            f"suite tests absent from the test list of suites {report['suiteVersion']}: "
+            + _listing(completeness["unknown"])
+        )
+    terminalreporter.section("kbconform", sep="-")
+    terminalreporter.line(reports.table(report))
 
 
 # -- fixtures ---------------------------------------------------------------------------------

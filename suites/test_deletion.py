@@ -212,14 +212,14 @@ def test_an_invalid_signal_is_refused_with_its_code_and_deletes_nothing(case: st
     layout.apply({"deleted": [{"sourcePath": "docs/d.md", "repoSlug": "app"}]}, {("app", "docs/d.md")})
 
 
-@pytest.mark.kbconform(id="delete-09", level="L3")
+@pytest.mark.kbconform(id="delete-09", level="L3", requires="shared-namespace")
 def test_a_member_cannot_delete_shared_content(
     kbconform_backend: Any, kbconform_principals: Principals
 ) -> None:
     """A member of the shared namespace is Forbidden; its operator deletes (control)."""
     principals = kbconform_principals
-    if principals.shared_member is None or principals.shared_writer is None:
-        pytest.skip("the manifest declares no shared namespace (sharedNamespace: null)")
+    assert principals.shared_member is not None
+    assert principals.shared_writer is not None
     curated = record("docs/curated.md", "curated", tenant=principals.shared)
     [chunk] = kbconform_backend.ingest(principals.shared_writer, [curated]).ids
     signal = {"deleted": [{"sourcePath": "docs/curated.md", "repoSlug": "app"}]}

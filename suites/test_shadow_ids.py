@@ -89,15 +89,14 @@ def test_a_write_claiming_another_tenants_records_never_overwrites_them(
     check()
 
 
-@pytest.mark.kbconform(id="shadow-03", level="L1")
+@pytest.mark.kbconform(id="shadow-03", level="L1", requires="id-profile")
 def test_an_id_taken_by_another_tenant_is_never_overwritten(
     kbconform_run: Run, kbconform_backend: Any, kbconform_principals: Principals
 ) -> None:
     """A restored acme chunk sits on the id beta's record will get: beta's ingest is refused
     (Forbidden) and acme's chunk stays as it was; another beta record lands (control)."""
     profile = kbconform_run.manifest.id_profile
-    if profile is None:
-        pytest.skip("the manifest declares idProfile null: the suite cannot predict the backend's ids")
+    assert profile is not None
     principals = kbconform_principals
     acme, beta = principals.acme, principals.beta
     backend = kbconform_backend

@@ -63,14 +63,13 @@ def test_a_spoofed_guarded_field_never_lands_and_is_either_warned_or_refused(
     assert [h.id for h in _listed(backend, beta)] == [], "the claimed tenant can read the chunk"
 
 
-@pytest.mark.kbconform(id="spoof-02", level="L1")
+@pytest.mark.kbconform(id="spoof-02", level="L1", requires="shared-namespace")
 def test_a_claim_to_the_shared_namespace_lands_in_the_principals_own_tenant(
     kbconform_spoof_mode: str, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
     """A member claiming the shared namespace never writes into it (overwritten or refused)."""
     principals = kbconform_principals
-    if principals.shared is None:
-        pytest.skip("the manifest declares no shared namespace (sharedNamespace: null)")
+    assert principals.shared is not None
     backend = kbconform_open(BackendOptions(spoof_mode=kbconform_spoof_mode))
     claim = record("docs/curated.md", "not really curated", tenant=principals.shared)
     if kbconform_spoof_mode == "reject":
@@ -84,13 +83,11 @@ def test_a_claim_to_the_shared_namespace_lands_in_the_principals_own_tenant(
     assert [h.id for h in _listed(backend, principals.acme)] == [written]
 
 
-@pytest.mark.kbconform(id="spoof-03", level="L1")
+@pytest.mark.kbconform(id="spoof-03", level="L1", requires="spoof-reject")
 def test_a_reject_mode_batch_with_one_spoof_is_refused_whole(
-    kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
+    kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
     """Three clean records and one spoof: nothing lands; the three alone do (control)."""
-    if "reject" not in kbconform_run.manifest.spoof_modes:
-        pytest.skip("the manifest declares no reject mode (spoofModes)")
     acme = kbconform_principals.acme
     backend = kbconform_open(BackendOptions(spoof_mode="reject"))
     clean = [record(f"docs/clean-{n}.md", f"clean chunk {n}", tenant="acme") for n in range(3)]
@@ -102,14 +99,12 @@ def test_a_reject_mode_batch_with_one_spoof_is_refused_whole(
     assert sorted(h.id for h in _listed(backend, acme)) == sorted(ids)
 
 
-@pytest.mark.kbconform(id="spoof-04", level="L1", requires="escalation")
+@pytest.mark.kbconform(id="spoof-04", level="L1", requires=("escalation", "spoof-overwrite"))
 def test_repeated_spoofs_escalate_the_principal_to_reject(
     kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
     """After ``threshold`` spoofed records in the window, the next spoof is refused; another
     principal is still only warned (control), and the escalated one may still write clean records."""
-    if "overwrite" not in kbconform_run.manifest.spoof_modes:
-        pytest.skip("escalation applies to overwrite mode, which the manifest does not declare")
     threshold = int(kbconform_run.manifest.feature("escalation")["threshold"])
     acme, beta = kbconform_principals.acme, kbconform_principals.beta
     backend = kbconform_open(BackendOptions(spoof_mode="overwrite"))
@@ -123,15 +118,15 @@ def test_repeated_spoofs_escalate_the_principal_to_reject(
     assert len(_listed(backend, acme)) == threshold + 1
 
 
-@pytest.mark.kbconform(id="spoof-05", level="L1")
+@pytest.mark.kbconform(id="spoof-05", level="L1", requires="shared-namespace")
 def test_a_member_of_the_shared_namespace_cannot_write_into_it(
     kbconform_backend: Any, kbconform_principals: Principals
 ) -> None:
     """Only an operator writes shared content: a member is refused and nothing lands; the
     operator's write lands and every reader of the namespace sees it (control)."""
     principals = kbconform_principals
-    if principals.shared_member is None or principals.shared_writer is None:
-        pytest.skip("the manifest declares no shared namespace (sharedNamespace: null)")
+    assert principals.shared_member is not None
+    assert principals.shared_writer is not None
     curated = record("docs/curated.md", "curated shared guidance", tenant=principals.shared)
     with pytest.raises(Forbidden):
         kbconform_backend.ingest(principals.shared_member, [curated])

@@ -79,11 +79,13 @@ SUBPACKAGES = {
     ],
     "kbconform.workspace": ["Config", "load_config", "read_config", "scan"],
     "kbconform.adapter": [
+        "CAPABILITIES",
         "FEATURES",
         "Adapter",
         "AnswerView",
         "Backend",
         "BackendOptions",
+        "Capability",
         "DeletionResultView",
         "Feature",
         "HitView",

@@ -3,7 +3,15 @@
 See :mod:`kbconform.adapter._protocol` for the specification of every member.
 """
 
-from kbconform.adapter._manifest import FEATURES, Feature, Manifest, check_backend, load_adapter
+from kbconform.adapter._manifest import (
+    CAPABILITIES,
+    FEATURES,
+    Capability,
+    Feature,
+    Manifest,
+    check_backend,
+    load_adapter,
+)
 from kbconform.adapter._protocol import (
     Adapter,
     AnswerView,
@@ -21,11 +29,13 @@ from kbconform.adapter._protocol import (
 )
 
 __all__ = [
+    "CAPABILITIES",
     "FEATURES",
     "Adapter",
     "AnswerView",
     "Backend",
     "BackendOptions",
+    "Capability",
     "DeletionResultView",
     "Feature",
     "HitView",

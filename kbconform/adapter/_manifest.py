@@ -20,6 +20,9 @@ from kbconform.errors import ContractViolation, Problem
 
 Feature = Literal["client-where", "revision-boundary", "fault-injection", "escalation", "workspace-scan"]
 FEATURES: tuple[Feature, ...] = get_args(Feature)
+# What a suite test may require: an optional feature, or a shape the manifest declares.
+Capability = Literal[Feature, "shared-namespace", "id-profile", "spoof-overwrite", "spoof-reject"]
+CAPABILITIES: tuple[Capability, ...] = get_args(Capability)
 _OPTIONAL_FACADES = {"count": SupportsCount, "ask": SupportsAsk}
 
 
@@ -59,13 +62,28 @@ class Manifest:
         """``{"adapter": "name version", "backend": "name version"}``."""
         return {key: f"{self.raw[key]['name']} {self.raw[key]['version']}" for key in ("adapter", "backend")}
 
-    def supports(self, feature: Feature) -> bool:
-        """Whether the feature is offered (``true`` or its parameters, not a reason string)."""
-        return not isinstance(self.raw["features"][feature], str)
+    def supports(self, capability: Capability) -> bool:
+        """Whether the capability is offered."""
+        return self.declines(capability) is None
 
-    def unsupported_reason(self, feature: Feature) -> str | None:
-        """The manifest's reason a feature is not offered, or None when it is."""
-        value = self.raw["features"][feature]
+    def declines(self, capability: Capability) -> str | None:
+        """Why the manifest does not offer ``capability``, or None when it does.
+
+        A feature is declined by a reason string in ``features``; the shared namespace and the
+        id profile by ``null``; a spoof mode by leaving it out of ``spoofModes``.
+        """
+        if capability == "shared-namespace":
+            return None if self.shared_namespace else "the manifest declares sharedNamespace: null"
+        if capability == "id-profile":
+            return (
+                None
+                if self.id_profile
+                else "the manifest declares idProfile: null (the ids are the backend's own)"
+            )
+        if capability in ("spoof-overwrite", "spoof-reject"):
+            mode = capability.removeprefix("spoof-")
+            return None if mode in self.spoof_modes else f"spoofModes does not declare {mode}"
+        value = self.raw["features"][capability]
         return value if isinstance(value, str) else None
 
     def feature(self, feature: Feature) -> Any:

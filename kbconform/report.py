@@ -1,0 +1,334 @@
+"""Conformance reports (report-v1): build, verify, and render as a table, Markdown and a badge.
+
+The suite's test list ships as ``suites/catalogue.json``: every stable test id with its suite,
+level, required capabilities and the read facade or spoof mode it runs in. From it and a
+manifest follows the exact list of tests a run must have (:func:`expected`); a report lacking
+one is incomplete, and ``kbconform verify`` rejects it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import platform
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from functools import cache
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import rfc8785
+
+from kbconform._levels import LEVELS
+from kbconform._resources import data_dir
+from kbconform.errors import ContractViolation, Problem
+
+FAILED = ("fail", "error")
+REDACTED = "[redacted]"
+_SECRET_KEY = re.compile(r"secret|token|passw(or)?d|api[-_]?key|credential|auth|private[-_]?key|dsn", re.I)
+
+
+@cache
+def catalogue() -> tuple[dict[str, Any], ...]:
+    """The installed suite's test list."""
+    data = json.loads((data_dir("suites") / "catalogue.json").read_text(encoding="utf-8"))
+    return tuple(data["tests"])
+
+
+def list_hash(tests: Iterable[Mapping[str, Any]]) -> str:
+    """``sha256:<hex>`` of the RFC 8785 canonical JSON of a test list."""
+    return "sha256:" + hashlib.sha256(rfc8785.dumps(list(tests))).hexdigest()
+
+
+def catalogue_from(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The test list a full report of a maximal manifest gives (how catalogue.json is made)."""
+    tests = [
+        {key: value for key, value in test.items() if key not in ("status", "reason")}
+        for test in report["tests"]
+    ]
+    return {
+        "description": "Every stable test id of the kbconform suites, with its suite, level, the "
+        "capabilities it requires and the read facade or spoof mode it runs in. A run must report "
+        "each entry its manifest and level select; testListHash is sha256 of the RFC 8785 form "
+        "of the tests array.",
+        "tests": sorted(tests, key=lambda test: test["id"]),
+    }
+
+
+def render_catalogue(catalogue: Mapping[str, Any]) -> str:
+    """catalogue.json's text: one test per line, so a change to the suites reads as a diff."""
+    lines = ",\n".join(
+        "    " + json.dumps(test, sort_keys=True, ensure_ascii=False) for test in catalogue["tests"]
+    )
+    description = json.dumps(catalogue["description"], ensure_ascii=False)
+    return f'{{\n  "description": {description},\n  "tests": [\n{lines}\n  ]\n}}\n'
+
+
+def suite_version() -> str:
+    return importlib.metadata.version("kbconform")
+
+
+def applies(entry: Mapping[str, Any], manifest: Mapping[str, Any], level: str) -> bool:
+    """Whether a run at ``level`` against ``manifest`` must have the test ``entry``."""
+    return (
+        LEVELS.index(entry["level"]) <= LEVELS.index(level)
+        and entry.get("facade", "query") in manifest["readFacades"]
+        and entry.get("spoofMode", manifest["spoofModes"][0]) in manifest["spoofModes"]
+    )
+
+
+def expected(manifest: Mapping[str, Any], level: str) -> list[dict[str, Any]]:
+    """The catalogue entries a run at ``level`` against ``manifest`` must report."""
+    return [dict(entry) for entry in catalogue() if applies(entry, manifest, level)]
+
+
+def redact(value: Any) -> Any:
+    """``value`` with values under secret-looking keys and passwords inside URLs replaced."""
+    if isinstance(value, Mapping):
+        return {
+            key: REDACTED
+            if _SECRET_KEY.search(str(key)) and value[key] not in (None, "")
+            else redact(value[key])
+            for key in value
+        }
+    if isinstance(value, list):
+        return [redact(item) for item in value]
+    if isinstance(value, str) and "://" in value:
+        parts = urlsplit(value)
+        if parts.password:
+            netloc = f"{parts.username}:{REDACTED}@{parts.hostname}" + (
+                f":{parts.port}" if parts.port else ""
+            )
+            return urlunsplit(parts._replace(netloc=netloc))
+    return value
+
+
+def levels(tests: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Counts per level; a level is earned when it has tests and every test in it and in every
+    lower level passed (a declined feature's skip counts against it)."""
+    counts: dict[str, Counter[str]] = {level: Counter() for level in LEVELS}
+    for test in tests:
+        counts[test["level"]][test["status"]] += 1
+    verdicts: dict[str, dict[str, Any]] = {}
+    clean_below = True
+    for level in LEVELS:
+        count = counts[level]
+        clean = sum(count.values()) == count["pass"]
+        verdicts[level] = {
+            "earned": clean_below and clean and count["pass"] > 0,
+            **{status: count[status] for status in ("pass", "fail", "error", "skip")},
+        }
+        clean_below = clean_below and clean
+    return verdicts
+
+
+def build(
+    *,
+    adapter: str,
+    manifest: Mapping[str, Any],
+    seed: int,
+    profile: str,
+    level: str,
+    results: Iterable[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """The report of a run: ``results`` are the entries the plugin recorded. Every expected test
+    without a result is added as an error."""
+    tests = {entry["id"]: dict(entry) for entry in results}
+    wanted = expected(manifest, level)
+    missing = sorted(entry["id"] for entry in wanted if entry["id"] not in tests)
+    for entry in wanted:
+        if entry["id"] in missing:
+            tests[entry["id"]] = {**entry, "status": "error", "reason": "not run: the test was not collected"}
+    known = {entry["id"] for entry in catalogue()}
+    listed = sorted(tests.values(), key=lambda entry: entry["id"])
+    shown = {**manifest, **({"config": redact(manifest["config"])} if "config" in manifest else {})}
+    return {
+        "reportVersion": "1",
+        "suiteVersion": suite_version(),
+        "testListHash": list_hash(catalogue()),
+        "manifest": shown,
+        "config": {"adapter": adapter, **({"backend": shown["config"]} if "config" in shown else {})},
+        "seed": seed,
+        "profile": profile,
+        "level": level,
+        "environment": {
+            "python": platform.python_version(),
+            "platform": platform.platform(terse=True),
+            **{name: importlib.metadata.version(name) for name in ("pytest", "hypothesis")},
+        },
+        "levels": levels(listed),
+        "completeness": {"missing": missing, "unknown": sorted(set(tests) - known)},
+        "tests": listed,
+    }
+
+
+def _problem(keyword: str, pointer: str, expected: str, got: str) -> Problem:
+    return Problem(pointer, keyword, expected, got)
+
+
+def verify(report: object) -> None:
+    """Raise ContractViolation (``KB_REPORT_INVALID``) unless ``report`` is a valid report-v1 of
+    the installed suite version, with every expected test, no unknown one, and the levels its
+    tests earn."""
+    from kbconform.contract import validate
+
+    try:
+        validate(report, "report-v1")
+    except ContractViolation as error:
+        raise ContractViolation(
+            contract="report-v1", problems=error.problems, code="KB_REPORT_INVALID"
+        ) from None
+    assert isinstance(report, Mapping)
+    try:
+        validate(report["manifest"], "adapter-manifest-v1")
+    except ContractViolation as error:
+        moved = tuple(Problem(f"/manifest{p.pointer}", p.keyword, p.expected, p.got) for p in error.problems)
+        raise ContractViolation(contract="report-v1", problems=moved, code="KB_REPORT_INVALID") from None
+    problems: list[Problem] = []
+    if report["suiteVersion"] != suite_version():
+        problems.append(
+            _problem(
+                "suiteVersion",
+                "/suiteVersion",
+                f"{suite_version()} (the installed suites)",
+                report["suiteVersion"],
+            )
+        )
+    if report["testListHash"] != list_hash(catalogue()):
+        problems.append(
+            _problem(
+                "testListHash",
+                "/testListHash",
+                f"{list_hash(catalogue())} (the installed test list)",
+                report["testListHash"],
+            )
+        )
+    ids = [test["id"] for test in report["tests"]]
+    duplicated = sorted(i for i, n in Counter(ids).items() if n > 1)
+    if duplicated:
+        problems.append(
+            _problem("tests", "/tests", "each stable id once", f"repeated: {', '.join(duplicated)}")
+        )
+    wanted = {entry["id"]: entry for entry in expected(report["manifest"], report["level"])}
+    missing = sorted(set(wanted) - set(ids))
+    if missing:
+        problems.append(
+            _problem("completeness", "/tests", "every test of the suite", f"missing: {', '.join(missing)}")
+        )
+    unknown = sorted(set(ids) - set(wanted))
+    if unknown:
+        problems.append(
+            _problem(
+                "completeness",
+                "/tests",
+                f"only tests the suite lists for level {report['level']} and this manifest",
+                f"unknown: {', '.join(unknown)}",
+            )
+        )
+    for index, test in enumerate(report["tests"]):
+        entry = wanted.get(test["id"])
+        if entry is not None and (test["suite"], test["level"]) != (entry["suite"], entry["level"]):
+            problems.append(
+                _problem(
+                    "tests",
+                    f"/tests/{index}",
+                    f"suite {entry['suite']} at {entry['level']}",
+                    f"suite {test['suite']} at {test['level']}",
+                )
+            )
+    if report["levels"] != levels(report["tests"]):
+        earned = [level for level, verdict in levels(report["tests"]).items() if verdict["earned"]]
+        claimed = [level for level, verdict in report["levels"].items() if verdict["earned"]]
+        problems.append(
+            _problem(
+                "levels",
+                "/levels",
+                f"the verdicts its tests give (earned: {', '.join(earned) or 'none'})",
+                f"earned: {', '.join(claimed) or 'none'}, or other counts",
+            )
+        )
+    if problems:
+        raise ContractViolation(contract="report-v1", problems=tuple(problems), code="KB_REPORT_INVALID")
+
+
+# -- rendering --------------------------------------------------------------------------------
+
+_SHOWN = ("pass", "fail", "error", "skip")
+
+
+def _rows(report: Mapping[str, Any]) -> tuple[list[tuple[str, str]], Counter[tuple[str, str, str]]]:
+    counts: Counter[tuple[str, str, str]] = Counter(
+        (t["level"], t["suite"], t["status"]) for t in report.get("tests", ())
+    )
+    return sorted({(level, suite) for level, suite, _ in counts}), counts
+
+
+def earned(report: Mapping[str, Any]) -> str | None:
+    """The highest level earned, or None."""
+    won = [level for level, verdict in report["levels"].items() if verdict["earned"]]
+    return max(won, key=LEVELS.index) if won else None
+
+
+def table(report: Mapping[str, Any]) -> str:
+    """Counts per level and suite, then the level verdicts."""
+    groups, counts = _rows(report)
+    lines = [f"{'level':<6} {'suite':<20} " + " ".join(f"{s:>5}" for s in _SHOWN)]
+    for level, suite in groups:
+        lines.append(f"{level:<6} {suite:<20} " + " ".join(f"{counts[(level, suite, s)]:>5}" for s in _SHOWN))
+    verdicts = ", ".join(
+        f"{level} {'earned' if v['earned'] else 'not earned'}"
+        for level, v in report["levels"].items()
+        if sum(v[s] for s in _SHOWN)
+    )
+    lines.append(f"\nlevels: {verdicts or 'no tests ran'}; highest earned: {earned(report) or 'none'}")
+    missing = report["completeness"]["missing"]
+    if missing:
+        lines.append(f"incomplete: {len(missing)} suite tests did not run")
+    return "\n".join(lines)
+
+
+def summary(report: Mapping[str, Any]) -> str:
+    """Markdown for a CI step summary."""
+    manifest = report["manifest"]
+    groups, counts = _rows(report)
+    failing = [t for t in report["tests"] if t["status"] in FAILED]
+    skipped = [t for t in report["tests"] if t["status"] == "skip"]
+    lines = [
+        "## kbconform conformance",
+        "",
+        f"**{manifest['adapter']['name']} {manifest['adapter']['version']}** on "
+        f"**{manifest['backend']['name']} {manifest['backend']['version']}**: "
+        f"highest level earned **{earned(report) or 'none'}**; "
+        f"{len(failing)} failing, {len(skipped)} skipped of {len(report['tests'])} tests.",
+        "",
+        f"Suites {report['suiteVersion']} (`{report['testListHash'][:19]}`), level {report['level']}, "
+        f"profile {report['profile']}, seed `{report['seed']}`.",
+        "",
+        "| level | suite | " + " | ".join(_SHOWN) + " |",
+        "|---|---|" + "---:|" * len(_SHOWN),
+    ]
+    lines += [
+        f"| {level} | {suite} | " + " | ".join(str(counts[(level, suite, s)]) for s in _SHOWN) + " |"
+        for level, suite in groups
+    ]
+    if failing:
+        lines += ["", "### Failing", ""] + [f"- `{t['id']}` ({t['status']})" for t in failing]
+    if skipped:
+        lines += ["", "### Skipped (declined in the manifest)", ""]
+        lines += [f"- `{t['id']}`: {t.get('reason', '')}" for t in skipped]
+    return "\n".join(lines) + "\n"
+
+
+def badge(report: Mapping[str, Any]) -> dict[str, Any]:
+    """A shields.io endpoint badge: the highest level earned and any failures; red on a
+    failure, yellow when a declined feature skipped a test, green otherwise."""
+    failing = sum(1 for t in report["tests"] if t["status"] in FAILED)
+    level = earned(report)
+    message = f"{level}" if level else "no level"
+    if failing:
+        message += f" | {failing} failing"
+    skipped = any(t["status"] == "skip" for t in report["tests"])
+    color = "red" if failing else ("yellow" if skipped or not level else "brightgreen")
+    return {"schemaVersion": 1, "label": "kbconform", "message": message, "color": color}
