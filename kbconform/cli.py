@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO
 
 from kbconform import __version__
+from kbconform._levels import LEVELS
 from kbconform.contract import _schemas, iter_records
 from kbconform.contract._jsonio import Item
 from kbconform.errors import ContractViolation, Problem
@@ -121,12 +122,26 @@ def _parser() -> argparse.ArgumentParser:
         metavar="MODULE:FACTORY",
         help="the adapter to test (default: the reference knowledge base on Chroma embedded)",
     )
-    run.add_argument("--level", choices=("L0", "L1", "L2", "L3", "L4"), help="run up to this level")
+    run.add_argument("--level", choices=LEVELS, help="run up to this level (default: L4, all)")
     run.add_argument("--seed", type=int, help="seed for canary data and Hypothesis")
     run.add_argument("--profile", choices=("quick", "thorough"), help="Hypothesis profile")
     run.add_argument("--report", metavar="PATH", help="write the JSON report here")
     run.add_argument("--junitxml", metavar="PATH", help="write JUnit XML here")
+    run.add_argument(
+        "--summary", metavar="PATH", help="write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)"
+    )
+    run.add_argument("--badge", metavar="PATH", help="write a shields.io endpoint badge (JSON) here")
     run.set_defaults(handler=_run)
+
+    verify = commands.add_parser(
+        "verify",
+        help="check a report against the installed suites",
+        description="Rejects a report that is not a valid report-v1, was made by other suites (version "
+        "or test-list hash), lacks a test its manifest and level select, or claims levels its tests "
+        "do not earn. Exit 0 valid, 1 rejected.",
+    )
+    verify.add_argument("report", metavar="REPORT", help="a JSON report from 'kbconform run --report'")
+    verify.set_defaults(handler=_verify)
 
     mutants = commands.add_parser(
         "mutants",
@@ -358,13 +373,22 @@ def _print_schema(arguments: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def _write(path: str, text: str) -> None:
+    """Write ``text`` whole or not at all: a temporary file beside ``path``, then a rename."""
+    target = Path(path)
+    partial = target.with_name(f".{target.name}.partial")
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(target)
 
 
 def _run(arguments: argparse.Namespace) -> int:
+    from kbconform import report as reports
     from kbconform import runner
 
+    outputs = [arguments.report, arguments.junitxml, arguments.summary, arguments.badge]
+    for path in filter(None, outputs):
+        if not Path(path).resolve().parent.is_dir():
+            raise UsageError(f"cannot write {path!r}: its directory does not exist")
     adapter = arguments.adapter or runner.DEFAULT_ADAPTER
     extra = ["-q", *(["--junitxml", str(Path(arguments.junitxml).resolve())] if arguments.junitxml else [])]
     print(f"kbconform run: adapter {adapter}", flush=True)
@@ -377,19 +401,48 @@ def _run(arguments: argparse.Namespace) -> int:
         extra=extra,
         stream=True,
     )
-    if not outcome.report:
+    report = outcome.report
+    if not report:
         print("kbconform: error: the suites did not run (see pytest's output above)", file=sys.stderr)
         return EXIT_USAGE if outcome.returncode == 4 else EXIT_INVALID
     if arguments.report:
-        Path(arguments.report).write_text(
-            json.dumps(outcome.report, indent=2, sort_keys=True) + "\n", encoding="utf-8"
-        )
-    print()
-    print(runner.table(outcome.report))
+        _write(arguments.report, json.dumps(report, indent=2, sort_keys=True) + "\n")
+    if arguments.summary:
+        _write(arguments.summary, reports.summary(report))
+    if arguments.badge:
+        _write(arguments.badge, json.dumps(reports.badge(report)) + "\n")
     failed = outcome.failed
     verdict = f"{len(failed)} failing" if failed else "every test passed or was declined"
-    print(f"\n{verdict}; seed {outcome.report['seed']}; {time.perf_counter() - started:.1f} s")
+    print(
+        f"\n{verdict}; highest level earned: {reports.earned(report) or 'none'}; seed {report['seed']}; "
+        f"{time.perf_counter() - started:.1f} s"
+    )
     return EXIT_OK if outcome.returncode == 0 else EXIT_INVALID
+
+
+def _verify(arguments: argparse.Namespace) -> int:
+    from kbconform import report as reports
+
+    with open_input(arguments.report) as stream:
+        try:
+            data = json.load(stream)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            print(f"{arguments.report}: KB_REPORT_INVALID: not JSON: {error}", file=sys.stderr)
+            return EXIT_INVALID
+    try:
+        reports.verify(data)
+    except ContractViolation as error:
+        print(f"{arguments.report}: {error.code}: rejected", file=sys.stderr)
+        _print_problems(error.problems)
+        return EXIT_INVALID
+    manifest = data["manifest"]
+    print(
+        f"{arguments.report}: valid: suites {data['suiteVersion']} ({data['testListHash'][:19]}...), "
+        f"{manifest['adapter']['name']} {manifest['adapter']['version']} on {manifest['backend']['name']} "
+        f"{manifest['backend']['version']}, {len(data['tests'])} tests, highest level earned: "
+        f"{reports.earned(data) or 'none'}"
+    )
+    return EXIT_OK
 
 
 def _mutants(arguments: argparse.Namespace) -> int:
@@ -398,6 +451,9 @@ def _mutants(arguments: argparse.Namespace) -> int:
     results = runner.run_mutants(seed=arguments.seed)
     width = max(len(r.name) for r in results)
     for result in results:
+        if result.error is not None:
+            print(f"{result.name:<{width}}  ERROR     the suites did not run:\n{result.error}")
+            continue
         state = "killed" if result.killed else "SURVIVED"
         shown = ", ".join(result.killed_by[:4]) + (" ..." if len(result.killed_by) > 4 else "")
         print(f"{result.name:<{width}}  {state:<8}  {shown or '-'}")
@@ -415,3 +471,7 @@ def _mutants(arguments: argparse.Namespace) -> int:
     survivors = [r.name for r in results if not r.killed]
     print(f"\n{len(results) - len(survivors)} of {len(results)} mutants killed")
     return EXIT_OK if not survivors else EXIT_INVALID
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -11,15 +11,15 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kbconform.report import FAILED
+
 DEFAULT_ADAPTER = "kbconform_reference.adapter:chroma_embedded"
-FAILED = ("fail", "error")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,19 +70,6 @@ def run_suites(
     return Outcome(done.returncode, data, output)
 
 
-def table(report: dict[str, Any]) -> str:
-    """Counts per level and suite, and the level verdicts."""
-    rows: Counter[tuple[str, str, str]] = Counter(
-        (t["level"], t["suite"], t["status"]) for t in report.get("tests", ())
-    )
-    groups = sorted({(level, suite) for level, suite, _ in rows})
-    statuses = ("pass", "fail", "error", "skip")
-    lines = [f"{'level':<6} {'suite':<20} " + " ".join(f"{s:>5}" for s in statuses)]
-    for level, suite in groups:
-        lines.append(f"{level:<6} {suite:<20} " + " ".join(f"{rows[(level, suite, s)]:>5}" for s in statuses))
-    return "\n".join(lines)
-
-
 @dataclass(frozen=True, slots=True)
 class MutantResult:
     name: str
@@ -90,6 +77,7 @@ class MutantResult:
     killed: bool
     killed_by: list[str]
     expected: list[str]
+    error: str | None = None  # the suites did not run: the end of pytest's output
 
 
 def run_mutants(seed: int = 0, workers: int = 2) -> list[MutantResult]:
@@ -100,6 +88,11 @@ def run_mutants(seed: int = 0, workers: int = 2) -> list[MutantResult]:
     def one(mutant: Any) -> MutantResult:
         factory = f"kbconform_reference.mutants:by_name.{mutant.name.replace('-', '_')}"
         outcome = run_suites(factory, seed=seed)
+        if not outcome.report:
+            tail = "\n".join(outcome.output.strip().splitlines()[-5:])
+            return MutantResult(
+                mutant.name, mutant.breaks, False, [], list(mutant.killers), tail or "no output"
+            )
         failed = outcome.failed
         if mutant.smoke:
             killed = outcome.returncode != 0 and bool(failed)

@@ -42,7 +42,7 @@ def test_kbconform_run_passes_the_reference_and_fails_a_mutant(
     out = capfd.readouterr().out
     assert code == 0, out
     assert "L2     cross-tenant-leak" in out
-    assert "every test passed or was declined; seed 7" in out
+    assert "every test passed or was declined; highest level earned: L3; seed 7" in out
     assert {t["status"] for t in json.loads(report.read_text(encoding="utf-8"))["tests"]} == {"pass"}
     code = main(
         ["run", "--adapter", "kbconform_reference.mutants:by_name.existence_oracle", "--report", str(report)]

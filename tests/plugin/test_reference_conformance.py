@@ -1,10 +1,19 @@
-"""The reference knowledge base is held to every suite, in every store mode, through the plugin."""
+"""The reference knowledge base is held to every suite, in every store mode, through the plugin.
+
+The reference declares every capability, so its report lists the whole suite: that list must be
+the shipped catalogue (suites/catalogue.json). After changing the suites, rewrite the catalogue
+with ``KBCONFORM_UPDATE_CATALOGUE=1 python -m pytest tests/plugin/test_reference_conformance.py -k memory``.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
+
+from kbconform import report as reports
+from kbconform._resources import data_dir
 
 pytest_plugins = ["pytester"]
 
@@ -26,3 +35,12 @@ def test_the_reference_passes_every_suite_test(pytester: pytest.Pytester, mode: 
     assert {test: status for test, status in statuses.items() if status != "pass"} == {}
     assert len(statuses) >= 70
     assert result.ret == 0
+    reports.verify(report)
+    assert [lv for lv, verdict in report["levels"].items() if verdict["earned"]] == ["L1", "L2", "L3"]
+    shipped = data_dir("suites") / "catalogue.json"
+    listed = reports.catalogue_from(report)
+    if os.environ.get("KBCONFORM_UPDATE_CATALOGUE") == "1":
+        shipped.write_text(reports.render_catalogue(listed), encoding="utf-8")
+    assert listed == json.loads(shipped.read_text(encoding="utf-8")), (
+        "the suites and suites/catalogue.json differ; see this module's docstring to rewrite it"
+    )

@@ -1,0 +1,181 @@
+"""Reports (report-v1): expected tests, levels, redaction, the verifier, the summary and badge.
+
+Reports here are built from the shipped catalogue, so every rejection has a control: the same
+report, untouched, is accepted.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbconform import report as reports
+from kbconform.cli import main
+from kbconform.contract import is_valid
+from kbconform.errors import ContractViolation
+
+TINY_MANIFEST: dict[str, Any] = {
+    "manifestVersion": "1",
+    "adapter": {"name": "tiny", "version": "1"},
+    "backend": {"name": "memory", "version": "1"},
+    "readFacades": ["query", "get", "list"],
+    "isolationModel": "metadata-filter",
+    "spoofModes": ["overwrite"],
+    "sharedNamespace": None,
+    "idProfile": "kbconform-v1",
+    "features": {
+        "client-where": True,
+        "revision-boundary": True,
+        "fault-injection": True,
+        "escalation": {"threshold": 3, "windowSeconds": 60},
+        "workspace-scan": True,
+    },
+    "config": {"url": "http://kb:s3cret@127.0.0.1:8000/v1", "apiKey": "abc", "collection": "kb"},
+}
+
+
+def _report(status: str = "pass", level: str = "L4", **changes: str) -> dict[str, Any]:
+    results = [
+        {**entry, "status": changes.get(entry["id"], status)}
+        for entry in reports.expected(TINY_MANIFEST, level)
+    ]
+    return reports.build(
+        adapter="tiny:make", manifest=TINY_MANIFEST, seed=7, profile="quick", level=level, results=results
+    )
+
+
+def _rejection(report: dict[str, Any]) -> str:
+    with pytest.raises(ContractViolation) as raised:
+        reports.verify(report)
+    assert raised.value.code == "KB_REPORT_INVALID"
+    return str(raised.value)
+
+
+def test_the_expected_tests_follow_the_manifest_and_the_level() -> None:
+    """Facades and spoof modes the manifest lacks are not expected; a level cuts the higher ones."""
+    ids = {entry["id"] for entry in reports.expected(TINY_MANIFEST, "L4")}
+    every = {entry["id"] for entry in reports.catalogue()}
+    assert {"leak-01[query]", "leak-01[list]", "spoof-01[overwrite-tenantId]", "spoof-03"} <= ids
+    assert not {"leak-01[count]", "leak-01[ask]", "spoof-01[reject-tenantId]", "spoof-02[reject]"} & ids
+    assert {"leak-01[count]", "spoof-02[reject]"} <= every  # control: they exist
+    assert {entry["level"] for entry in reports.expected(TINY_MANIFEST, "L1")} == {"L1"}
+
+
+def test_a_built_report_is_valid_and_passes_the_verifier() -> None:
+    """The control for every rejection below."""
+    report = _report()
+    assert is_valid(report, "report-v1")
+    reports.verify(report)
+    assert report["completeness"] == {"missing": [], "unknown": []}
+    assert report["testListHash"] == reports.list_hash(reports.catalogue())
+
+
+def test_a_test_without_a_result_is_an_error_and_missing() -> None:
+    results = [{**e, "status": "pass"} for e in reports.expected(TINY_MANIFEST, "L4") if e["id"] != "leak-04"]
+    report = reports.build(
+        adapter="tiny:make", manifest=TINY_MANIFEST, seed=7, profile="quick", level="L4", results=results
+    )
+    assert report["completeness"]["missing"] == ["leak-04"]
+    [entry] = [t for t in report["tests"] if t["id"] == "leak-04"]
+    assert (entry["status"], entry["reason"]) == ("error", "not run: the test was not collected")
+    assert not report["levels"]["L2"]["earned"]
+
+
+@pytest.mark.parametrize(
+    ("tamper", "expected"),
+    [
+        (lambda r: r["tests"].pop(0), "missing: backup-01"),
+        (lambda r: r["tests"].append({**r["tests"][0], "id": "leak-99"}), "unknown: leak-99"),
+        (lambda r: r["tests"].append(r["tests"][0]), "repeated: backup-01"),
+        (lambda r: r.update(suiteVersion="0.0.1"), "/suiteVersion: expected"),
+        (lambda r: r.update(testListHash="sha256:" + "0" * 64), "/testListHash: expected"),
+        (lambda r: r["tests"][0].update(level="L1"), "suite backup at L3; got suite backup at L1"),
+        (lambda r: r["tests"][0].update(status="fail"), "/levels: expected the verdicts its tests give"),
+        (lambda r: r["manifest"].pop("features"), "/manifest/features: expected"),
+        (lambda r: r["tests"][0].update(status="passed"), "/tests/0/status"),
+        (lambda r: r.pop("levels"), "levels"),
+    ],
+)
+def test_the_verifier_rejects_a_tampered_report(tamper: Any, expected: str) -> None:
+    report = _report()
+    reports.verify(copy.deepcopy(report))  # control
+    tamper(report)
+    assert expected in _rejection(report)
+
+
+def test_a_level_is_earned_only_when_it_and_every_lower_level_pass() -> None:
+    """A declined test at L1 costs L1 and every level above it; a level with no tests is never earned."""
+    assert [lv for lv, v in _report()["levels"].items() if v["earned"]] == ["L1", "L2", "L3"]
+    skipped = _report(**{"spoof-03": "skip"})
+    assert [lv for lv, v in skipped["levels"].items() if v["earned"]] == []
+    assert skipped["levels"]["L1"]["skip"] == 1
+    failing_l3 = _report(**{"backup-01": "fail"})
+    assert [lv for lv, v in failing_l3["levels"].items() if v["earned"]] == ["L1", "L2"]
+    assert not _report()["levels"]["L0"]["earned"]  # no L0 tests
+
+
+def test_secrets_in_the_adapter_config_are_redacted() -> None:
+    report = _report()
+    shown = json.dumps(report)
+    assert "s3cret" not in shown
+    assert "abc" not in json.dumps(report["config"])
+    assert report["config"]["backend"] == {
+        "url": "http://kb:[redacted]@127.0.0.1:8000/v1",
+        "apiKey": "[redacted]",
+        "collection": "kb",  # control: an ordinary value stays
+    }
+    assert report["manifest"]["config"] == report["config"]["backend"]
+    assert reports.redact({"nested": [{"password": "x", "host": "h"}]}) == {
+        "nested": [{"password": "[redacted]", "host": "h"}]
+    }
+
+
+@pytest.mark.parametrize(
+    ("changes", "message", "color"),
+    [
+        ({}, "L3", "brightgreen"),
+        ({"spoof-03": "skip"}, "no level", "yellow"),
+        ({"backup-01": "fail", "backup-02": "error"}, "L2 | 2 failing", "red"),
+    ],
+)
+def test_the_badge_shows_the_level_earned_and_failures(
+    changes: dict[str, str], message: str, color: str
+) -> None:
+    badge = reports.badge(_report(**changes))
+    assert badge == {"schemaVersion": 1, "label": "kbconform", "message": message, "color": color}
+
+
+def test_the_summary_lists_failing_and_skipped_tests() -> None:
+    text = reports.summary(_report(**{"backup-01": "fail"}))
+    assert "highest level earned **L2**" in text
+    assert "### Failing\n\n- `backup-01` (fail)" in text
+    assert "| L3 | backup | " in text
+    assert "Skipped" not in text
+
+
+def test_kbconform_verify_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good, bad, junk = tmp_path / "good.json", tmp_path / "bad.json", tmp_path / "junk.json"
+    report = _report()
+    good.write_text(json.dumps(report), encoding="utf-8")
+    report["tests"] = report["tests"][1:]
+    bad.write_text(json.dumps(report), encoding="utf-8")
+    junk.write_text("{not json", encoding="utf-8")
+    assert main(["verify", str(good)]) == 0
+    assert "valid" in capsys.readouterr().out
+    assert main(["verify", str(bad)]) == 1
+    assert "KB_REPORT_INVALID: rejected" in capsys.readouterr().err
+    assert main(["verify", str(junk)]) == 1
+    assert "not JSON" in capsys.readouterr().err
+    assert main(["verify", str(tmp_path / "absent.json")]) == 2
+
+
+def test_kbconform_run_refuses_an_output_path_it_cannot_write_before_running(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["run", "--adapter", "nowhere:nothing", "--summary", str(tmp_path / "no" / "s.md")])
+    assert code == 2
+    assert "its directory does not exist" in capsys.readouterr().err
