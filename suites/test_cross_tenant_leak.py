@@ -13,7 +13,8 @@ from kbconform.identity import Principal
 
 
 def _read_all(backend: Any, facade: str, principal: Principal, canaries: Canaries) -> dict[str, str | None]:
-    """Everything ``principal`` can read through ``facade``, as {id: document}."""
+    """Everything ``principal`` can read through ``facade``, as {id: document} (count returns
+    no ids: the test checks its number)."""
     expected = canaries.readable_by(principal)
     found: dict[str, str | None] = {}
     if facade == "query":
@@ -42,10 +43,6 @@ def _read_all(backend: Any, facade: str, principal: Principal, canaries: Canarie
                 found[hit.id] = hit.document
             offset += len(page)
             assert offset <= len(canaries.chunks), "list pages past everything that was written"
-    elif facade == "count":
-        count = backend.count(principal)
-        assert count == len(expected), f"count for {principal.tenant_id}: {count}, expected {len(expected)}"
-        found = {i: canaries.chunks[i].record["content"] for i in expected}
     else:  # pragma: no cover - the manifest schema allows no other facade
         raise AssertionError(facade)
     return found
@@ -60,6 +57,12 @@ def test_every_read_facade_returns_exactly_the_principals_scope(
     canaries = kbconform_canaries
     for principal in canaries.principals.members:
         expected = canaries.readable_by(principal)
+        if kbconform_facade == "count":
+            count = kbconform_backend.count(principal)
+            assert count == len(expected), (
+                f"count for {principal.tenant_id}: {count}, expected {len(expected)}"
+            )
+            continue
         found = _read_all(kbconform_backend, kbconform_facade, principal, canaries)
         leaked_ids = set(found) - expected
         leaked_text = {i for text in found.values() for i in canaries.by_token(text)} - expected

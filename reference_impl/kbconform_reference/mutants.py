@@ -80,6 +80,12 @@ class UnfilteredList(KnowledgeBase):
         )
 
 
+class UnfilteredCount(KnowledgeBase):
+    def count(self, principal: Any, where: Any = None) -> int:
+        self._authenticated(principal, "count")
+        return len(self.store.get().ids)
+
+
 class ExistenceOracle(KnowledgeBase):
     def get(self, principal: Any, chunk_id: str) -> Hit:
         try:
@@ -285,6 +291,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "unfiltered-list", UnfilteredList, "list reads every tenant's rows", ("leak-01[list]", "closed-03")
     ),
+    Mutant("unfiltered-count", UnfilteredCount, "count counts every tenant's rows", ("leak-01[count]",)),
     Mutant(
         "existence-oracle",
         ExistenceOracle,
