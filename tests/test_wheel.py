@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import venv
@@ -23,8 +24,9 @@ def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_installed_wheel_runs_the_suites_through_pytest_and_kbconform_run(tmp_path: Path) -> None:
-    """The wheel carries the suites and the schemas; with an adapter written outside the
-    repository, both ``pytest --kbconform-adapter`` and ``kbconform run --adapter`` pass."""
+    """The wheel carries the suites, their catalogue and the schemas; with an adapter written
+    outside the repository, both ``pytest --kbconform-adapter`` and ``kbconform run --adapter``
+    pass, and the installed ``kbconform verify`` accepts the report (and rejects it trimmed)."""
     built = _run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"), str(ROOT)],
         tmp_path,
@@ -34,6 +36,7 @@ def test_the_installed_wheel_runs_the_suites_through_pytest_and_kbconform_run(tm
     names = zipfile.ZipFile(wheel).namelist()
     assert "kbconform/suites/test_cross_tenant_leak.py" in names
     assert "kbconform/schemas/adapter-manifest-v1.schema.json" in names
+    assert "kbconform/suites/catalogue.json" in names
     assert not any(name.startswith(("suites/", "schemas/", "tests/")) for name in names)
 
     venv.create(tmp_path / "venv", with_pip=True)
@@ -56,8 +59,15 @@ def test_the_installed_wheel_runs_the_suites_through_pytest_and_kbconform_run(tm
         ).stdout
     )
 
-    with_run = _run(
-        [str(tmp_path / "venv" / "bin" / "kbconform"), "run", "--adapter", "my_adapter:adapter"], project
-    )
+    kbconform = str(tmp_path / "venv" / "bin" / "kbconform")
+    with_run = _run([kbconform, "run", "--adapter", "my_adapter:adapter", "--report", "report.json"], project)
     assert with_run.returncode == 0, with_run.stdout[-3000:] + with_run.stderr[-2000:]
     assert "every test passed or was declined" in with_run.stdout
+    verified = _run([kbconform, "verify", "report.json"], project)
+    assert verified.returncode == 0, verified.stderr
+    report = json.loads((project / "report.json").read_text(encoding="utf-8"))
+    report["tests"] = report["tests"][1:]
+    (project / "trimmed.json").write_text(json.dumps(report), encoding="utf-8")
+    rejected = _run([kbconform, "verify", "trimmed.json"], project)
+    assert rejected.returncode == 1
+    assert "missing: " in rejected.stderr
