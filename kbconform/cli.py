@@ -411,8 +411,10 @@ def _run(arguments: argparse.Namespace) -> int:
         _write(arguments.summary, reports.summary(report))
     if arguments.badge:
         _write(arguments.badge, json.dumps(reports.badge(report)) + "\n")
-    failed = outcome.failed
+    failed, unknown = outcome.failed, report["completeness"]["unknown"]
     verdict = f"{len(failed)} failing" if failed else "every test passed or was declined"
+    if unknown:
+        verdict += f"; {len(unknown)} tests not in the suite's catalogue (see above)"
     print(
         f"\n{verdict}; highest level earned: {reports.earned(report) or 'none'}; seed {report['seed']}; "
         f"{time.perf_counter() - started:.1f} s"

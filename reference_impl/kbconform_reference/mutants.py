@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from kbconform.adapter import BackendOptions
+from kbconform.contract import load
 from kbconform.errors import BackendUnavailable, Forbidden, KbconformError, NotFound
 from kbconform.identity import Principal, legacy_id
 from kbconform_reference import read_filter
@@ -215,6 +216,36 @@ class BackupForAnyone(KnowledgeBase):
         return None
 
 
+# -- contract ------------------------------------------------------------------------------
+
+
+def _known(record: Any, schema: str, *dropped: str) -> Any:
+    """A lenient reader: unknown fields (and ``dropped``) silently removed instead of refused."""
+    if not isinstance(record, Mapping):
+        return record
+    known = set(load(schema)["properties"]) - set(dropped)
+    return {key: value for key, value in record.items() if key in known}
+
+
+class LenientIngest(KnowledgeBase):
+    def ingest(
+        self, principal: Principal, records: Sequence[Mapping[str, Any]], **kwargs: Any
+    ) -> IngestResult:
+        return super().ingest(
+            principal, [_known(r, "parsed-chunk-v1", "embedding") for r in records], **kwargs
+        )
+
+
+class LenientRestore(KnowledgeBase):
+    def restore(self, principal: Principal, records: Iterable[Mapping[str, Any]]) -> int:
+        return super().restore(principal, [_known(r, "backup-record-v1") for r in records])
+
+
+class LenientDeletion(KnowledgeBase):
+    def apply_deletion_signal(self, principal: Principal, signal: Mapping[str, Any]) -> DeletionResult:
+        return super().apply_deletion_signal(principal, _known(signal, "deletion-signal-v1"))
+
+
 # -- smokes --------------------------------------------------------------------------------
 
 
@@ -280,6 +311,24 @@ class Mutant:
 
 
 MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
+        "lenient-ingest",
+        LenientIngest,
+        "ingest drops unknown fields and embeddings instead of refusing the record",
+        ("contract-01",),
+    ),
+    Mutant(
+        "lenient-restore",
+        LenientRestore,
+        "restore drops unknown fields instead of refusing",
+        ("contract-02",),
+    ),
+    Mutant(
+        "lenient-deletion",
+        LenientDeletion,
+        "deletion signals with unknown fields are applied",
+        ("contract-03",),
+    ),
     Mutant("unfiltered-query", UnfilteredQuery, "query drops the tenant filter", ("leak-01[query]",)),
     Mutant("filter-after-top-k", FilterAfterTopK, "query filters after an unfiltered top-k", ("leak-02",)),
     Mutant(

@@ -2,7 +2,8 @@
 
 The reference declares every capability, so its report lists the whole suite: that list must be
 the shipped catalogue (suites/catalogue.json). After changing the suites, rewrite the catalogue
-with ``KBCONFORM_UPDATE_CATALOGUE=1 python -m pytest tests/plugin/test_reference_conformance.py -k memory``.
+with ``KBCONFORM_UPDATE_CATALOGUE=1 python -m pytest tests/plugin/test_reference_conformance.py -k memory``
+(that run still fails on the tests the old catalogue lacked; the next one passes).
 """
 
 from __future__ import annotations
@@ -31,12 +32,6 @@ def test_the_reference_passes_every_suite_test(pytester: pytest.Pytester, mode: 
         "no:cacheprovider",
     )
     report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
-    statuses = {entry["id"]: entry["status"] for entry in report["tests"]}
-    assert {test: status for test, status in statuses.items() if status != "pass"} == {}
-    assert len(statuses) >= 70
-    assert result.ret == 0
-    reports.verify(report)
-    assert [lv for lv, verdict in report["levels"].items() if verdict["earned"]] == ["L1", "L2", "L3"]
     shipped = data_dir("suites") / "catalogue.json"
     listed = reports.catalogue_from(report)
     if os.environ.get("KBCONFORM_UPDATE_CATALOGUE") == "1":
@@ -44,3 +39,9 @@ def test_the_reference_passes_every_suite_test(pytester: pytest.Pytester, mode: 
     assert listed == json.loads(shipped.read_text(encoding="utf-8")), (
         "the suites and suites/catalogue.json differ; see this module's docstring to rewrite it"
     )
+    statuses = {entry["id"]: entry["status"] for entry in report["tests"]}
+    assert {test: status for test, status in statuses.items() if status != "pass"} == {}
+    assert len(statuses) >= 70
+    assert result.ret == 0
+    reports.verify(report)
+    assert [lv for lv, v in report["levels"].items() if v["earned"]] == ["L0", "L1", "L2", "L3"]

@@ -62,7 +62,7 @@ def test_the_expected_tests_follow_the_manifest_and_the_level() -> None:
     assert {"leak-01[query]", "leak-01[list]", "spoof-01[overwrite-tenantId]", "spoof-03"} <= ids
     assert not {"leak-01[count]", "leak-01[ask]", "spoof-01[reject-tenantId]", "spoof-02[reject]"} & ids
     assert {"leak-01[count]", "spoof-02[reject]"} <= every  # control: they exist
-    assert {entry["level"] for entry in reports.expected(TINY_MANIFEST, "L1")} == {"L1"}
+    assert {entry["level"] for entry in reports.expected(TINY_MANIFEST, "L1")} == {"L0", "L1"}
 
 
 def test_a_built_report_is_valid_and_passes_the_verifier() -> None:
@@ -109,13 +109,15 @@ def test_the_verifier_rejects_a_tampered_report(tamper: Any, expected: str) -> N
 
 def test_a_level_is_earned_only_when_it_and_every_lower_level_pass() -> None:
     """A declined test at L1 costs L1 and every level above it; a level with no tests is never earned."""
-    assert [lv for lv, v in _report()["levels"].items() if v["earned"]] == ["L1", "L2", "L3"]
+    assert [lv for lv, v in _report()["levels"].items() if v["earned"]] == ["L0", "L1", "L2", "L3"]
     skipped = _report(**{"spoof-03": "skip"})
-    assert [lv for lv, v in skipped["levels"].items() if v["earned"]] == []
+    assert [lv for lv, v in skipped["levels"].items() if v["earned"]] == ["L0"]
     assert skipped["levels"]["L1"]["skip"] == 1
     failing_l3 = _report(**{"backup-01": "fail"})
-    assert [lv for lv, v in failing_l3["levels"].items() if v["earned"]] == ["L1", "L2"]
-    assert not _report()["levels"]["L0"]["earned"]  # no L0 tests
+    assert [lv for lv, v in failing_l3["levels"].items() if v["earned"]] == ["L0", "L1", "L2"]
+    failing_l0 = _report(**{"contract-01": "fail"})
+    assert [lv for lv, v in failing_l0["levels"].items() if v["earned"]] == []
+    assert not _report()["levels"]["L4"]["earned"]  # no L4 tests
 
 
 def test_secrets_in_the_adapter_config_are_redacted() -> None:
@@ -138,7 +140,8 @@ def test_secrets_in_the_adapter_config_are_redacted() -> None:
     ("changes", "message", "color"),
     [
         ({}, "L3", "brightgreen"),
-        ({"spoof-03": "skip"}, "no level", "yellow"),
+        ({"spoof-03": "skip"}, "L0", "yellow"),
+        ({"contract-02": "error"}, "no level | 1 failing", "red"),
         ({"backup-01": "fail", "backup-02": "error"}, "L2 | 2 failing", "red"),
     ],
 )
