@@ -313,8 +313,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if completeness["missing"]:
         terminalreporter.section("kbconform: incomplete run", sep="=", red=True)
         terminalreporter.line(
-            f"{len(completeness['missing'])} suite tests did not run (deselected, renamed or removed); "
-            "the run fails: " + _listing(completeness["missing"])
+            f"{len(completeness['missing'])} suite tests did not run (deselected, renamed, removed, "
+            "or the run stopped first); the run fails: " + _listing(completeness["missing"])
         )
     if completeness["unknown"]:
         terminalreporter.section("kbconform: unknown tests", sep="=", red=True)

@@ -140,7 +140,11 @@ def build(
     missing = sorted(entry["id"] for entry in wanted if entry["id"] not in tests)
     for entry in wanted:
         if entry["id"] in missing:
-            tests[entry["id"]] = {**entry, "status": "error", "reason": "not run: the test was not collected"}
+            tests[entry["id"]] = {
+                **entry,
+                "status": "error",
+                "reason": "did not run: not collected, deselected, or the run stopped before it",
+            }
     known = {entry["id"] for entry in catalogue()}
     listed = sorted(tests.values(), key=lambda entry: entry["id"])
     shown = {**manifest, **({"config": redact(manifest["config"])} if "config" in manifest else {})}

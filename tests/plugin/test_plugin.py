@@ -72,6 +72,7 @@ def test_a_tiny_adapter_passes_every_suite_and_declines_only_what_it_declared(
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*client-where not offered: the tiny adapter passes no where clauses*"])
     assert {entry["suite"] for entry in report["tests"]} == {
+        "contract",
         "backup",
         "byte-equivalence",
         "cross-tenant-leak",

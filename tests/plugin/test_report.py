@@ -81,7 +81,10 @@ def test_a_test_without_a_result_is_an_error_and_missing() -> None:
     )
     assert report["completeness"]["missing"] == ["leak-04"]
     [entry] = [t for t in report["tests"] if t["id"] == "leak-04"]
-    assert (entry["status"], entry["reason"]) == ("error", "not run: the test was not collected")
+    assert (entry["status"], entry["reason"]) == (
+        "error",
+        "did not run: not collected, deselected, or the run stopped before it",
+    )
     assert not report["levels"]["L2"]["earned"]
 
 
