@@ -137,8 +137,8 @@ def _parser() -> argparse.ArgumentParser:
         "verify",
         help="check a report against the installed suites",
         description="Rejects a report that is not a valid report-v1, was made by other suites (version "
-        "or test-list hash), lacks a test its manifest and level select, or claims levels its tests "
-        "do not earn. Exit 0 valid, 1 rejected.",
+        "or test-list hash), lacks a test its manifest and level select, comes from an incomplete run, "
+        "or claims levels its tests do not earn. Exit 0 valid, 1 rejected.",
     )
     verify.add_argument("report", metavar="REPORT", help="a JSON report from 'kbconform run --report'")
     verify.set_defaults(handler=_verify)

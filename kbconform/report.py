@@ -168,90 +168,73 @@ def build(
     }
 
 
-def _problem(keyword: str, pointer: str, expected: str, got: str) -> Problem:
-    return Problem(pointer, keyword, expected, got)
-
-
 def verify(report: object) -> None:
     """Raise ContractViolation (``KB_REPORT_INVALID``) unless ``report`` is a valid report-v1 of
-    the installed suite version, with every expected test, no unknown one, and the levels its
-    tests earn."""
+    the installed suites (version and test-list hash) from a complete run: every test its
+    manifest and level select, no other, none recorded as missing, and the levels its tests earn.
+    A report of a failing run can be valid: this checks the evidence, not the verdict."""
     from kbconform.contract import validate
 
     try:
         validate(report, "report-v1")
-    except ContractViolation as error:
-        raise ContractViolation(
-            contract="report-v1", problems=error.problems, code="KB_REPORT_INVALID"
-        ) from None
-    assert isinstance(report, Mapping)
-    try:
+        assert isinstance(report, Mapping)
         validate(report["manifest"], "adapter-manifest-v1")
     except ContractViolation as error:
-        moved = tuple(Problem(f"/manifest{p.pointer}", p.keyword, p.expected, p.got) for p in error.problems)
+        inner = error.contract == "adapter-manifest-v1"
+        moved = tuple(
+            Problem(f"/manifest{p.pointer}" if inner else p.pointer, p.keyword, p.expected, p.got)
+            for p in error.problems
+        )
         raise ContractViolation(contract="report-v1", problems=moved, code="KB_REPORT_INVALID") from None
     problems: list[Problem] = []
+
+    def differs(pointer: str, keyword: str, want: str, got: str) -> None:
+        problems.append(Problem(pointer, keyword, want, got))
+
     if report["suiteVersion"] != suite_version():
-        problems.append(
-            _problem(
-                "suiteVersion",
-                "/suiteVersion",
-                f"{suite_version()} (the installed suites)",
-                report["suiteVersion"],
-            )
+        differs(
+            "/suiteVersion",
+            "suiteVersion",
+            f"{suite_version()} (the installed suites)",
+            report["suiteVersion"],
         )
     if report["testListHash"] != list_hash(catalogue()):
-        problems.append(
-            _problem(
-                "testListHash",
-                "/testListHash",
-                f"{list_hash(catalogue())} (the installed test list)",
-                report["testListHash"],
-            )
-        )
+        want = f"{list_hash(catalogue())} (the installed test list)"
+        differs("/testListHash", "testListHash", want, report["testListHash"])
     ids = [test["id"] for test in report["tests"]]
-    duplicated = sorted(i for i, n in Counter(ids).items() if n > 1)
-    if duplicated:
-        problems.append(
-            _problem("tests", "/tests", "each stable id once", f"repeated: {', '.join(duplicated)}")
-        )
+    repeated = sorted(i for i, n in Counter(ids).items() if n > 1)
+    if repeated:
+        differs("/tests", "tests", "each stable id once", f"repeated: {', '.join(repeated)}")
     wanted = {entry["id"]: entry for entry in expected(report["manifest"], report["level"])}
     missing = sorted(set(wanted) - set(ids))
     if missing:
-        problems.append(
-            _problem("completeness", "/tests", "every test of the suite", f"missing: {', '.join(missing)}")
-        )
+        differs("/tests", "completeness", "every test of the suite", f"missing: {', '.join(missing)}")
     unknown = sorted(set(ids) - set(wanted))
     if unknown:
-        problems.append(
-            _problem(
-                "completeness",
-                "/tests",
-                f"only tests the suite lists for level {report['level']} and this manifest",
-                f"unknown: {', '.join(unknown)}",
-            )
+        want = f"only tests the suite lists for level {report['level']} and this manifest"
+        differs("/tests", "completeness", want, f"unknown: {', '.join(unknown)}")
+    recorded = report["completeness"]["missing"] + report["completeness"]["unknown"]
+    if recorded:
+        differs(
+            "/completeness",
+            "completeness",
+            "a complete run",
+            f"tests not run or not listed: {', '.join(recorded)}",
         )
     for index, test in enumerate(report["tests"]):
         entry = wanted.get(test["id"])
         if entry is not None and (test["suite"], test["level"]) != (entry["suite"], entry["level"]):
-            problems.append(
-                _problem(
-                    "tests",
-                    f"/tests/{index}",
-                    f"suite {entry['suite']} at {entry['level']}",
-                    f"suite {test['suite']} at {test['level']}",
-                )
-            )
-    if report["levels"] != levels(report["tests"]):
-        earned = [level for level, verdict in levels(report["tests"]).items() if verdict["earned"]]
-        claimed = [level for level, verdict in report["levels"].items() if verdict["earned"]]
-        problems.append(
-            _problem(
-                "levels",
-                "/levels",
-                f"the verdicts its tests give (earned: {', '.join(earned) or 'none'})",
-                f"earned: {', '.join(claimed) or 'none'}, or other counts",
-            )
+            want = f"suite {entry['suite']} at {entry['level']}"
+            differs(f"/tests/{index}", "tests", want, f"suite {test['suite']} at {test['level']}")
+    earned = levels(report["tests"])
+    if report["levels"] != earned:
+        given = ", ".join(lv for lv, v in earned.items() if v["earned"]) or "none"
+        claimed = ", ".join(lv for lv, v in report["levels"].items() if v["earned"]) or "none"
+        differs(
+            "/levels",
+            "levels",
+            f"the verdicts its tests give (earned: {given})",
+            f"earned: {claimed}, or other counts",
         )
     if problems:
         raise ContractViolation(contract="report-v1", problems=tuple(problems), code="KB_REPORT_INVALID")

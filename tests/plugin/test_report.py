@@ -86,6 +86,9 @@ def test_a_test_without_a_result_is_an_error_and_missing() -> None:
         "did not run: not collected, deselected, or the run stopped before it",
     )
     assert not report["levels"]["L2"]["earned"]
+    assert "/completeness: expected a complete run; got tests not run or not listed: leak-04" in _rejection(
+        report
+    )
 
 
 @pytest.mark.parametrize(
