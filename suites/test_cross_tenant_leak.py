@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kbconform.conformance import Canaries
+from kbconform.conformance import Canaries, Principals, record
 from kbconform.errors import ContractViolation, KbconformError, NotFound
 from kbconform.identity import Principal
 
@@ -178,3 +178,41 @@ def test_shared_namespace_content_is_visible_to_its_readers_only(
         hits = kbconform_backend.query(principals.loner, canaries.chunks[chunk_id].record["content"], 3, None)
         assert hits, "loner's query returned nothing although loner has chunks"
         assert not ({h.id for h in hits} & shared)
+
+
+@pytest.mark.kbconform(id="leak-06", level="L2")
+def test_a_private_chunk_is_read_only_by_its_origin_agent(
+    kbconform_backend: Any, kbconform_open: Any, kbconform_principals: Principals
+) -> None:
+    """A chunk restored as private to acme's agent reads back for that agent through get, list
+    and query (control); acme's other agents, acme without an agent and beta never see it, while
+    they still read acme's team chunk (control)."""
+    principals = kbconform_principals
+    acme, operator = principals.acme, principals.operator
+    written = kbconform_backend.ingest(
+        acme,
+        [
+            record("docs/private.md", "private notes of the origin agent", tenant="acme"),
+            record("docs/team.md", "team notes for every acme agent", tenant="acme"),
+        ],
+    ).ids
+    exported = {r["id"]: dict(r) for r in kbconform_backend.export(operator)}
+    private_id, team_id = written
+    private = exported[private_id]
+    assert private["metadata"].get("originAgentIdentity") == acme.agent_identity
+    private["metadata"] = {**private["metadata"], "visibility": "private"}
+    backend = kbconform_open()
+    assert backend.restore(operator, [private, exported[team_id]]) == 2
+
+    def readable(principal: Principal) -> set[str]:
+        found = {hit.id for hit in backend.list(principal, 100, 0)}
+        found |= {hit.id for hit in backend.query(principal, "private notes of the origin agent", 2, None)}
+        for chunk_id in (private_id, team_id):
+            with contextlib.suppress(NotFound):
+                found.add(backend.get(principal, chunk_id).id)
+        return found
+
+    assert readable(acme) == {private_id, team_id}
+    for other in (acme.with_agent("agent-other"), acme.with_agent(None)):
+        assert readable(other) == {team_id}, f"{other.agent_identity} reads acme's agent's private chunk"
+    assert readable(principals.beta) == set()

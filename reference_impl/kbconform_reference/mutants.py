@@ -81,6 +81,19 @@ class UnfilteredList(KnowledgeBase):
         )
 
 
+class PrivateListedToTenant(KnowledgeBase):
+    def list(
+        self, principal: Any, limit: int = 100, offset: int = 0, where: Any = None
+    ) -> builtins.list[Hit]:
+        checked = self._authenticated(principal, "list")
+        if limit < 1 or offset < 0:
+            return super().list(principal, limit, offset)
+        rows = self.store.get(
+            where={"tenantId": {"$in": list(checked.readable_tenants)}}, limit=limit, offset=offset
+        )
+        return [Hit(i, d, dict(m)) for i, d, m in zip(rows.ids, rows.documents, rows.metadatas, strict=True)]
+
+
 class UnfilteredCount(KnowledgeBase):
     def count(self, principal: Any, where: Any = None) -> int:
         self._authenticated(principal, "count")
@@ -339,6 +352,12 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "unfiltered-list", UnfilteredList, "list reads every tenant's rows", ("leak-01[list]", "closed-03")
+    ),
+    Mutant(
+        "private-listed-to-tenant",
+        PrivateListedToTenant,
+        "list filters by tenant only: every agent reads another agent's private chunks",
+        ("leak-06",),
     ),
     Mutant("unfiltered-count", UnfilteredCount, "count counts every tenant's rows", ("leak-01[count]",)),
     Mutant(
