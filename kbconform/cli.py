@@ -373,14 +373,6 @@ def _print_schema(arguments: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _write(path: str, text: str) -> None:
-    """Write ``text`` whole or not at all: a temporary file beside ``path``, then a rename."""
-    target = Path(path)
-    partial = target.with_name(f".{target.name}.partial")
-    partial.write_text(text, encoding="utf-8")
-    partial.replace(target)
-
-
 def _run(arguments: argparse.Namespace) -> int:
     from kbconform import report as reports
     from kbconform import runner
@@ -406,11 +398,11 @@ def _run(arguments: argparse.Namespace) -> int:
         print("kbconform: error: the suites did not run (see pytest's output above)", file=sys.stderr)
         return EXIT_USAGE if outcome.returncode == 4 else EXIT_INVALID
     if arguments.report:
-        _write(arguments.report, json.dumps(report, indent=2, sort_keys=True) + "\n")
+        reports.write(arguments.report, json.dumps(report, indent=2, sort_keys=True) + "\n")
     if arguments.summary:
-        _write(arguments.summary, reports.summary(report))
+        reports.write(arguments.summary, reports.summary(report))
     if arguments.badge:
-        _write(arguments.badge, json.dumps(reports.badge(report)) + "\n")
+        reports.write(arguments.badge, json.dumps(reports.badge(report)) + "\n")
     failed, unknown = outcome.failed, report["completeness"]["unknown"]
     verdict = f"{len(failed)} failing" if failed else "every test passed or was declined"
     if unknown:

@@ -223,8 +223,9 @@ def _entry(item: pytest.Item, mark: pytest.Mark) -> dict[str, Any]:
         "level": mark.kwargs["level"],
         "status": "disabled",
     }
-    if _requires(mark):
-        entry["requires"] = list(_requires(mark))
+    required = _requires(mark)
+    if required:
+        entry["requires"] = list(required)
     params = getattr(getattr(item, "callspec", None), "params", {})
     for name, key in (("kbconform_facade", "facade"), ("kbconform_spoof_mode", "spoofMode")):
         if name in params:
@@ -296,7 +297,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     path = config.getoption("kbconform_report")
     if path:
-        Path(path).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        reports.write(path, json.dumps(report, indent=2, sort_keys=True) + "\n")
 
 
 def _listing(ids: list[str], shown: int = 12) -> str:

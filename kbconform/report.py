@@ -16,6 +16,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from functools import cache
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -55,6 +56,14 @@ def catalogue_from(report: Mapping[str, Any]) -> dict[str, Any]:
         "of the tests array.",
         "tests": sorted(tests, key=lambda test: test["id"]),
     }
+
+
+def write(path: str | Path, text: str) -> None:
+    """Write ``text`` whole or not at all: a temporary file beside ``path``, then a rename."""
+    target = Path(path)
+    partial = target.with_name(f".{target.name}.partial")
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(target)
 
 
 def render_catalogue(catalogue: Mapping[str, Any]) -> str:

@@ -27,8 +27,10 @@ from kbconform_reference.adapter import ReferenceAdapter
 from kbconform_reference.service import Answer, DeletionResult, Hit, IngestResult, KnowledgeBase, Settings
 
 
-def _all_hits(kb: KnowledgeBase, limit: int | None = None, offset: int = 0) -> builtins.list[Hit]:
-    rows = kb.store.get(limit=limit, offset=offset)
+def _all_hits(
+    kb: KnowledgeBase, limit: int | None = None, offset: int = 0, where: Any = None
+) -> builtins.list[Hit]:
+    rows = kb.store.get(where=where, limit=limit, offset=offset)
     return [Hit(i, d, dict(m)) for i, d, m in zip(rows.ids, rows.documents, rows.metadatas, strict=True)]
 
 
@@ -88,10 +90,7 @@ class PrivateListedToTenant(KnowledgeBase):
         checked = self._authenticated(principal, "list")
         if limit < 1 or offset < 0:
             return super().list(principal, limit, offset)
-        rows = self.store.get(
-            where={"tenantId": {"$in": list(checked.readable_tenants)}}, limit=limit, offset=offset
-        )
-        return [Hit(i, d, dict(m)) for i, d, m in zip(rows.ids, rows.documents, rows.metadatas, strict=True)]
+        return _all_hits(self, limit, offset, {"tenantId": {"$in": list(checked.readable_tenants)}})
 
 
 class UnfilteredCount(KnowledgeBase):
