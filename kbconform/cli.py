@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from kbconform import __version__
 from kbconform._levels import LEVELS
@@ -113,8 +113,11 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run",
         help="run the conformance suites against an adapter and print the verdicts",
-        description="Runs the suites through pytest in a fresh process and prints a table per "
-        "level and suite; exit 1 on any failing test.",
+        description="Runs the suites through pytest in a fresh process (installed pytest plugins "
+        "not loaded, the caller's pytest configuration not read) and prints a table per level and "
+        "suite. The verdict comes from the run's own report, never from pytest's exit code: exit 0 "
+        "when every test passed or was declined, 1 on a failing test or a run without a sound "
+        "report (crashed, stopped, incomplete, overran its deadline), 2 on a usage error.",
     )
     run.add_argument(
         "--adapter",
@@ -131,16 +134,29 @@ def _parser() -> argparse.ArgumentParser:
         "--summary", metavar="PATH", help="write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)"
     )
     run.add_argument("--badge", metavar="PATH", help="write a shields.io endpoint badge (JSON) here")
+    _add_limits(run)
     run.set_defaults(handler=_run)
 
     verify = commands.add_parser(
         "verify",
-        help="check a report against the installed suites",
-        description="Rejects a report that is not a valid report-v1, was made by other suites (version "
-        "or test-list hash), lacks a test its manifest and level select, comes from an incomplete run, "
-        "or claims levels its tests do not earn. Exit 0 valid, 1 rejected.",
+        help="check a report against the installed suites; --replay reruns it",
+        description="Proves that REPORT is well-formed evidence from the installed suites: strict "
+        "JSON within size and depth bounds, a valid report-v1 with a valid manifest, the installed "
+        "suite version and test-list hash, exactly the tests its manifest and level select (none "
+        "missing, none added, none repeated, none recorded as missing), each in its catalogued "
+        "suite and level, and level verdicts that follow from the test statuses. It cannot prove "
+        "that the tests ran or that the statuses are true: a report is a claim. --replay makes it "
+        "evidence: it reruns the report's tests with its adapter, seed, profile and level, checks "
+        "that the adapter declares the same manifest, and fails when any outcome differs. "
+        "Exit 0 valid (and replayed alike), 1 rejected or replayed differently, 2 unreadable.",
     )
     verify.add_argument("report", metavar="REPORT", help="a JSON report from 'kbconform run --report'")
+    verify.add_argument(
+        "--replay",
+        action="store_true",
+        help="rerun the report's tests against its adapter and compare every outcome",
+    )
+    _add_limits(verify)
     verify.set_defaults(handler=_verify)
 
     mutants = commands.add_parser(
@@ -152,6 +168,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     mutants.add_argument("--json", metavar="PATH", help="write {'mutants': [...]} here")
     mutants.add_argument("--seed", type=int, default=0, help="seed for every run (default 0)")
+    mutants.add_argument(
+        "--jobs", type=_positive_int, default=2, metavar="N", help="mutants run at once (default 2)"
+    )
     mutants.set_defaults(handler=_mutants)
 
     schemas = commands.add_parser("schemas", help="list the schemas")
@@ -162,6 +181,45 @@ def _parser() -> argparse.ArgumentParser:
     schema.add_argument("--bundled", action="store_true", help="inline every cross-schema $ref")
     schema.set_defaults(handler=_print_schema)
     return parser
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds; got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1; got {text!r}")
+    return int(text)
+
+
+def _add_limits(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--call-timeout",
+        type=_positive,
+        metavar="SECONDS",
+        help="deadline of each call into the adapter; a call that overruns fails its test (default 60)",
+    )
+    command.add_argument(
+        "--run-timeout",
+        type=_positive,
+        default=None,
+        metavar="SECONDS",
+        help="deadline of the whole run; a run that overruns is stopped and fails (default 1800)",
+    )
+    command.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="run the suites on N pytest-xdist processes (needs kbconform[xdist])",
+    )
 
 
 def _schema_name(name: str) -> str:
@@ -379,13 +437,13 @@ def _run(arguments: argparse.Namespace) -> int:
 
     outputs = [arguments.report, arguments.junitxml, arguments.summary, arguments.badge]
     for path in filter(None, outputs):
-        if not Path(path).resolve().parent.is_dir():
-            raise UsageError(f"cannot write {path!r}: its directory does not exist")
+        _output_path(path)
     adapter = arguments.adapter or runner.DEFAULT_ADAPTER
     extra = ["-q", *(["--junitxml", str(Path(arguments.junitxml).resolve())] if arguments.junitxml else [])]
     print(f"kbconform run: adapter {adapter}", flush=True)
     started = time.perf_counter()
-    outcome = runner.run_suites(
+    outcome = _suites(
+        arguments,
         adapter,
         level=arguments.level,
         seed=arguments.seed,
@@ -395,7 +453,13 @@ def _run(arguments: argparse.Namespace) -> int:
     )
     report = outcome.report
     if not report:
-        print("kbconform: error: the suites did not run (see pytest's output above)", file=sys.stderr)
+        print(
+            f"kbconform: error: the run gave no report (pytest exited {outcome.returncode}; "
+            "see its output above); no verdict",
+            file=sys.stderr,
+        )
+        for problem in outcome.problems:
+            print(f"kbconform: error: {problem}", file=sys.stderr)
         return EXIT_USAGE if outcome.returncode == 4 else EXIT_INVALID
     if arguments.report:
         reports.write(arguments.report, json.dumps(report, indent=2, sort_keys=True) + "\n")
@@ -403,15 +467,41 @@ def _run(arguments: argparse.Namespace) -> int:
         reports.write(arguments.summary, reports.summary(report))
     if arguments.badge:
         reports.write(arguments.badge, json.dumps(reports.badge(report)) + "\n")
+    for problem in outcome.problems:
+        print(f"kbconform: error: {problem}", file=sys.stderr)
     failed, unknown = outcome.failed, report["completeness"]["unknown"]
     verdict = f"{len(failed)} failing" if failed else "every test passed or was declined"
+    if outcome.problems:
+        verdict = f"no sound verdict ({len(outcome.problems)} problems with the run, above); " + verdict
     if unknown:
         verdict += f"; {len(unknown)} tests not in the suite's catalogue (see above)"
     print(
         f"\n{verdict}; highest level earned: {reports.earned(report) or 'none'}; seed {report['seed']}; "
         f"{time.perf_counter() - started:.1f} s"
     )
-    return EXIT_OK if outcome.returncode == 0 else EXIT_INVALID
+    return EXIT_OK if outcome.verdict == "pass" else EXIT_INVALID
+
+
+def _output_path(path: str) -> None:
+    if not Path(path).resolve().parent.is_dir():
+        raise UsageError(f"cannot write {path!r}: its directory does not exist")
+
+
+def _suites(arguments: argparse.Namespace, adapter: str, **options: Any) -> Any:
+    """Run the suites with the command's limits; an interrupted run leaves nothing behind."""
+    from kbconform import runner
+
+    try:
+        with runner.interruptible():
+            return runner.run_suites(
+                adapter,
+                call_timeout=arguments.call_timeout,
+                run_timeout=arguments.run_timeout or runner.DEFAULT_RUN_TIMEOUT,
+                workers=arguments.workers or 0,
+                **options,
+            )
+    except runner.RunError as error:
+        raise UsageError(str(error)) from None
 
 
 def _verify(arguments: argparse.Namespace) -> int:
@@ -436,13 +526,71 @@ def _verify(arguments: argparse.Namespace) -> int:
         f"{manifest['backend']['version']}, {len(data['tests'])} tests, highest level earned: "
         f"{reports.earned(data) or 'none'}"
     )
+    return _replay(arguments, data) if arguments.replay else EXIT_OK
+
+
+def _replay(arguments: argparse.Namespace, claimed: dict[str, Any]) -> int:
+    """Rerun the report's tests as it records them; exit 1 when any outcome differs."""
+    adapter = claimed["config"]["adapter"]
+    print(
+        f"replaying with adapter {adapter}, seed {claimed['seed']}, {claimed['profile']}, {claimed['level']}"
+    )
+    outcome = _suites(
+        arguments,
+        adapter,
+        level=claimed["level"],
+        seed=claimed["seed"],
+        profile=claimed["profile"],
+        extra=["-q"],
+    )
+    differences = _differences(claimed, outcome.report) if outcome.report else []
+    problems = [*outcome.problems, *differences]
+    if not outcome.report:
+        problems.insert(0, f"the replay gave no report (pytest exited {outcome.returncode})")
+    if problems:
+        print(
+            f"{arguments.report}: KB_REPLAY_DIFFERS: the replay does not reproduce the report",
+            file=sys.stderr,
+        )
+        for problem in problems:
+            print(f"  {problem}", file=sys.stderr)
+        return EXIT_INVALID
+    print(f"{arguments.report}: replayed: all {len(claimed['tests'])} outcomes reproduced")
     return EXIT_OK
 
 
+def _differences(claimed: dict[str, Any], replayed: dict[str, Any]) -> list[str]:
+    found: list[str] = []
+    if claimed["manifest"] != replayed["manifest"]:
+        changed = sorted(
+            key
+            for key in set(claimed["manifest"]) | set(replayed["manifest"])
+            if claimed["manifest"].get(key) != replayed["manifest"].get(key)
+        )
+        found.append(f"the adapter now declares another manifest (differs in: {', '.join(changed)})")
+    before = {test["id"]: test["status"] for test in claimed["tests"]}
+    after = {test["id"]: test["status"] for test in replayed["tests"]}
+    for stable in sorted(set(before) | set(after)):
+        if before.get(stable) != after.get(stable):
+            found.append(
+                f"{stable}: {before.get(stable, 'absent')} in the report, {after.get(stable, 'absent')} now"
+            )
+    return found
+
+
 def _mutants(arguments: argparse.Namespace) -> int:
+    from kbconform import report as reports
     from kbconform import runner
 
-    results = runner.run_mutants(seed=arguments.seed)
+    if arguments.json:
+        _output_path(arguments.json)
+    try:
+        with runner.interruptible():
+            results = runner.run_mutants(seed=arguments.seed, workers=arguments.jobs)
+    except ContractViolation as error:
+        print(f"kbconform: error: {error.code}: no mutants to run", file=sys.stderr)
+        _print_problems(error.problems)
+        return EXIT_USAGE
     width = max(len(r.name) for r in results)
     for result in results:
         if result.error is not None:
@@ -457,11 +605,18 @@ def _mutants(arguments: argparse.Namespace) -> int:
     if arguments.json:
         data = {
             "mutants": [
-                {"name": r.name, "breaks": r.breaks, "killed": r.killed, "killed_by": r.killed_by}
+                {
+                    "name": r.name,
+                    "set": r.source,
+                    "breaks": r.breaks,
+                    "killed": r.killed,
+                    "killed_by": r.killed_by,
+                    **({"error": r.error} if r.error is not None else {}),
+                }
                 for r in results
             ]
         }
-        Path(arguments.json).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        reports.write(arguments.json, json.dumps(data, indent=2) + "\n")
     survivors = [r.name for r in results if not r.killed]
     print(f"\n{len(results) - len(survivors)} of {len(results)} mutants killed")
     return EXIT_OK if not survivors else EXIT_INVALID

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import random
 from collections.abc import Generator, Iterator
 from pathlib import Path
@@ -29,6 +30,9 @@ _RESULTS = pytest.StashKey[dict[str, dict[str, Any]]]()
 _DECLINED = pytest.StashKey[dict[str, str]]()
 _REPORT = pytest.StashKey[dict[str, Any]]()
 _SPEC = pytest.StashKey[str]()
+_PROPERTY = "kbconform"
+#: Captured output kept per section of a test's report, in characters.
+_OUTPUT_LIMIT = 64 * 1024
 # The plugin's fixtures: a suite test must get these, not an override from a conftest or plugin.
 _OWN_FIXTURES = (
     "kbconform_run",
@@ -65,8 +69,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Hypothesis profile for the property tests: quick (CI) or thorough (nightly)",
     )
     group.addoption("--kbconform-report", metavar="PATH", help="write a JSON results report here")
+    group.addoption(
+        "--kbconform-call-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="deadline for each call into the adapter; a call that overruns fails its test (default: 60)",
+    )
     parser.addini("kbconform_adapter", "default for --kbconform-adapter (MODULE:FACTORY)", default="")
     parser.addini("kbconform_profile", "default for --kbconform-profile (quick or thorough)", default="quick")
+    parser.addini("kbconform_call_timeout", "default for --kbconform-call-timeout (seconds)", default="")
 
 
 def _suites_dir() -> Path:
@@ -90,22 +102,58 @@ def pytest_configure(config: pytest.Config) -> None:
     profile = config.getoption("kbconform_profile") or config.getini("kbconform_profile")
     if profile not in ("quick", "thorough"):
         raise pytest.UsageError(f"kbconform_profile: expected 'quick' or 'thorough'; got {profile!r}")
-    seed = config.getoption("kbconform_seed")
+    worker = getattr(config, "workerinput", None)  # a pytest-xdist worker: the controller's seed
+    seed = worker["kbconform_seed"] if worker is not None else config.getoption("kbconform_seed")
     if seed is None:
         seed = random.SystemRandom().randrange(2**32)
+    timeout = _call_timeout(config)
+    from kbconform.conformance import DeadlineExceeded
+
     try:
-        run = Run.load(spec, seed=seed, profile=profile, level=config.getoption("kbconform_level") or "L4")
-    except ContractViolation as error:
+        run = Run.load(
+            spec,
+            seed=seed,
+            profile=profile,
+            level=config.getoption("kbconform_level") or "L4",
+            call_timeout=timeout,
+        )
+    except (ContractViolation, DeadlineExceeded) as error:
         raise pytest.UsageError(f"--kbconform-adapter={spec}: {error}") from None
     config.stash[_RUN] = run
     config.stash[_SPEC] = spec
     config.stash[_RESULTS] = {}
     config.stash[_DECLINED] = {}
+    config.pluginmanager.register(_Gatherer(config.stash[_RESULTS]), "kbconform-gatherer")
     suites = str(_suites_dir())
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args[:] = [suites]
     elif not any(Path(arg.split("::")[0]).resolve().is_relative_to(suites) for arg in config.args):
         config.args.append(suites)
+
+
+def _call_timeout(config: pytest.Config) -> float:
+    from kbconform.conformance import DEFAULT_CALL_TIMEOUT
+
+    given = config.getoption("kbconform_call_timeout")
+    if given is None:
+        text = config.getini("kbconform_call_timeout") or str(DEFAULT_CALL_TIMEOUT)
+        try:
+            given = float(text)
+        except ValueError:
+            given = float("nan")
+    if not 0 < given < float("inf"):
+        raise pytest.UsageError(
+            f"kbconform call timeout: expected a positive number of seconds; got {given!r}"
+        )
+    return float(given)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist: every worker runs with the controller's seed."""
+    run = node.config.stash.get(_RUN, None)
+    if run is not None:
+        node.workerinput["kbconform_seed"] = run.seed
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -263,24 +311,58 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     mark = _case(item)
-    results = item.config.stash.get(_RESULTS, None)
-    if mark is not None and results is not None:
-        entry = results.setdefault(item.nodeid, _entry(item, mark))
-        _hold_honest(item, report, entry["id"])
-        status = _status(report)
-        if status == "skip":
-            entry["reason"] = item.config.stash[_DECLINED][item.nodeid]
-        if RANK[status] > RANK[entry["status"]]:  # a result only moves up
-            entry["status"] = status
+    if mark is None or _RUN not in item.config.stash:
+        return report
+    _bound_output(item, report)
+    entry = _entry(item, mark)
+    _hold_honest(item, report, entry["id"])
+    entry["status"] = _status(report)
+    if entry["status"] == "skip":
+        entry["reason"] = item.config.stash[_DECLINED][item.nodeid]
+    # The result travels with the report (to the pytest-xdist controller, when there is one) in
+    # a list of its own: ``user_properties`` is shared by the item's reports.
+    report.user_properties = [*report.user_properties, (_PROPERTY, entry)]
     return report
+
+
+class _Gatherer:
+    """Gathers each suite test's result where the report is built: this process, or the
+    pytest-xdist controller, which receives every worker's reports."""
+
+    def __init__(self, results: dict[str, dict[str, Any]]) -> None:
+        self.results = results
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for name, entry in report.user_properties:
+            if name != _PROPERTY or not isinstance(entry, dict):
+                continue
+            known = self.results.get(report.nodeid)
+            if known is None or RANK[entry["status"]] > RANK[known["status"]]:  # only moves up
+                self.results[report.nodeid] = dict(entry)
+
+
+def _bound_output(item: pytest.Item, report: pytest.TestReport) -> None:
+    """Keep at most ``_OUTPUT_LIMIT`` characters of each captured section (its start and end),
+    so a backend that prints without end cannot exhaust the run's memory."""
+
+    def cut(text: str) -> str:
+        if len(text) <= _OUTPUT_LIMIT:
+            return text
+        half = _OUTPUT_LIMIT // 2
+        return f"{text[:half]}\n[kbconform: {len(text) - 2 * half} characters cut]\n{text[-half:]}"
+
+    report.sections = [(key, cut(text)) for key, text in report.sections]
+    kept = getattr(item, "_report_sections", None)  # pytest keeps every phase's capture here too
+    if isinstance(kept, list):
+        kept[:] = [(when, key, cut(text)) for when, key, text in kept]
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Build the report; a suite test that did not run fails the run (completeness)."""
     config = session.config
     run = config.stash.get(_RUN, None)
-    if run is None or config.option.collectonly:
-        return
+    if run is None or config.option.collectonly or hasattr(config, "workerinput"):
+        return  # a pytest-xdist worker's results go to the controller, which reports
     from kbconform import report as reports
 
     report = reports.build(
@@ -290,6 +372,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         profile=run.profile,
         level=run.level,
         results=config.stash[_RESULTS].values(),
+        execution=_execution(config, run.call_timeout),
     )
     config.stash[_REPORT] = report
     completeness = report["completeness"]
@@ -298,6 +381,33 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     path = config.getoption("kbconform_report")
     if path:
         reports.write(path, json.dumps(report, indent=2, sort_keys=True) + "\n")
+
+
+def _execution(config: pytest.Config, call_timeout: float) -> dict[str, Any]:
+    """How the suites ran: every plugin pytest loaded besides its own, whether installed plugins
+    were loaded automatically, the number of pytest-xdist workers, the call deadline."""
+    plugins: set[str] = set()
+    distributed = set()
+    for plugin, dist in config.pluginmanager.list_plugin_distinfo():
+        plugins.add(f"{dist.project_name} {dist.version}")
+        distributed.add(id(plugin))
+    for name, plugin in config.pluginmanager.list_name_plugin():
+        module = getattr(plugin, "__name__", None) if plugin is not None else None
+        if module is None or module.startswith("_pytest.") or module == __name__ or id(plugin) in distributed:
+            continue  # pytest's own, objects registered for one session, distributions above
+        plugins.add(f"{module} ({getattr(plugin, '__file__', None) or name})")
+    autoload = not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") and not getattr(
+        config.option, "disable_plugin_autoload", False
+    )
+    workers = (
+        getattr(config.option, "numprocesses", None) if config.pluginmanager.hasplugin("dsession") else 0
+    )
+    return {
+        "pluginAutoload": autoload,
+        "plugins": sorted(plugins),
+        "workers": int(workers or 0),
+        "callTimeout": call_timeout,
+    }
 
 
 def _listing(ids: list[str], shown: int = 12) -> str:

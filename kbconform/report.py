@@ -58,6 +58,37 @@ def catalogue_from(report: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+#: The largest report ``read`` accepts, in bytes (a full run's report is well under 1 MiB).
+MAX_REPORT_BYTES = 64 * 1024 * 1024
+
+
+def read(path: str | Path) -> Any:
+    """The JSON value in the report file ``path``, read strictly (duplicate keys, NaN, lone
+    surrogates and over-long integers refused) and bounded in size: never more than
+    :data:`MAX_REPORT_BYTES` is read. Raises ContractViolation (``KB_REPORT_INVALID``); an
+    unreadable path raises OSError."""
+    from kbconform.contract import loads
+
+    with Path(path).open("rb") as stream:
+        data = stream.read(MAX_REPORT_BYTES + 1)
+
+    def refuse(problem: Problem) -> ContractViolation:
+        return ContractViolation(contract="report-v1", problems=(problem,), code="KB_REPORT_INVALID")
+
+    if len(data) > MAX_REPORT_BYTES:
+        raise refuse(Problem("", "size", f"a report of at most {MAX_REPORT_BYTES} bytes", "more"))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise refuse(Problem("", "encoding", "UTF-8 text", f"byte {data[error.start]:#04x}")) from None
+    try:
+        return loads(text)
+    except ContractViolation as error:
+        raise ContractViolation(
+            contract="report-v1", problems=error.problems, code="KB_REPORT_INVALID"
+        ) from None
+
+
 def write(path: str | Path, text: str) -> None:
     """Write ``text`` whole or not at all: a temporary file beside ``path``, then a rename."""
     target = Path(path)
@@ -141,6 +172,7 @@ def build(
     profile: str,
     level: str,
     results: Iterable[Mapping[str, Any]],
+    execution: Mapping[str, Any],
 ) -> dict[str, Any]:
     """The report of a run: ``results`` are the entries the plugin recorded. Every expected test
     without a result is added as an error."""
@@ -171,6 +203,7 @@ def build(
             "platform": platform.platform(terse=True),
             **{name: importlib.metadata.version(name) for name in ("pytest", "hypothesis")},
         },
+        "execution": dict(execution),
         "levels": levels(listed),
         "completeness": {"missing": missing, "unknown": sorted(set(tests) - known)},
         "tests": listed,

@@ -1,38 +1,73 @@
-"""Running the suites as a command: one pytest process per adapter, read back through its report.
+"""Running the suites as a command: one pytest process per adapter, judged by its own report.
 
-Each run is a separate ``python -m pytest`` with the plugin, started in an empty working
-directory so the caller's own pytest configuration does not leak into the verdict.
+Each run is a separate ``python -m pytest`` in an empty working directory with an empty
+configuration, installed plugins not loaded (only the kbconform plugin, and pytest-xdist when
+workers are asked for), and ``PYTEST_ADDOPTS`` / ``PYTEST_PLUGINS`` removed from its
+environment: the caller's pytest setup cannot leak into the verdict. The verdict comes from the
+report the run writes, checked by :func:`kbconform.report.verify` and against the seed, profile
+and level asked for; pytest's exit code is never trusted (an adapter can exit the process with
+any code it likes).
+
+The child runs in a process group of its own, with a deadline for the whole run; when the run
+ends, is interrupted (SIGINT, SIGTERM) or overruns, the whole group is killed, so processes an
+adapter started do not outlive it, and the temporary directory is removed.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
+import importlib.util
 import os
+import random
+import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbconform.errors import ContractViolation
 from kbconform.report import FAILED
 
 DEFAULT_ADAPTER = "kbconform_reference.adapter:chroma_embedded"
+#: The default deadline of a whole run, in seconds.
+DEFAULT_RUN_TIMEOUT = 1800.0
+#: How much of a run's own output (pytest's) is kept when it is not streamed, in bytes.
+OUTPUT_TAIL = 64 * 1024
+_SANITIZED = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+
+
+class RunError(Exception):
+    """A run that cannot start: bad options, or a missing optional dependency."""
 
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """One suite run: pytest's exit code, the report, and what pytest printed."""
+    """One suite run: the verdict its report gives, the report, and what pytest printed.
+
+    ``problems`` is empty when the report is sound (valid, complete, of the run asked for);
+    otherwise the verdict is ``error``, whatever the report says.
+    """
 
     returncode: int
     report: dict[str, Any]
     output: str
+    problems: tuple[str, ...] = ()
 
     @property
     def failed(self) -> list[str]:
         return sorted(t["id"] for t in self.report.get("tests", ()) if t["status"] in FAILED)
+
+    @property
+    def verdict(self) -> str:
+        """``pass`` (every test passed or was declined), ``fail``, or ``error`` (no sound report)."""
+        if self.problems or not self.report:
+            return "error"
+        return "fail" if self.failed else "pass"
 
 
 def run_suites(
@@ -41,33 +76,189 @@ def run_suites(
     level: str | None = None,
     seed: int | None = None,
     profile: str | None = None,
+    call_timeout: float | None = None,
+    run_timeout: float = DEFAULT_RUN_TIMEOUT,
+    workers: int = 0,
     extra: Sequence[str] = (),
     stream: bool = False,
 ) -> Outcome:
-    """Run the suites against ``adapter`` in a fresh pytest process."""
+    """Run the suites against ``adapter`` in a fresh pytest process; judge it by its report."""
+    if workers and importlib.util.find_spec("xdist") is None:
+        raise RunError("--workers needs pytest-xdist: pip install 'kbconform[xdist]'")
+    if not run_timeout > 0:
+        raise RunError(f"the run deadline must be a positive number of seconds; got {run_timeout!r}")
+    seed = random.SystemRandom().randrange(2**32) if seed is None else seed
     with tempfile.TemporaryDirectory(prefix="kbconform-run-") as where:
         report = Path(where) / "report.json"
+        ini = Path(where) / "pytest.ini"
+        ini.write_text("[pytest]\n", encoding="utf-8")
         command = [
             sys.executable,
             "-m",
             "pytest",
-            f"--kbconform-adapter={adapter}",
-            f"--kbconform-report={report}",
+            "-c",
+            str(ini),
+            "--rootdir",
+            where,
+            "-p",
+            "kbconform.pytest_plugin",
             "-p",
             "no:cacheprovider",
+            f"--kbconform-adapter={adapter}",
+            f"--kbconform-report={report}",
+            f"--kbconform-seed={seed}",
             *(["--kbconform-level", level] if level else []),
-            *(["--kbconform-seed", str(seed)] if seed is not None else []),
             *(["--kbconform-profile", profile] if profile else []),
+            *([f"--kbconform-call-timeout={call_timeout}"] if call_timeout is not None else []),
+            *(["-p", "xdist", "-n", str(workers)] if workers else []),
             *extra,
         ]
         # The caller's directory stays importable (as with ``python -m pytest`` there), so an
         # adapter module beside the caller is found although pytest runs elsewhere.
         path = os.pathsep.join(p for p in (str(Path.cwd()), os.environ.get("PYTHONPATH", "")) if p)
-        env = {**os.environ, "PYTHONPATH": path}
-        done = subprocess.run(command, cwd=where, env=env, capture_output=not stream, text=True, check=False)
-        output = "" if stream else done.stdout + done.stderr
-        data = json.loads(report.read_text(encoding="utf-8")) if report.exists() else {}
-    return Outcome(done.returncode, data, output)
+        env = {k: v for k, v in os.environ.items() if k not in _SANITIZED}
+        env.update(PYTHONPATH=path, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+        log = Path(where) / "output.log"
+        with log.open("wb") as sink:
+            returncode, overran = _supervise(
+                command, cwd=where, env=env, output=None if stream else sink, deadline=run_timeout
+            )
+        output = "" if stream else _tail(log)
+        data = _read_report(report)
+    problems: list[str] = []
+    if overran:
+        problems.append(f"the run did not finish within its deadline of {run_timeout:g} s and was stopped")
+    if data:
+        problems += _soundness(data, adapter=adapter, seed=seed, level=level, profile=profile)
+    return Outcome(returncode, data, output, tuple(problems))
+
+
+def _tail(log: Path) -> str:
+    with log.open("rb") as stream:
+        stream.seek(max(0, log.stat().st_size - OUTPUT_TAIL))
+        return stream.read().decode("utf-8", errors="replace")
+
+
+def _read_report(path: Path) -> dict[str, Any]:
+    from kbconform.report import read
+
+    if not path.exists():
+        return {}
+    try:
+        data = read(path)
+    except ContractViolation:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _soundness(
+    report: Mapping[str, Any], *, adapter: str, seed: int, level: str | None, profile: str | None
+) -> list[str]:
+    """Why ``report`` is not the sound report of the run asked for (empty when it is)."""
+    from kbconform.report import verify
+
+    try:
+        verify(report)
+    except ContractViolation as error:
+        return [f"the report is not valid evidence: {problem}" for problem in error.problems]
+    asked = {
+        "adapter": (report["config"]["adapter"], adapter),
+        "seed": (report["seed"], seed),
+        "level": (report["level"], level or "L4"),
+        "profile": (report["profile"], profile or report["profile"]),
+    }
+    return [
+        f"the report's {name} is {got!r}, not {want!r}" for name, (got, want) in asked.items() if got != want
+    ]
+
+
+# -- supervision ------------------------------------------------------------------------------
+
+_GRACE = 5.0
+
+
+@dataclass
+class _Children:
+    """The process groups of the runs under way, so a signal can end them all."""
+
+    groups: set[int] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def kill_all(self) -> None:
+        with self.lock:
+            groups = list(self.groups)
+        for group in groups:
+            _kill_group(group)
+
+
+_CHILDREN = _Children()
+
+
+def _kill_group(group: int, grace: float = 0.0) -> None:
+    """End every process of ``group``: SIGTERM, then SIGKILL after ``grace`` seconds."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signal.SIGTERM if grace else signal.SIGKILL)
+        if grace:
+            threading.Event().wait(grace)
+            os.killpg(group, signal.SIGKILL)
+
+
+def _supervise(
+    command: list[str], *, cwd: str, env: dict[str, str], output: Any, deadline: float
+) -> tuple[int, bool]:
+    """Run ``command`` in a new process group until it ends or ``deadline`` passes; kill what
+    is left of the group either way. Returns the exit code and whether the deadline passed."""
+    process = subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=output,
+        stderr=subprocess.STDOUT if output is not None else None,
+        start_new_session=True,
+    )
+    with _CHILDREN.lock:
+        _CHILDREN.groups.add(process.pid)
+    overran = False
+    try:
+        try:
+            process.wait(timeout=deadline)
+        except subprocess.TimeoutExpired:
+            overran = True
+            _kill_group(process.pid, grace=_GRACE)
+            process.wait()
+    except BaseException:
+        _kill_group(process.pid, grace=0.5)
+        process.wait()
+        raise
+    finally:
+        _kill_group(process.pid)  # whatever the adapter started and left behind
+        with _CHILDREN.lock:
+            _CHILDREN.groups.discard(process.pid)
+    return process.returncode, overran
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGINT and SIGTERM end every run under way (its whole process group) and then this
+    process, with exit code 130 or 143, after the ``with`` blocks inside have cleaned up."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        _CHILDREN.kill_all()
+        raise SystemExit(128 + signum)
+
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+# -- mutants ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,28 +268,29 @@ class MutantResult:
     killed: bool
     killed_by: list[str]
     expected: list[str]
-    error: str | None = None  # the suites did not run: the end of pytest's output
+    error: str | None = None  # the suites did not run, or gave no sound report: why
+    source: str = ""
 
 
 def run_mutants(seed: int = 0, workers: int = 2) -> list[MutantResult]:
-    """Run the suites against every mutant; a mutant is killed when every test named for it
-    fails (a smoke: when the run fails at all)."""
-    from kbconform_reference.mutants import MUTANTS
+    """Run the suites against every registered mutant; a mutant is killed when every test named
+    for it fails (a smoke: when the run fails at all)."""
+    from kbconform.mutants import discover
+
+    mutants = discover()
 
     def one(mutant: Any) -> MutantResult:
-        factory = f"kbconform_reference.mutants:by_name.{mutant.name.replace('-', '_')}"
-        outcome = run_suites(factory, seed=seed)
-        if not outcome.report:
-            tail = "\n".join(outcome.output.strip().splitlines()[-5:])
-            return MutantResult(
-                mutant.name, mutant.breaks, False, [], list(mutant.killers), tail or "no output"
-            )
+        outcome = run_suites(mutant.adapter, seed=seed)
+        named = (mutant.name, mutant.breaks)
+        if outcome.verdict == "error":
+            why = "\n".join(outcome.problems) or "\n".join(outcome.output.strip().splitlines()[-5:])
+            return MutantResult(*named, False, [], list(mutant.killers), why or "no output", mutant.source)
         failed = outcome.failed
         if mutant.smoke:
-            killed = outcome.returncode != 0 and bool(failed)
+            killed = outcome.verdict == "fail"
         else:
             killed = bool(failed) and set(mutant.killers) <= set(failed)
-        return MutantResult(mutant.name, mutant.breaks, killed, failed, list(mutant.killers))
+        return MutantResult(*named, killed, failed, list(mutant.killers), source=mutant.source)
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(one, MUTANTS))
+        return list(pool.map(one, mutants))

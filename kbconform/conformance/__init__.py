@@ -7,10 +7,13 @@ from kbconform.conformance._data import (
     record,
     seed_canaries,
 )
+from kbconform.conformance._deadline import DEFAULT_CALL_TIMEOUT, DeadlineExceeded
 from kbconform.conformance._run import PROFILES, ProfileName, Run
 
 __all__ = [
+    "DEFAULT_CALL_TIMEOUT",
     "PROFILES",
+    "DeadlineExceeded",
     "Canaries",
     "Canary",
     "Principals",

@@ -12,6 +12,7 @@ import hypothesis
 from hypothesis import HealthCheck
 
 from kbconform.adapter import Adapter, Backend, BackendOptions, Manifest, check_backend, load_adapter
+from kbconform.conformance._deadline import DEFAULT_CALL_TIMEOUT, Caller, Guarded
 
 ProfileName = Literal["quick", "thorough"]
 PROFILES: dict[str, hypothesis.settings] = {
@@ -24,36 +25,62 @@ T = TypeVar("T", bound=Callable[..., Any])
 
 @dataclass
 class Run:
-    """Shared by every suite test of one pytest session."""
+    """Shared by every suite test of one pytest session.
+
+    Every call into the adapter and its backends (loading, open, close, shutdown and each
+    facade) has a deadline of ``call_timeout`` seconds: a hang fails the test that made the
+    call, naming it (:class:`~kbconform.conformance.DeadlineExceeded`).
+    """
 
     adapter: Adapter
     manifest: Manifest
     seed: int
     profile: ProfileName = "quick"
     level: str = "L4"
-    _open: list[Backend] = field(default_factory=list, repr=False)
+    call_timeout: float = DEFAULT_CALL_TIMEOUT
+    _caller: Caller = field(default=None, repr=False)  # type: ignore[assignment]  # set below
+    _open: list[Guarded] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        if self._caller is None:
+            self._caller = Caller(self.call_timeout)
 
     @classmethod
-    def load(cls, spec: str, *, seed: int, profile: ProfileName, level: str) -> Run:
-        adapter, manifest = load_adapter(spec)
-        return cls(adapter, manifest, seed, profile, level)
+    def load(
+        cls,
+        spec: str,
+        *,
+        seed: int,
+        profile: ProfileName,
+        level: str,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+    ) -> Run:
+        caller = Caller(call_timeout)
+        adapter, manifest = caller.call(f"loading the adapter {spec}", load_adapter, spec)
+        return cls(adapter, manifest, seed, profile, level, call_timeout, caller)
 
     def open(self, options: BackendOptions | None = None) -> Backend:
         """A fresh, empty backend; closed by :meth:`close` (the fixtures do it)."""
-        backend = self.adapter.open(options or BackendOptions(spoof_mode=self.manifest.spoof_modes[0]))
-        self._open.append(backend)
+        chosen = options or BackendOptions(spoof_mode=self.manifest.spoof_modes[0])
+        backend = self._caller.call("adapter.open()", self.adapter.open, chosen)
+        guarded = Guarded(backend, self._caller)
+        self._open.append(guarded)
         check_backend(backend, self.manifest)
-        return backend
+        opened: Backend = guarded  # type: ignore[assignment]  # every facade passes through
+        return opened
 
     def close(self, backend: Backend) -> None:
         if backend in self._open:
-            self._open.remove(backend)
-            self.adapter.close(backend)
+            self._open.remove(backend)  # type: ignore[arg-type]
+            self._caller.call("adapter.close()", self.adapter.close, backend.inner)  # type: ignore[attr-defined]
 
     def shutdown(self) -> None:
-        for backend in list(self._open):
-            self.close(backend)
-        self.adapter.shutdown()
+        try:
+            for backend in list(self._open):
+                self.close(backend)  # type: ignore[arg-type]
+            self._caller.call("adapter.shutdown()", self.adapter.shutdown)
+        finally:
+            self._caller.close()
 
     def rng(self, name: str) -> random.Random:
         """A generator seeded by the run's seed and ``name`` (a test id): reproducible per test."""

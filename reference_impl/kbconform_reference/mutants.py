@@ -3,7 +3,8 @@
 Each mutant is a :class:`KnowledgeBase` subclass over the exact in-memory store, with a
 description of what it breaks and the suite tests that must fail against it. Two smokes break
 everything: one accepts every call and returns nothing, one refuses every call. A suite run
-against any of them must fail. Run them all with ``kbconform mutants``.
+against any of them must fail. ``MUTANTS`` is registered as the mutant set ``reference``
+(entry-point group ``kbconform.mutants``); run every set with ``kbconform mutants``.
 """
 
 from __future__ import annotations
@@ -320,6 +321,11 @@ class Mutant:
     breaks: str
     killers: tuple[str, ...]
     smoke: bool = False
+
+    @property
+    def adapter(self) -> str:
+        """The factory of the adapter that serves this mutant."""
+        return f"{__name__}:by_name.{self.name.replace('-', '_')}"
 
 
 MUTANTS: tuple[Mutant, ...] = (

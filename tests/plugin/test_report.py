@@ -36,6 +36,7 @@ TINY_MANIFEST: dict[str, Any] = {
     },
     "config": {"url": "http://kb:s3cret@127.0.0.1:8000/v1", "apiKey": "abc", "collection": "kb"},
 }
+EXECUTION = {"pluginAutoload": False, "plugins": [], "workers": 0, "callTimeout": 60.0}
 
 
 def _report(status: str = "pass", level: str = "L4", **changes: str) -> dict[str, Any]:
@@ -44,7 +45,13 @@ def _report(status: str = "pass", level: str = "L4", **changes: str) -> dict[str
         for entry in reports.expected(TINY_MANIFEST, level)
     ]
     return reports.build(
-        adapter="tiny:make", manifest=TINY_MANIFEST, seed=7, profile="quick", level=level, results=results
+        adapter="tiny:make",
+        manifest=TINY_MANIFEST,
+        seed=7,
+        profile="quick",
+        level=level,
+        results=results,
+        execution=EXECUTION,
     )
 
 
@@ -77,7 +84,13 @@ def test_a_built_report_is_valid_and_passes_the_verifier() -> None:
 def test_a_test_without_a_result_is_an_error_and_missing() -> None:
     results = [{**e, "status": "pass"} for e in reports.expected(TINY_MANIFEST, "L4") if e["id"] != "leak-04"]
     report = reports.build(
-        adapter="tiny:make", manifest=TINY_MANIFEST, seed=7, profile="quick", level="L4", results=results
+        adapter="tiny:make",
+        manifest=TINY_MANIFEST,
+        seed=7,
+        profile="quick",
+        level="L4",
+        results=results,
+        execution=EXECUTION,
     )
     assert report["completeness"]["missing"] == ["leak-04"]
     [entry] = [t for t in report["tests"] if t["id"] == "leak-04"]
