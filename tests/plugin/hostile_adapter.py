@@ -1,0 +1,93 @@
+"""Adapters that attack the verdict instead of the data: each serves the tiny adapter's leaky
+backend (list reads every tenant, so leak-01[list] and closed-03 fail) and then tries to turn
+the run green or to hang it. The verdict tests run them through ``kbconform run``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from kbconform_reference import KnowledgeBase, Settings
+from kbconform_reference.stores import MemoryStore
+from tiny_adapter import Broken, LeakyList, Tiny
+
+
+class ExitsInShutdown(Broken):
+    """``shutdown`` ends the process with exit code 0 after the suites failed."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__(LeakyList)
+        self.how = how
+
+    def shutdown(self) -> None:
+        sys.stdout.flush()
+        if self.how == "os":
+            os._exit(0)
+        sys.exit(0)
+
+
+class ExitsInClose(Broken):
+    """``close`` kills the process in the middle of the run: no report can be written."""
+
+    def __init__(self) -> None:
+        super().__init__(LeakyList)
+
+    def close(self, backend: Any) -> None:
+        os._exit(0)
+
+
+class HangingDeletion(KnowledgeBase):
+    def apply_deletion_signal(self, principal: Any, signal: Any) -> Any:
+        threading.Event().wait()
+
+
+class Chatty(KnowledgeBase):  # otherwise the reference: it passes
+    """Prints a megabyte on every ingest."""
+
+    def ingest(self, principal: Any, records: Any) -> Any:
+        sys.stdout.write("x" * (1 << 20) + "\n")
+        return super().ingest(principal, records)
+
+
+class SpawnsAndHangs(Tiny):
+    """``open`` starts a long-lived child process, writes both process ids to the file named by
+    ``KBCONFORM_TEST_PIDS``, then hangs."""
+
+    def open(self, options: Any) -> Any:
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        Path(os.environ["KBCONFORM_TEST_PIDS"]).write_text(f"{os.getpid()}\n{child.pid}\n", encoding="utf-8")
+        threading.Event().wait()
+        return KnowledgeBase(MemoryStore(), settings=Settings(spoof_mode=options.spoof_mode))
+
+
+def leaky() -> Broken:
+    return Broken(LeakyList)
+
+
+def exits_in_shutdown() -> ExitsInShutdown:
+    return ExitsInShutdown("sys")
+
+
+def hard_exits_in_shutdown() -> ExitsInShutdown:
+    return ExitsInShutdown("os")
+
+
+def exits_in_close() -> ExitsInClose:
+    return ExitsInClose()
+
+
+def hangs_in_deletion() -> Broken:
+    return Broken(HangingDeletion)
+
+
+def chatty() -> Broken:
+    return Broken(Chatty)  # no leak: only its output is hostile
+
+
+def spawns_and_hangs() -> SpawnsAndHangs:
+    return SpawnsAndHangs()

@@ -1,0 +1,228 @@
+"""kbconform run's verdict comes from its own report: the judged code cannot flip it by exiting,
+by a pytest plugin, by hanging, or by flooding its output; xdist gives the serial verdict."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbconform import runner
+from kbconform.cli import main
+
+HERE = Path(__file__).parent
+#: Among the tests the leaky backend fails: list reads every tenant.
+LEAKY_FAILS = {"leak-01[list]", "closed-03"}
+
+REWRITER = '''
+import pytest
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.failed:
+        report.outcome = "passed"
+        report.longrepr = None
+    return report
+'''
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A directory holding the tiny and hostile adapters, as the working directory."""
+    for name in ("tiny_adapter.py", "hostile_adapter.py"):
+        shutil.copy(HERE / name, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _run(*args: str) -> tuple[int, dict[str, Any]]:
+    report = Path.cwd() / "report.json"
+    report.unlink(missing_ok=True)
+    code = main(["run", "--seed", "3", "--report", str(report), *args])
+    return code, json.loads(report.read_text(encoding="utf-8")) if report.exists() else {}
+
+
+def _failing(report: dict[str, Any]) -> set[str]:
+    return {t["id"] for t in report["tests"] if t["status"] in ("fail", "error")}
+
+
+@pytest.mark.parametrize("factory", ["exits_in_shutdown", "hard_exits_in_shutdown"])
+def test_an_adapter_that_exits_zero_in_its_teardown_still_fails(
+    project: Path, factory: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """shutdown() calling sys.exit(0) or os._exit(0) after failing tests cannot make the run pass:
+    the exit code comes from the report; the plain leaky adapter fails alike (control)."""
+    code, report = _run("--adapter", f"hostile_adapter:{factory}")
+    assert code == 1, capfd.readouterr()
+    code, plain = _run("--adapter", "hostile_adapter:leaky")
+    assert code == 1
+    assert LEAKY_FAILS <= _failing(report) == _failing(plain)
+
+
+def test_an_adapter_that_kills_the_run_gets_no_verdict(project: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """An os._exit(0) in the middle of the run leaves no report: an error, exit 1, not a pass."""
+    code, report = _run("--adapter", "hostile_adapter:exits_in_close")
+    assert (code, report) == (1, {})
+    assert "the run gave no report (pytest exited 0" in capfd.readouterr().err
+
+
+def _install_rewriter(site: Path) -> None:
+    """An installed distribution whose pytest11 entry point turns every failure into a pass."""
+    site.mkdir()
+    (site / "kbconform_test_rewriter.py").write_text(REWRITER, encoding="utf-8")
+    info = site / "kbconform_test_rewriter-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: kbconform-test-rewriter\nVersion: 1.0\n", encoding="utf-8"
+    )
+    (info / "entry_points.txt").write_text(
+        "[pytest11]\nrewriter = kbconform_test_rewriter\n", encoding="utf-8"
+    )
+
+
+def test_an_installed_plugin_that_rewrites_failures_cannot_pass_a_leaky_backend(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Under plain pytest the rewriting plugin loads and the leaky backend passes (the control:
+    the plugin works); under kbconform run, installed plugins are not loaded, PYTEST_ADDOPTS and
+    PYTEST_PLUGINS are dropped, and the leaky backend fails."""
+    site = project / "site"
+    _install_rewriter(site)
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_DISABLE_PLUGIN_AUTOLOAD"}
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(project)])
+    plain = subprocess.run(
+        [sys.executable, "-m", "pytest", "--kbconform-adapter=hostile_adapter:leaky", "-q",
+         "-p", "no:randomly", "-p", "no:cacheprovider", "--kbconform-report=plain.json"],
+        cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert plain.returncode == 0, plain.stdout[-2000:]
+    tampered = json.loads((project / "plain.json").read_text(encoding="utf-8"))
+    assert not _failing(tampered)
+    assert "kbconform-test-rewriter 1.0" in tampered["execution"]["plugins"]
+    assert tampered["execution"]["pluginAutoload"] is True
+
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p kbconform_test_rewriter")
+    monkeypatch.setenv("PYTEST_PLUGINS", "kbconform_test_rewriter")
+    code, report = _run("--adapter", "hostile_adapter:leaky")
+    assert code == 1, capfd.readouterr()
+    assert LEAKY_FAILS <= _failing(report)
+    assert report["execution"]["pluginAutoload"] is False
+    assert not any("rewriter" in plugin for plugin in report["execution"]["plugins"])
+
+
+def test_a_call_that_never_returns_fails_its_tests_and_names_the_call(
+    project: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A deletion facade that hangs fails the deletion tests after the call deadline, with the
+    call named; the run finishes and the other suites still pass (control)."""
+    code, report = _run("--adapter", "hostile_adapter:hangs_in_deletion", "--call-timeout", "0.5")
+    out = capfd.readouterr().out
+    assert code == 1
+    failing = _failing(report)
+    assert {"delete-01", "delete-02"} <= failing
+    assert {t["status"] for t in report["tests"] if t["suite"] == "cross-tenant-leak"} == {"pass"}
+    assert "backend.apply_deletion_signal() did not return within 0.5 s" in out
+    assert report["execution"]["callTimeout"] == 0.5
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/status").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in state  # a zombie has ended; only its exit status is left
+
+
+def _wait_for(predicate: Any, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+def _start_hanging_run(project: Path, *args: str) -> tuple[subprocess.Popen[str], Path, Path]:
+    scratch = project / "tmp"
+    scratch.mkdir()
+    pids = project / "pids.txt"
+    env = {**os.environ, "TMPDIR": str(scratch), "KBCONFORM_TEST_PIDS": str(pids)}
+    command = [sys.executable, "-m", "kbconform.cli", "run", "--adapter", "hostile_adapter:spawns_and_hangs"]
+    process = subprocess.Popen(
+        [*command, "--call-timeout", "600", *args],
+        cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    assert _wait_for(lambda: len(pids.read_text().split()) == 2 if pids.exists() else False, 120)
+    return process, pids, scratch
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="process groups and SIGTERM are POSIX")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_ends_the_run_its_pytest_and_what_the_adapter_started(project: Path, signum: int) -> None:
+    """SIGTERM or SIGINT to kbconform run ends the pytest process and the child the adapter
+    started, removes the temporary directory, and exits 128 + the signal; both were alive while
+    the run went on (control)."""
+    process, pids, scratch = _start_hanging_run(project)
+    started = [int(pid) for pid in pids.read_text().split()]
+    assert all(_alive(pid) for pid in started)
+    assert any(scratch.iterdir())
+    process.send_signal(signum)
+    out, _ = process.communicate(timeout=60)
+    assert process.returncode == 128 + signum, out
+    assert _wait_for(lambda: not any(_alive(pid) for pid in started), 30)
+    assert not any(scratch.iterdir())
+    assert "Traceback" not in out
+
+
+def test_a_run_that_overruns_its_deadline_is_stopped_and_fails(project: Path) -> None:
+    """With --run-timeout the hanging run is stopped, the adapter's child with it, and it fails."""
+    process, pids, scratch = _start_hanging_run(project, "--run-timeout", "5")
+    started = [int(pid) for pid in pids.read_text().split()]
+    out, _ = process.communicate(timeout=120)
+    assert process.returncode == 1, out
+    assert "did not finish within its deadline of 5 s" in out
+    assert _wait_for(lambda: not any(_alive(pid) for pid in started), 30)
+    assert not any(scratch.iterdir())
+
+
+def test_captured_output_is_bounded_per_test(project: Path) -> None:
+    """A backend that prints a megabyte per ingest: what a test's report keeps of it is cut to a
+    bounded head and tail, and the verdict is untouched (the chatty backend is otherwise sound)."""
+    outcome = runner.run_suites("hostile_adapter:chatty", seed=3, extra=["--junitxml=junit.xml", "-rA"])
+    assert outcome.verdict == "pass"
+    assert "characters cut]" in outcome.output
+    assert len(outcome.output) <= runner.OUTPUT_TAIL
+
+
+def _statuses(outcome: runner.Outcome) -> dict[str, str]:
+    return {test["id"]: test["status"] for test in outcome.report["tests"]}
+
+
+@pytest.mark.parametrize(
+    "adapter", ["kbconform_reference.adapter:memory", "hostile_adapter:leaky"], ids=["reference", "leaky"]
+)
+def test_two_xdist_workers_give_the_serial_verdict(project: Path, adapter: str) -> None:
+    """-n 2: every test runs on a worker with the controller's seed, the controller writes one
+    complete report, and every outcome equals the serial run's."""
+    serial = runner.run_suites(adapter, seed=11)
+    parallel = runner.run_suites(adapter, seed=11, workers=2)
+    assert (serial.problems, parallel.problems) == ((), ())
+    assert _statuses(parallel) == _statuses(serial)
+    assert parallel.report["execution"]["workers"] == 2
+    assert serial.report["execution"]["workers"] == 0
+    if "reference" in adapter:
+        assert parallel.verdict == "pass"
+    else:
+        assert parallel.verdict == "fail"
+        assert LEAKY_FAILS <= set(parallel.failed)
