@@ -131,7 +131,8 @@ def test_a_call_that_never_returns_fails_its_tests_and_names_the_call(
     assert code == 1
     failing = _failing(report)
     assert {"delete-01", "delete-02"} <= failing
-    assert {t["status"] for t in report["tests"] if t["suite"] == "cross-tenant-leak"} == {"pass"}
+    leak = {t["status"] for t in report["tests"] if t["suite"] == "cross-tenant-leak"}
+    assert "pass" in leak <= {"pass", "skip"}
     assert "backend.apply_deletion_signal() did not return within 0.5 s" in out
     assert report["execution"]["callTimeout"] == 0.5
 
