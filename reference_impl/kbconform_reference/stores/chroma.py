@@ -7,30 +7,80 @@ Collections use inner-product space, not cosine: Chroma's cosine space re-normal
 embedding it stores, and in float32 that moves values by an ulp on each write, so an exported
 embedding would not restore bit for bit. The knowledge base's embeddings are unit vectors, for
 which the inner-product distance (1 - dot) is the cosine distance.
+
+Server mode bounds every HTTP request (connecting, sending, waiting for the answer, each read):
+by ``timeout`` seconds, else by the environment variable ``KBCONFORM_CHROMA_TIMEOUT``, else by
+:data:`DEFAULT_HTTP_TIMEOUT`. chromadb's ``HttpClient`` (1.5.x) builds its httpx session with
+``timeout=None`` and has no setting for it, and it sends requests while it is being built, so
+the store builds the HTTP client from its parts and sets the session's timeout before the
+first request. A stalled server (stopped, or a port that accepts and never answers) therefore
+fails the call: a request that times out raises :class:`TimeoutError`, which the knowledge base
+reports as ``BackendUnavailable``, and a server that cannot be reached when the store is opened
+raises ``BackendUnavailable`` itself.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from kbconform.errors import BackendUnavailable
 from kbconform_reference.stores._protocol import Match, Metadata, Rows, Where
 
 _NO_TELEMETRY: dict[str, Any] = {"anonymized_telemetry": False}
 _PAGE = 5000  # rows per call: under SQLite's variable limit and Chroma's maximum batch size
 
+#: Seconds one HTTP request to a Chroma server may take (each phase: connect, write, read).
+DEFAULT_HTTP_TIMEOUT = 10.0
+#: The environment variable that overrides :data:`DEFAULT_HTTP_TIMEOUT` (seconds, positive).
+TIMEOUT_VARIABLE = "KBCONFORM_CHROMA_TIMEOUT"
+
+
+def http_timeout(seconds: float | None = None) -> float:
+    """The request timeout to use: ``seconds``, else ``$KBCONFORM_CHROMA_TIMEOUT``, else the default.
+
+    Raises :class:`ValueError` for a value that is not a positive, finite number of seconds.
+    """
+    source = "timeout"
+    if seconds is None:
+        text = os.environ.get(TIMEOUT_VARIABLE)
+        if text is None:
+            return DEFAULT_HTTP_TIMEOUT
+        source = TIMEOUT_VARIABLE
+        try:
+            seconds = float(text)
+        except ValueError:
+            seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"{source}: expected a positive, finite number of seconds, got {seconds!r}")
+    return float(seconds)
+
 
 class ChromaStore:
     """One Chroma collection."""
 
-    def __init__(self, collection: Any, description: str) -> None:
+    def __init__(
+        self,
+        collection: Any,
+        description: str,
+        *,
+        timeout_errors: tuple[type[BaseException], ...] = (),
+        timeout: float | None = None,
+        close: Callable[[], None] | None = None,
+    ) -> None:
         self._collection = collection
         self.description = description
+        self._timeout_errors = timeout_errors
+        self._timeout = timeout
+        self._close = close
 
     @classmethod
     def ephemeral(cls, name: str | None = None) -> ChromaStore:
@@ -52,13 +102,62 @@ class ChromaStore:
         return cls(_collection(client, name), f"chroma-persistent {chromadb.__version__}")
 
     @classmethod
-    def http(cls, host: str, port: int, name: str | None = None) -> ChromaStore:
-        """A collection on a Chroma server (``chroma run``)."""
-        import chromadb
-        from chromadb.config import Settings
+    def http(
+        cls, host: str, port: int, name: str | None = None, *, timeout: float | None = None
+    ) -> ChromaStore:
+        """A collection on a Chroma server (``chroma run``), every request bounded (module docstring).
 
-        client = chromadb.HttpClient(host=host, port=port, settings=Settings(**_NO_TELEMETRY))
-        return cls(_collection(client, name), f"chroma-server {chromadb.__version__}")
+        A server that cannot be reached, or does not answer within the timeout, raises
+        :class:`~kbconform.errors.BackendUnavailable` (operation ``connect``).
+        """
+        import chromadb
+        import httpx
+        from chromadb.api.fastapi import FastAPI
+        from chromadb.api.models.Collection import Collection
+        from chromadb.config import Settings, System
+
+        seconds = http_timeout(timeout)
+        address = f"http://{host}:{port}"
+        settings = Settings(
+            chroma_api_impl="chromadb.api.fastapi.FastAPI",
+            chroma_server_host=host,
+            chroma_server_http_port=port,
+            **_NO_TELEMETRY,
+        )
+        system = System(settings)
+        server = system.instance(FastAPI)  # builds the httpx session and sends nothing yet
+        session = getattr(server, "_session", None)
+        if not isinstance(session, httpx.Client):
+            raise RuntimeError(
+                f"chromadb {chromadb.__version__}: its HTTP client has no httpx session to bound; "
+                "kbconform_reference.stores.chroma needs updating for this chromadb"
+            )
+        session.timeout = httpx.Timeout(seconds)
+        try:
+            system.start()
+            model = server.get_or_create_collection(name or _fresh_name(), metadata=_SPACE)
+        except Exception as error:
+            session.close()
+            if isinstance(error, httpx.TimeoutException):
+                reason = f"no answer within {seconds:g} s"
+            else:
+                reason = f"{type(error).__name__}: {error}"
+            raise BackendUnavailable("connect", f"chroma server at {address}: {reason}") from error
+        return cls(
+            Collection(client=server, model=model, embedding_function=None),
+            f"chroma-server {chromadb.__version__} at {address}",
+            timeout_errors=(httpx.TimeoutException,),
+            timeout=seconds,
+            close=session.close,
+        )
+
+    @contextmanager
+    def _bounded(self) -> Iterator[None]:
+        """Turn a request that timed out into :class:`TimeoutError` naming the server and bound."""
+        try:
+            yield
+        except self._timeout_errors as error:
+            raise TimeoutError(f"{self.description} did not answer within {self._timeout:g} s") from error
 
     def upsert(
         self,
@@ -70,12 +169,13 @@ class ChromaStore:
         vectors = np.asarray(embeddings, dtype=np.float32)
         for start in range(0, len(ids), _PAGE):
             end = start + _PAGE
-            self._collection.upsert(
-                ids=list(ids[start:end]),
-                embeddings=vectors[start:end],
-                documents=list(documents[start:end]),
-                metadatas=[dict(m) for m in metadatas[start:end]],
-            )
+            with self._bounded():
+                self._collection.upsert(
+                    ids=list(ids[start:end]),
+                    embeddings=vectors[start:end],
+                    documents=list(documents[start:end]),
+                    metadatas=[dict(m) for m in metadatas[start:end]],
+                )
 
     def get(
         self,
@@ -110,9 +210,14 @@ class ChromaStore:
         self, ids: list[str] | None, where: Where | None, limit: int | None, offset: int, embeddings: bool
     ) -> Rows:
         include = ["documents", "metadatas", *(["embeddings"] if embeddings else [])]
-        result = self._collection.get(
-            ids=ids, where=dict(where) if where else None, limit=limit, offset=offset or None, include=include
-        )
+        with self._bounded():
+            result = self._collection.get(
+                ids=ids,
+                where=dict(where) if where else None,
+                limit=limit,
+                offset=offset or None,
+                include=include,
+            )
         found = tuple(result["ids"])
         vectors = None
         if embeddings:
@@ -124,12 +229,13 @@ class ChromaStore:
     def query(self, embedding: npt.NDArray[np.float32], n_results: int, where: Where | None) -> list[Match]:
         if n_results <= 0:
             return []
-        result = self._collection.query(
-            query_embeddings=np.asarray([embedding], dtype=np.float32),
-            n_results=n_results,
-            where=dict(where) if where else None,
-            include=["documents", "metadatas", "distances"],
-        )
+        with self._bounded():
+            result = self._collection.query(
+                query_embeddings=np.asarray([embedding], dtype=np.float32),
+                n_results=n_results,
+                where=dict(where) if where else None,
+                include=["documents", "metadatas", "distances"],
+            )
         return [
             Match(i, d, m, float(x))
             for i, d, m, x in zip(
@@ -143,17 +249,28 @@ class ChromaStore:
 
     def delete(self, ids: Sequence[str]) -> None:
         for start in range(0, len(ids), _PAGE):
-            self._collection.delete(ids=list(ids[start : start + _PAGE]))
+            with self._bounded():
+                self._collection.delete(ids=list(ids[start : start + _PAGE]))
 
     def drop(self) -> None:
-        """Delete the whole collection (test clean-up)."""
-        self._collection._client.delete_collection(self._collection.name)
+        """Delete the whole collection and close the HTTP session, if any (test clean-up)."""
+        try:
+            with self._bounded():
+                self._collection._client.delete_collection(self._collection.name)
+        finally:
+            if self._close is not None:
+                self._close()
+
+
+_SPACE = {"hnsw:space": "ip"}
+
+
+def _fresh_name() -> str:
+    return f"kb-{uuid.uuid4().hex}"
 
 
 def _collection(client: Any, name: str | None) -> Any:
-    return client.get_or_create_collection(
-        name or f"kb-{uuid.uuid4().hex}", embedding_function=None, metadata={"hnsw:space": "ip"}
-    )
+    return client.get_or_create_collection(name or _fresh_name(), embedding_function=None, metadata=_SPACE)
 
 
 def _concat(parts: list[Rows], embeddings: bool) -> Rows:
