@@ -162,12 +162,22 @@ def _parser() -> argparse.ArgumentParser:
     mutants = commands.add_parser(
         "mutants",
         help="run the suites against every mutant; exit 1 if one survives",
-        description="Each mutant is the reference with one invariant broken; it is killed when "
-        "every suite test named for it fails. Two smokes (accept everything, reject everything) "
-        "must fail the run.",
+        description="Runs the suites against every installed mutant set (entry-point group "
+        "kbconform.mutants; the reference registers 'reference'). Each mutant is a backend with one "
+        "invariant broken; it is killed when every suite test named for it fails. A smoke (accept "
+        "everything, reject everything) is killed when the run fails. Exit 0 when every mutant is "
+        "killed, 1 when one survives or gives no sound report, 2 when no set can be loaded.",
     )
     mutants.add_argument("--json", metavar="PATH", help="write {'mutants': [...]} here")
     mutants.add_argument("--seed", type=int, default=0, help="seed for every run (default 0)")
+    mutants.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME",
+        dest="sets",
+        help="run only this mutant set (repeatable; default: every installed set)",
+    )
     mutants.add_argument(
         "--jobs", type=_positive_int, default=2, metavar="N", help="mutants run at once (default 2)"
     )
@@ -586,7 +596,7 @@ def _mutants(arguments: argparse.Namespace) -> int:
         _output_path(arguments.json)
     try:
         with runner.interruptible():
-            results = runner.run_mutants(seed=arguments.seed, workers=arguments.jobs)
+            results = runner.run_mutants(seed=arguments.seed, workers=arguments.jobs, sets=arguments.sets)
     except ContractViolation as error:
         print(f"kbconform: error: {error.code}: no mutants to run", file=sys.stderr)
         _print_problems(error.problems)

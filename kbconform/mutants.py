@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from kbconform.errors import ContractViolation, Problem
@@ -87,10 +87,16 @@ def from_set(source: str, mutants: Iterable[object]) -> tuple[MutantSpec, ...]:
     return tuple(_spec(source, index, mutant) for index, mutant in enumerate(mutants))
 
 
-def discover() -> tuple[MutantSpec, ...]:
-    """Every mutant of every installed set. Raises ContractViolation (``KB_MUTANTS_INVALID``)
-    when no set is installed, a set cannot load, or two mutants share a name."""
+def discover(sets: Sequence[str] = ()) -> tuple[MutantSpec, ...]:
+    """Every mutant of every installed set, or of the named ``sets``. Raises ContractViolation
+    (``KB_MUTANTS_INVALID``) when no set is installed, a named set is not, a set cannot load, or
+    two mutants share a name."""
     points = sorted(importlib.metadata.entry_points(group=GROUP), key=lambda point: point.name)
+    unknown = sorted(set(sets) - {point.name for point in points})
+    if unknown:
+        installed = ", ".join(point.name for point in points) or "none"
+        raise _refuse(", ".join(unknown), "", f"an installed mutant set (installed: {installed})", unknown)
+    points = [point for point in points if not sets or point.name in sets]
     if not points:
         raise ContractViolation(
             contract="mutant-set",

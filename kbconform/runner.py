@@ -272,12 +272,12 @@ class MutantResult:
     source: str = ""
 
 
-def run_mutants(seed: int = 0, workers: int = 2) -> list[MutantResult]:
-    """Run the suites against every registered mutant; a mutant is killed when every test named
-    for it fails (a smoke: when the run fails at all)."""
+def run_mutants(seed: int = 0, workers: int = 2, sets: Sequence[str] = ()) -> list[MutantResult]:
+    """Run the suites against every registered mutant (of ``sets`` only, when given); a mutant
+    is killed when every test named for it fails (a smoke: when the run fails at all)."""
     from kbconform.mutants import discover
 
-    mutants = discover()
+    mutants = discover(sets)
 
     def one(mutant: Any) -> MutantResult:
         outcome = run_suites(mutant.adapter, seed=seed)
