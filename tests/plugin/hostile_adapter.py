@@ -12,9 +12,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from tiny_adapter import Broken, LeakyList, Tiny
+
 from kbconform_reference import KnowledgeBase, Settings
 from kbconform_reference.stores import MemoryStore
-from tiny_adapter import Broken, LeakyList, Tiny
 
 
 class ExitsInShutdown(Broken):

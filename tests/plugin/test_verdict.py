@@ -22,7 +22,7 @@ HERE = Path(__file__).parent
 #: Among the tests the leaky backend fails: list reads every tenant.
 LEAKY_FAILS = {"leak-01[list]", "closed-03"}
 
-REWRITER = '''
+REWRITER = """
 import pytest
 
 
@@ -33,7 +33,7 @@ def pytest_runtest_makereport(item, call):
         report.outcome = "passed"
         report.longrepr = None
     return report
-'''
+"""
 
 
 @pytest.fixture
@@ -69,7 +69,9 @@ def test_an_adapter_that_exits_zero_in_its_teardown_still_fails(
     assert LEAKY_FAILS <= _failing(report) == _failing(plain)
 
 
-def test_an_adapter_that_kills_the_run_gets_no_verdict(project: Path, capfd: pytest.CaptureFixture[str]) -> None:
+def test_an_adapter_that_kills_the_run_gets_no_verdict(
+    project: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     """An os._exit(0) in the middle of the run leaves no report: an error, exit 1, not a pass."""
     code, report = _run("--adapter", "hostile_adapter:exits_in_close")
     assert (code, report) == (1, {})
@@ -116,7 +118,7 @@ def test_an_installed_plugin_that_rewrites_failures_cannot_pass_a_leaky_backend(
     monkeypatch.setenv("PYTEST_PLUGINS", "kbconform_test_rewriter")
     code, report = _run("--adapter", "hostile_adapter:leaky")
     assert code == 1, capfd.readouterr()
-    assert LEAKY_FAILS <= _failing(report)
+    assert _failing(report) >= LEAKY_FAILS
     assert report["execution"]["pluginAutoload"] is False
     assert not any("rewriter" in plugin for plugin in report["execution"]["plugins"])
 
@@ -226,4 +228,4 @@ def test_two_xdist_workers_give_the_serial_verdict(project: Path, adapter: str) 
         assert parallel.verdict == "pass"
     else:
         assert parallel.verdict == "fail"
-        assert LEAKY_FAILS <= set(parallel.failed)
+        assert set(parallel.failed) >= LEAKY_FAILS
