@@ -101,7 +101,9 @@ SUBPACKAGES = {
         "load_adapter",
     ],
     "kbconform.conformance": [
+        "DEFAULT_CALL_TIMEOUT",
         "PROFILES",
+        "DeadlineExceeded",
         "Canaries",
         "Canary",
         "Principals",

@@ -66,18 +66,23 @@ class Run:
         guarded = Guarded(backend, self._caller)
         self._open.append(guarded)
         check_backend(backend, self.manifest)
-        opened: Backend = guarded  # type: ignore[assignment]  # every facade passes through
+        opened: Backend = guarded  # every facade passes through its Caller
         return opened
 
     def close(self, backend: Backend) -> None:
-        if backend in self._open:
-            self._open.remove(backend)  # type: ignore[arg-type]
-            self._caller.call("adapter.close()", self.adapter.close, backend.inner)  # type: ignore[attr-defined]
+        for guarded in self._open:
+            if guarded is backend:
+                self._close(guarded)
+                return
+
+    def _close(self, guarded: Guarded) -> None:
+        self._open.remove(guarded)
+        self._caller.call("adapter.close()", self.adapter.close, guarded.inner)
 
     def shutdown(self) -> None:
         try:
-            for backend in list(self._open):
-                self.close(backend)  # type: ignore[arg-type]
+            for guarded in list(self._open):
+                self._close(guarded)
             self._caller.call("adapter.shutdown()", self.adapter.shutdown)
         finally:
             self._caller.close()
