@@ -218,6 +218,7 @@ def test_a_member_cannot_delete_shared_content(
 ) -> None:
     """A member of the shared namespace is Forbidden; its operator deletes (control)."""
     principals = kbconform_principals
+    assert principals.shared is not None
     assert principals.shared_member is not None
     assert principals.shared_writer is not None
     curated = record("docs/curated.md", "curated", tenant=principals.shared)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kbconform.adapter import BackendOptions
+from kbconform.adapter import BackendOptions, SpoofMode
 from kbconform.conformance import Principals, Run, record
 from kbconform.errors import Forbidden, SpoofRejected
 
@@ -36,7 +36,7 @@ def _listed(backend: Any, principal: Any) -> list[Any]:
 @pytest.mark.kbconform(id="spoof-01", level="L1")
 @pytest.mark.parametrize("field", sorted(GUARDED))
 def test_a_spoofed_guarded_field_never_lands_and_is_either_warned_or_refused(
-    field: str, kbconform_spoof_mode: str, kbconform_open: Any, kbconform_principals: Principals
+    field: str, kbconform_spoof_mode: SpoofMode, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
     """Overwrite mode: the server's value is stored and one warning names the field; reject mode:
     the batch is refused and nothing is written. A clean record beside it is never warned about."""
@@ -65,7 +65,7 @@ def test_a_spoofed_guarded_field_never_lands_and_is_either_warned_or_refused(
 
 @pytest.mark.kbconform(id="spoof-02", level="L1", requires="shared-namespace")
 def test_a_claim_to_the_shared_namespace_lands_in_the_principals_own_tenant(
-    kbconform_spoof_mode: str, kbconform_open: Any, kbconform_principals: Principals
+    kbconform_spoof_mode: SpoofMode, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
     """A member claiming the shared namespace never writes into it (overwritten or refused)."""
     principals = kbconform_principals
@@ -125,6 +125,7 @@ def test_a_member_of_the_shared_namespace_cannot_write_into_it(
     """Only an operator writes shared content: a member is refused and nothing lands; the
     operator's write lands and every reader of the namespace sees it (control)."""
     principals = kbconform_principals
+    assert principals.shared is not None
     assert principals.shared_member is not None
     assert principals.shared_writer is not None
     curated = record("docs/curated.md", "curated shared guidance", tenant=principals.shared)

@@ -49,18 +49,18 @@ def http_timeout(seconds: float | None = None) -> float:
 
     Raises :class:`ValueError` for a value that is not a positive, finite number of seconds.
     """
-    source = "timeout"
+    source, given = "timeout", repr(seconds)
     if seconds is None:
         text = os.environ.get(TIMEOUT_VARIABLE)
         if text is None:
             return DEFAULT_HTTP_TIMEOUT
-        source = TIMEOUT_VARIABLE
+        source, given = TIMEOUT_VARIABLE, repr(text)
         try:
             seconds = float(text)
         except ValueError:
             seconds = math.nan
     if not (math.isfinite(seconds) and seconds > 0):
-        raise ValueError(f"{source}: expected a positive, finite number of seconds, got {seconds!r}")
+        raise ValueError(f"{source}: expected a positive, finite number of seconds, got {given}")
     return float(seconds)
 
 
