@@ -16,7 +16,7 @@ def test_a_call_returns_its_value_and_raises_its_own_errors() -> None:
     caller = Caller(5)
     assert caller.call("add", lambda a, b: a + b, 2, b=3) == 5
     with pytest.raises(NotFound):
-        caller.call("get", lambda: (_ for _ in ()).throw(NotFound("get", "no such chunk")))
+        caller.call("get", lambda: (_ for _ in ()).throw(NotFound("c1")))
     caller.close()
 
 
