@@ -253,13 +253,17 @@ class ChromaStore:
                 self._collection.delete(ids=list(ids[start : start + _PAGE]))
 
     def drop(self) -> None:
-        """Delete the whole collection and close the HTTP session, if any (test clean-up)."""
+        """Delete the whole collection, then :meth:`close` (test clean-up)."""
         try:
             with self._bounded():
                 self._collection._client.delete_collection(self._collection.name)
         finally:
-            if self._close is not None:
-                self._close()
+            self.close()
+
+    def close(self) -> None:
+        """Close the HTTP session of server mode (the collection stays); embedded: nothing to do."""
+        if self._close is not None:
+            self._close()
 
 
 _SPACE = {"hnsw:space": "ip"}
