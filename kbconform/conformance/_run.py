@@ -6,7 +6,7 @@ import hashlib
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import hypothesis
 from hypothesis import HealthCheck
@@ -20,7 +20,6 @@ PROFILES: dict[str, hypothesis.settings] = {
     "quick": hypothesis.settings(max_examples=8, stateful_step_count=10),
     "thorough": hypothesis.settings(max_examples=100, stateful_step_count=40),
 }
-T = TypeVar("T", bound=Callable[..., Any])
 
 
 @dataclass
@@ -92,8 +91,11 @@ class Run:
         digest = hashlib.sha256(f"{self.seed}:{name}".encode()).digest()
         return random.Random(int.from_bytes(digest[:8], "big"))
 
-    def given(self, *args: Any, **kwargs: Any) -> Callable[[T], T]:
-        """``hypothesis.given`` with the run's profile and seed (a failure replays from the seed)."""
+    def given(self, *args: Any, **kwargs: Any) -> Callable[[Callable[..., None]], Callable[[], None]]:
+        """``hypothesis.given`` with the run's profile and seed (a failure replays from the seed).
+
+        The decorated property takes no arguments: Hypothesis supplies them all.
+        """
         settings = hypothesis.settings(
             PROFILES[self.profile],
             deadline=None,
@@ -101,9 +103,9 @@ class Run:
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
         )
 
-        def decorate(test: T) -> T:
+        def decorate(test: Callable[..., None]) -> Callable[[], None]:
             checked = settings(hypothesis.given(*args, **kwargs)(test))  # type: ignore[no-untyped-call]  # given is untyped with *args
-            seeded: T = hypothesis.seed(self.seed)(checked)
+            seeded: Callable[[], None] = hypothesis.seed(self.seed)(checked)
             return seeded
 
         return decorate
