@@ -29,11 +29,13 @@ _CONTRACT = ("explain", "is_valid", "schema_names", "validate")
 def __getattr__(name: str) -> Any:
     # The validators load on first use: the pytest plugin imports this package, and loading it
     # must not load the schema engines (a project that never validates never pays for them).
-    if name in _CONTRACT:
-        from kbconform import contract
+    # Each name is then bound in this module, so later look-ups never come back here.
+    if name not in _CONTRACT:
+        raise AttributeError(f"module 'kbconform' has no attribute {name!r}")
+    from kbconform import contract
 
-        return getattr(contract, name)
-    raise AttributeError(f"module 'kbconform' has no attribute {name!r}")
+    value = globals()[name] = getattr(contract, name)
+    return value
 
 
 __all__ = [

@@ -1,29 +1,39 @@
-"""Strict JSON reading: duplicate keys, NaN, Infinity and lone surrogates are contract
-violations, never silently accepted. Records stream from JSONL or a JSON array in memory
+"""Strict JSON reading: what JSON allows but no contract wants is a contract violation.
+
+Refused, each with its line number: duplicate keys; ``NaN``, ``Infinity`` and numbers too
+large for a double (``1e400``); integers longer than :data:`MAX_INTEGER_DIGITS` digits; lone
+surrogates (``"\\ud800"``); more than :data:`MAX_DEPTH` arrays and objects nested in one
+another; bytes that are not UTF-8. Records stream from JSON Lines or a JSON array in memory
 bounded by the largest record, not the file.
+
+A binary stream is decoded line by line: a bad byte spoils only its own JSONL line (or ends an
+array, which cannot be resynchronised), and is reported at its exact line.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
+import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 import attrs
 
+from kbconform.contract._json import MAX_DEPTH
 from kbconform.errors import ContractViolation, Problem
+
+__all__ = ["MAX_DEPTH", "MAX_INTEGER_DIGITS", "MAX_RECORD_BYTES", "Item", "iter_records", "loads"]
 
 #: The largest single record a stream may hold; a larger one is an error, not a memory blow-up.
 MAX_RECORD_BYTES = 64 * 1024 * 1024
+#: The longest integer read (Python converts longer ones in quadratic time; no contract needs one).
+MAX_INTEGER_DIGITS = 1000
 _CHUNK = 1 << 16
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 _WHITESPACE = " \t\r\n"
-
-
-class _Strict(json.JSONDecoder):
-    def __init__(self) -> None:
-        super().__init__(object_pairs_hook=_no_duplicates, parse_constant=_no_constant, strict=True)
 
 
 def _violation(keyword: str, expected: str, got: str) -> ContractViolation:
@@ -40,14 +50,64 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _too_long(error: ValueError) -> ContractViolation:
-    return _violation("number", "a number Python can convert (at most 4300 digits)", str(error)[:80])
+    return _violation("number", f"an integer of at most {MAX_INTEGER_DIGITS} digits", str(error)[:80])
 
 
 def _no_constant(name: str) -> Any:
     raise _violation("number", "a finite JSON number", name)
 
 
-_DECODER = _Strict()
+def _integer(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INTEGER_DIGITS:
+        raise _violation(
+            "number", f"an integer of at most {MAX_INTEGER_DIGITS} digits", f"{len(text)} digits"
+        )
+    return int(text)
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _violation(
+            "number", "a number a double can hold", text if len(text) <= 40 else text[:37] + "..."
+        )
+    return value
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_no_duplicates, parse_constant=_no_constant, parse_int=_integer, parse_float=_finite
+)
+
+
+def _depth_violation() -> ContractViolation:
+    return _violation("depth", f"at most {MAX_DEPTH} nested arrays and objects", "deeper nesting")
+
+
+def _check_depth(text: str) -> None:
+    """Refuse ``text`` if it nests arrays and objects deeper than :data:`MAX_DEPTH`."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:  # brackets inside strings only add to the count
+        return
+    depth = 0
+    for match in _STRING_OR_BRACKET.finditer(text):
+        char = match.group()
+        if char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise _depth_violation()
+        elif char in "]}":
+            depth -= 1
+
+
+def _decode(text: str, start: int) -> tuple[Any, int]:
+    """``raw_decode`` with the strict rules; raises ContractViolation or JSONDecodeError."""
+    try:
+        return _DECODER.raw_decode(text, start)
+    except RecursionError:  # deeper than the interpreter's limit, hence than MAX_DEPTH
+        raise _depth_violation() from None
+    except ValueError as error:
+        if isinstance(error, json.JSONDecodeError):
+            raise
+        raise _too_long(error) from None  # an integer longer than Python converts
 
 
 def _check_surrogates(text: str, value: Any) -> None:
@@ -72,12 +132,11 @@ def _check_surrogates(text: str, value: Any) -> None:
 
 def loads(text: str) -> Any:
     """Parse one JSON text strictly; raise :class:`ContractViolation` (contract ``json``)."""
+    _check_depth(text)
     try:
-        value, end = _DECODER.raw_decode(text, _skip(text, 0))
+        value, end = _decode(text, _skip(text, 0))
     except json.JSONDecodeError as error:
         raise _violation("syntax", "JSON text", f"{error.msg} at column {error.colno}") from None
-    except ValueError as error:  # an integer longer than Python converts
-        raise _too_long(error) from None
     if _skip(text, end) != len(text):
         raise _violation("syntax", "one JSON value", f"extra data at offset {end}")
     _check_surrogates(text, value)
@@ -99,49 +158,125 @@ class Item:
     error: ContractViolation | None = None
 
 
-def iter_records(stream: IO[str]) -> Iterator[Item]:
+def _encoding(error: UnicodeDecodeError) -> ContractViolation:
+    byte = error.object[error.start] if error.start < len(error.object) else None
+    got = f"byte {byte:#04x}" if byte is not None else "a truncated character"
+    return _violation("encoding", "UTF-8 text", got)
+
+
+def iter_records(stream: IO[bytes] | IO[str] | IO[Any]) -> Iterator[Item]:
     """Yield the records of a JSONL stream, or of a stream holding one JSON array.
 
     A bad record is yielded with its error and reading goes on (JSONL), or stops (a broken
-    array cannot be resynchronised). Blank JSONL lines are skipped.
+    array cannot be resynchronised). Blank JSONL lines are skipped. A binary stream is read as
+    UTF-8 line by line: a JSONL line that is not UTF-8 is one bad record, at its own line.
     """
-    head = stream.read(_CHUNK)
-    start = _skip(head, 0)
-    if start < len(head) and head[start] == "[":
-        yield from _iter_array(stream, head, start + 1)
+    head: Any = stream.read(_CHUNK)
+    if not isinstance(head, bytes):
+        if head.lstrip(_WHITESPACE)[:1] == "[":
+            yield from _iter_array(_Chunks(stream, head).read)
+        else:
+            yield from _iter_lines(stream, head)
+    elif head.lstrip(_WHITESPACE.encode())[:1] == b"[":
+        yield from _iter_array(_Utf8(stream, head).read)
     else:
         yield from _iter_lines(stream, head)
 
 
-def _iter_lines(stream: IO[str], head: str) -> Iterator[Item]:
-    pending = head
-    number = 0
-    while True:
-        while "\n" in pending:
-            line, pending = pending.split("\n", 1)
-            number += 1
-            if line.strip():
-                yield _item(number, line)
-        more = stream.read(_CHUNK)
-        if not more:
-            break
-        if len(pending) > MAX_RECORD_BYTES:
-            number += 1
-            yield Item(number, error=_violation("size", f"a record under {MAX_RECORD_BYTES} bytes", "more"))
+def _iter_lines(stream: IO[Any], head: Any) -> Iterator[Item]:
+    newline, empty = (b"\n", b"") if isinstance(head, bytes) else ("\n", "")
+    partial: list[Any] = []  # the line being read, in pieces (joined once, when it ends)
+    size = number = 0
+    chunk = head
+    while chunk:
+        *lines, rest = chunk.split(newline)
+        if lines:
+            lines[0] = empty.join([*partial, lines[0]])
+            partial, size = [], 0
+            for line in lines:
+                number += 1
+                if line.strip():
+                    yield _item(number, line)
+        partial.append(rest)
+        size += len(rest)
+        if size > MAX_RECORD_BYTES:
+            yield Item(
+                number + 1, error=_violation("size", f"a record under {MAX_RECORD_BYTES} bytes", "more")
+            )
             return
-        pending += more
-    if pending.strip():
-        yield _item(number + 1, pending)
+        chunk = stream.read(_CHUNK)
+    last = empty.join(partial)
+    if last.strip():
+        yield _item(number + 1, last)
 
 
-def _item(number: int, text: str) -> Item:
+def _item(number: int, line: str | bytes) -> Item:
     try:
-        return Item(number, value=loads(text))
+        return Item(number, value=loads(line.decode("utf-8") if isinstance(line, bytes) else line))
+    except UnicodeDecodeError as error:
+        return Item(number, error=_encoding(error))
     except ContractViolation as error:
         return Item(number, error=error)
 
 
-def _iter_array(stream: IO[str], buffer: str, index: int) -> Iterator[Item]:
+class _BadBytes(Exception):
+    """Bytes that are not UTF-8, on ``line``."""
+
+    def __init__(self, line: int, error: UnicodeDecodeError) -> None:
+        super().__init__(line)
+        self.line = line
+        self.error = error
+
+
+class _Chunks:
+    """A text stream read in chunks, the first one already read."""
+
+    def __init__(self, stream: IO[Any], head: str) -> None:
+        self.stream, self.head = stream, head
+
+    def read(self, size: int) -> str:
+        head, self.head = self.head, ""
+        return head or self.stream.read(size)
+
+
+class _Utf8:
+    """A binary stream decoded as UTF-8 chunk by chunk.
+
+    At a bad byte, the text before it comes first; the next read raises :class:`_BadBytes`.
+    """
+
+    def __init__(self, stream: IO[Any], head: bytes) -> None:
+        self.stream, self.head = stream, head
+        self.decoder = codecs.getincrementaldecoder("utf-8")("strict")
+        self.line = 1  # the line of the next character decoded
+        self.bad: _BadBytes | None = None
+
+    def read(self, size: int) -> str:
+        if self.bad is not None:
+            raise self.bad
+        data, self.head = self.head or self.stream.read(size), b""
+        try:
+            text: str = self.decoder.decode(data, final=not data)
+        except UnicodeDecodeError as error:
+            undecoded = self.decoder.getstate()[0] + data  # what error.start counts in
+            text = undecoded[: error.start].decode("utf-8")
+            self.bad = _BadBytes(self.line + text.count("\n"), error)
+            if not text:
+                raise self.bad from None
+        self.line += text.count("\n")
+        return text
+
+
+def _iter_array(read: Callable[[int], str]) -> Iterator[Item]:
+    try:
+        yield from _array_items(read)
+    except _BadBytes as bad:
+        yield Item(bad.line, error=_encoding(bad.error))
+
+
+def _array_items(read: Callable[[int], str]) -> Iterator[Item]:
+    buffer = read(_CHUNK)
+    index = _skip(buffer, 0) + 1  # past '['
     line = 1 + buffer.count("\n", 0, index)
     expect_value = True  # after '[' or ','
     first = True
@@ -150,7 +285,7 @@ def _iter_array(stream: IO[str], buffer: str, index: int) -> Iterator[Item]:
         index = _skip(buffer, index)
         if index >= len(buffer) and not eof:
             line += buffer.count("\n", 0, index)
-            buffer, index = stream.read(_CHUNK), 0
+            buffer, index = read(_CHUNK), 0
             eof = not buffer
             continue
         if index >= len(buffer):
@@ -158,7 +293,7 @@ def _iter_array(stream: IO[str], buffer: str, index: int) -> Iterator[Item]:
             return
         char = buffer[index]
         if char == "]" and (not expect_value or first):
-            if _skip(buffer, index + 1) < len(buffer) or stream.read(1).strip():
+            if _skip(buffer, index + 1) < len(buffer) or read(1).strip():
                 yield Item(line, error=_violation("syntax", "nothing after the array", "extra data"))
             return
         if not expect_value:
@@ -174,17 +309,17 @@ def _iter_array(stream: IO[str], buffer: str, index: int) -> Iterator[Item]:
         buffer, index = buffer[index:], 0
         while True:
             try:
-                value, end = _DECODER.raw_decode(buffer, 0)
+                value, end = _decode(buffer, 0)
                 if end < len(buffer) or eof:
                     break
-                more = stream.read(_CHUNK)  # a number may go on in the next chunk
+                more = read(_CHUNK)  # a number may go on in the next chunk
                 eof = not more
                 buffer += more
             except ContractViolation as error:
                 yield Item(line, error=error)
                 return
             except json.JSONDecodeError as error:
-                more = "" if eof else stream.read(max(_CHUNK, len(buffer)))
+                more = "" if eof else read(max(_CHUNK, len(buffer)))
                 if not more:
                     yield Item(
                         line,
@@ -199,10 +334,8 @@ def _iter_array(stream: IO[str], buffer: str, index: int) -> Iterator[Item]:
                     )
                     return
                 buffer += more
-            except ValueError as error:
-                yield Item(line, error=_too_long(error))
-                return
         try:
+            _check_depth(buffer[:end])
             _check_surrogates(buffer[:end], value)
         except ContractViolation as error:
             yield Item(line, error=error)

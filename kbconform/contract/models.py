@@ -73,9 +73,63 @@ Token = Annotated[str, _identity_rule("token")]
 SemVer = Annotated[str, _identity_rule("semver")]
 Text = Annotated[str, _identity_rule("text")]
 RootKind = Literal["neo-workspace", "bare-repo", "external-source"]
-LineNumber = Annotated[int, BeforeValidator(_integral), Field(ge=1)]
-_chunk_props = _schemas.load("parsed-chunk-v1")["properties"]
-FieldName = Annotated[str, AfterValidator(_string_rule(_chunk_props["hashInputs"]["items"]))]
+_chunk = _schemas.load("parsed-chunk-v1")
+_chunk_props = _chunk["properties"]
+LineNumber = Annotated[int, BeforeValidator(_integral), Field(ge=1, le=_chunk_props["line_start"]["maximum"])]
+Content = Annotated[str, Field(max_length=_chunk_props["content"]["maxLength"])]
+
+
+def _field_name_rule(items: Mapping[str, Any]) -> Callable[[str], str]:
+    """hashInputs items: the string rule, then each ``enum`` (one of) and ``not enum`` (none of)."""
+    syntax = _string_rule(items)
+    allowed = [frozenset(part["enum"]) for part in items.get("allOf", ()) if "enum" in part]
+    forbidden = [
+        (frozenset(part["not"]["enum"]), part["description"])
+        for part in items.get("allOf", ())
+        if "enum" in part.get("not", {})
+    ]
+
+    def check(value: str) -> str:
+        syntax(value)
+        if not all(value in names for names in allowed):
+            raise ValueError("expected a field parsed-chunk-v1 defines")
+        for names, expected in forbidden:
+            if value in names:
+                raise ValueError(f"expected {expected}")
+        return value
+
+    return check
+
+
+FieldName = Annotated[str, AfterValidator(_field_name_rule(_chunk_props["hashInputs"]["items"]))]
+#: (field, what hashInputs must name for it to be required): the schema's "if hashInputs
+#: contains X then X is required" rules.
+_HASHED_PRESENT = tuple(
+    (rule["then"]["required"][0], rule["if"]["properties"]["hashInputs"]["contains"]["const"])
+    for rule in _chunk.get("allOf", ())
+    if "then" in rule
+)
+_I_JSON = _chunk["$defs"]["iJson"]
+
+
+def _i_json(value: Any) -> Any:
+    """customMeta: every number, at any depth, within the schema's I-JSON bounds."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+        elif (
+            isinstance(node, (int, float))
+            and not isinstance(node, bool)
+            and not _I_JSON["minimum"] <= node <= _I_JSON["maximum"]
+        ):
+            raise ValueError(f"expected {_I_JSON['description']}")
+    return value
+
+
 _backup_props = _schemas.load("backup-record-v1")["properties"]
 ChunkId = Annotated[str, AfterValidator(_string_rule(_backup_props["id"]))]
 _signal_defs = _schemas.load("deletion-signal-v1")["$defs"]
@@ -117,7 +171,7 @@ class ParsedChunk(_Contract):
     repo_slug: RepoSlug = Field(alias="repoSlug")
     root_kind: RootKind = Field(alias="rootKind")
     source_path: SourcePath = Field(alias="sourcePath")
-    content: str
+    content: Content
     hash_inputs: Annotated[
         tuple[FieldName, ...], BeforeValidator(_as_tuple), Field(min_length=1), AfterValidator(_unique)
     ] = Field(alias="hashInputs")
@@ -129,7 +183,16 @@ class ParsedChunk(_Contract):
     line_end: LineNumber | None = None
     class_name: str | None = Field(None, alias="className")
     extends: str | None = None
-    custom_meta: dict[str, Any] | None = Field(None, alias="customMeta")
+    custom_meta: Annotated[dict[str, Any], AfterValidator(_i_json)] | None = Field(None, alias="customMeta")
+
+    @model_validator(mode="after")
+    def _hashed_fields_present(self) -> ParsedChunk:
+        fields = type(self).model_fields
+        present = {fields[name].alias or name for name in self.model_fields_set}
+        for field, named in _HASHED_PRESENT:
+            if named in self.hash_inputs and field not in present:
+                raise ValueError(f"expected {field}, which hashInputs names")
+        return self
 
 
 class BackupRecord(_Contract):

@@ -18,7 +18,29 @@ from kbconform.contract import bundled
 from tests.contract._validators import verdicts
 
 SCHEMAS = ["parsed-chunk-v1", "backup-record-v1", "deletion-signal-v1", "identity-tuple-v1"]
-STRATEGIES = {name: from_schema(bundled(name)) for name in SCHEMAS}
+def _unrolled(schema: Any, levels: int = 3) -> Any:
+    """``schema`` with each recursive local ``$ref`` unrolled ``levels`` deep, then stopped at
+    scalars: hypothesis-jsonschema cannot generate from a recursive schema."""
+    definitions = schema.get("$defs", {})
+
+    def expand(node: Any, depth: int) -> Any:
+        if isinstance(node, dict):
+            reference = node.get("$ref", "")
+            if reference.startswith("#/$defs/"):
+                target = definitions[reference.removeprefix("#/$defs/")]
+                if depth >= levels:
+                    scalar = {key: value for key, value in target.items() if not isinstance(value, dict)}
+                    return {**scalar, "type": ["string", "number", "boolean", "null"]}
+                return expand(target, depth + 1)
+            return {key: expand(value, depth) for key, value in node.items() if key != "$defs"}
+        if isinstance(node, list):
+            return [expand(item, depth) for item in node]
+        return node
+
+    return expand(schema, 0)
+
+
+STRATEGIES = {name: from_schema(_unrolled(bundled(name))) for name in SCHEMAS}
 
 # Generating from these schemas costs ~10-100 ms an instance: a fraction of the profile's budget.
 _VALID_EXAMPLES = max(10, settings.default.max_examples // 4)
