@@ -314,6 +314,9 @@ def pytest_runtest_makereport(
     if mark is None or _RUN not in item.config.stash:
         return report
     _bound_output(item, report)
+    printed = item.config.stash[_RUN].take_output()
+    if printed:
+        report.sections.append((f"kbconform: what the adapter printed ({report.when})", printed))
     entry = _entry(item, mark)
     _hold_honest(item, report, entry["id"])
     entry["status"] = _status(report)

@@ -86,6 +86,10 @@ class Run:
         finally:
             self._caller.close()
 
+    def take_output(self) -> str:
+        """What the adapter printed since the last take, cut to a bounded head and tail."""
+        return self._caller.output.take()
+
     def rng(self, name: str) -> random.Random:
         """A generator seeded by the run's seed and ``name`` (a test id): reproducible per test."""
         digest = hashlib.sha256(f"{self.seed}:{name}".encode()).digest()

@@ -48,10 +48,12 @@ class HangingDeletion(KnowledgeBase):
 
 
 class Chatty(KnowledgeBase):  # otherwise the reference: it passes
-    """Prints a megabyte on every ingest."""
+    """Prints 5 MB on every ingest, half through sys.stdout and half straight to file
+    descriptor 2 (as C code or a child process would)."""
 
     def ingest(self, principal: Any, records: Any) -> Any:
-        sys.stdout.write("x" * (1 << 20) + "\n")
+        sys.stdout.write("x" * (5 << 19) + "\n")
+        os.write(2, b"y" * (5 << 19) + b"\n")
         return super().ingest(principal, records)
 
 

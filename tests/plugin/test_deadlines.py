@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from kbconform.conformance import DeadlineExceeded
-from kbconform.conformance._deadline import Caller, Guarded
+from kbconform.conformance._deadline import Caller, Guarded, Tail
 from kbconform.errors import NotFound
 
 
@@ -72,3 +72,42 @@ def test_a_deadline_must_be_positive() -> None:
     for seconds in (0, -1, float("nan")):
         with pytest.raises(ValueError, match="must be positive"):
             Caller(seconds)
+
+
+def test_a_tail_keeps_the_head_and_the_tail_and_counts_the_rest() -> None:
+    """Short output is kept whole (control); long output keeps its ends and says how much was cut."""
+    tail = Tail(limit=8)
+    assert tail.write("abc") == 3
+    assert tail.take() == "abc"
+    assert tail.take() == ""
+    tail.write("0123")
+    tail.write("456789")
+    tail.write("AB")
+    assert tail.take() == "0123\n[kbconform: 4 characters cut]\n89AB"
+
+
+def test_a_call_s_output_goes_to_the_tail_whatever_writes_it() -> None:
+    """print, file descriptor 2 and a child process's output during a call land in the Caller's
+    bounded output, and sys.stdout is restored after the call."""
+    import os
+    import subprocess
+    import sys
+
+    caller = Caller(10)
+    before = sys.stdout
+
+    def noisy() -> None:
+        print("from print")
+        os.write(2, b"from fd 2\n")
+        subprocess.run([sys.executable, "-c", "print('from a child')"], check=True)
+
+    caller.call("backend.ingest()", noisy)
+    assert sys.stdout is before
+    pause = threading.Event()
+    for _ in range(100):  # the descriptor pipe drains on its own thread
+        if "from a child" in caller.output.head:
+            break
+        pause.wait(0.05)
+    printed = caller.output.take()
+    assert all(text in printed for text in ("from print", "from fd 2", "from a child")), printed
+    caller.close()

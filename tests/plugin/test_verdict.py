@@ -199,13 +199,29 @@ def test_a_run_that_overruns_its_deadline_is_stopped_and_fails(project: Path) ->
     assert not any(scratch.iterdir())
 
 
-def test_captured_output_is_bounded_per_test(project: Path) -> None:
-    """A backend that prints a megabyte per ingest: what a test's report keeps of it is cut to a
-    bounded head and tail, and the verdict is untouched (the chatty backend is otherwise sound)."""
-    outcome = runner.run_suites("hostile_adapter:chatty", seed=3, extra=["--junitxml=junit.xml", "-rA"])
-    assert outcome.verdict == "pass"
-    assert "characters cut]" in outcome.output
-    assert len(outcome.output) <= runner.OUTPUT_TAIL
+def test_what_the_adapter_prints_is_bounded(project: Path) -> None:
+    """A backend that prints 5 MB per ingest (through sys.stdout and file descriptor 2): the
+    run's memory stays near a quiet run's (it reached gigabytes when pytest captured it all),
+    each test keeps a bounded head and tail of it, and the verdict is untouched."""
+    peak = (
+        "import resource, sys\n"
+        "from kbconform import runner\n"
+        "outcome = runner.run_suites(sys.argv[1], seed=3, extra=['-rA'])\n"
+        "print(outcome.verdict, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)\n"
+        "print(outcome.output)\n"
+    )
+    measured = {}
+    for factory in ("chatty", "leaky"):
+        done = subprocess.run(
+            [sys.executable, "-c", peak, f"hostile_adapter:{factory}"],
+            cwd=project, capture_output=True, text=True, timeout=300, check=True,
+        )  # fmt: skip
+        verdict, megabytes = done.stdout.split("\n", 1)[0].split()
+        measured[factory] = (verdict, int(megabytes), done.stdout)
+    (verdict, chatty, output), (_, quiet, _) = measured["chatty"], measured["leaky"]
+    assert verdict == "pass"
+    assert chatty < quiet + 300, (chatty, quiet)
+    assert "characters cut]" in output
 
 
 def _statuses(outcome: runner.Outcome) -> dict[str, str]:
