@@ -9,8 +9,9 @@ string it only types, nor anything where the schema does not look. A full walk o
 would cost more than the validation itself, so the schema decides, property by property, what
 is left to check:
 
-* a string the schema reads (``pattern``, ``const``, ``enum``, ``minLength``, ``maxLength``),
-  a boolean, or an array of such: nothing;
+* a string the schema reads (``pattern``, ``const``, ``enum``, or a ``not`` guard made of
+  patterns, which a valid string passes only once every pattern was tried), a boolean, or an
+  array of such: nothing (lengths do not count: a string short enough in bytes is not read);
 * a string it only types (``{"type": "string"}``): an exact ``str`` without lone surrogates;
 * a number: an exact ``int`` or ``float`` (a ``NaN`` reads as null and fails the type);
 * anything else (objects, nullable or untyped values, recursive schemas): the whole rule,
@@ -34,7 +35,7 @@ from kbconform.contract import _json, _schemas
 #: What the compiled validator raises for a value it cannot read (the JSON rule refuses it first).
 _ERRORS = (ValueError, TypeError, OverflowError)
 _ANY = frozenset({"null", "boolean", "object", "array", "number", "string"})
-_READS = ("pattern", "const", "enum", "minLength", "maxLength")
+_READS = ("pattern", "const", "enum")  # not the lengths: a string short enough in bytes is not read
 # What is left to check for a property: nothing, an unread string, a number, the whole rule.
 _READ, _STRING, _NUMBER, _VALUE = "read", "string", "number", "value"
 
@@ -47,6 +48,7 @@ class Plan:
     strings: tuple[str, ...] = ()
     numbers: tuple[str, ...] = ()
     values: tuple[str, ...] = ()
+    required: frozenset[str] = frozenset()
 
 
 def _json_type(value: object) -> str:
@@ -83,7 +85,7 @@ def _facts(
         types &= {_json_type(value) for value in node["enum"]}
     if node.get("not") in ({}, True):
         types = frozenset()
-    reads = any(keyword in node for keyword in _READS)
+    reads = any(keyword in node for keyword in _READS) or _patterns_only(node.get("not"))
     if isinstance(node.get("$ref"), str):
         resolved = resolver.lookup(node["$ref"])
         more, read = _facts(resolved.contents, resolved.resolver, depth + 1)
@@ -92,6 +94,19 @@ def _facts(
         more, read = _facts(part, resolver, depth + 1)
         types, reads = types & more, reads or read
     return types, reads
+
+
+def _patterns_only(guard: Any) -> bool:
+    """Whether ``guard`` (under ``not``) is patterns alone: a string fails it only after each was tried."""
+    if not isinstance(guard, Mapping) or guard.get("type", "string") != "string":
+        return False
+    rest = set(guard) - {"type", "description"}
+    if rest == {"pattern"}:
+        return True
+    return rest == {"anyOf"} and all(
+        isinstance(branch, Mapping) and set(branch) - {"description"} == {"pattern"}
+        for branch in guard["anyOf"]
+    )
 
 
 def _classify(node: Any, resolver: referencing._core.Resolver[Any]) -> str:
@@ -125,6 +140,7 @@ def plan(name: str) -> Plan:
         strings=tuple(classes[_STRING]),
         numbers=tuple(classes[_NUMBER]),
         values=tuple(classes[_VALUE]),
+        required=frozenset(schema.get("required", ())),
     )
 
 
@@ -133,25 +149,43 @@ def source(rule: Plan) -> str:
 
     Straight-line code, because the checks must cost a small fraction of the compiled
     validator's time (benchmarks/validation.py): a loop over the plan costs twice as much.
+    A required property is read directly (missing, the record is invalid: the full rule and
+    the compiled validator say so); an optional one only when it is there.
     """
+    slow = "return not problems(instance) and decide(instance)"
+    checks = [
+        *(
+            (key, "type(value) is not str or not value.isascii() and search(value) is not None")
+            for key in rule.strings
+        ),
+        *((key, "type(value) is not int and type(value) is not float") for key in rule.numbers),
+        *((key, "value is not None and not is_plain(value, 2)") for key in rule.values),
+    ]
     lines = ["def accepts(instance):"]
     if rule.keyed:
         lines.append("    if type(instance) is dict:")
-        checks = [
-            *(
-                (key, "type(value) is not str or not value.isascii() and search(value) is not None", '""')
-                for key in rule.strings
-            ),
-            *((key, "type(value) is not int and type(value) is not float", "0") for key in rule.numbers),
-            *((key, "value is not None and not is_plain(value, 2)", "None") for key in rule.values),
-        ]
-        if checks:
-            watched = " or ".join(f"{key!r} in instance" for key, _, _ in checks)
-            lines.append(f"        if {watched}:")
-            for key, failed, default in checks:
-                lines.append(f"            value = instance.get({key!r}, {default})")
-                lines.append(f"            if {failed}:")
-                lines.append("                return not problems(instance) and decide(instance)")
+        required = [(key, failed) for key, failed in checks if key in rule.required]
+        if required:
+            lines.append("        try:")
+            lines.extend(
+                f"            value{index} = instance[{key!r}]" for index, (key, _) in enumerate(required)
+            )
+            lines.append("        except KeyError:")
+            lines.append(f"            {slow}")
+            for index, (_, failed) in enumerate(required):
+                lines.append(f"        value = value{index}")
+                lines.append(f"        if {failed}:")
+                lines.append(f"            {slow}")
+        optional = [(key, failed) for key, failed in checks if key not in rule.required]
+        scalars = [(key, failed) for key, failed in optional if key not in rule.values]
+        if scalars:  # only when an optional property is there (else the record is invalid anyway)
+            lines.append(f"        if len(instance) > {len(rule.required)}:")
+        for key, failed in optional:
+            indent = "    " if (key, failed) in scalars else ""
+            lines.append(f"{indent}        if {key!r} in instance:")
+            lines.append(f"{indent}            value = instance[{key!r}]")
+            lines.append(f"{indent}            if {failed}:")
+            lines.append(f"{indent}                {slow}")
         lines.append("        try:")
         lines.append("            return compiled(instance)")
         lines.append("        except ERRORS:  # a value the JSON rule let through: not expected")

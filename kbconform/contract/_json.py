@@ -46,35 +46,36 @@ def is_plain(value: Any, depth: int = 1) -> bool:
     ``value`` itself (1 for a record).
     """
     kind = type(value)
-    if kind is str:
-        return value.isascii() or SURROGATE.search(value) is None
-    if kind is int or kind is bool or value is None:
-        return True
-    if kind is float:
-        return math.isfinite(value)
-    if depth > MAX_DEPTH:
-        return False
     if kind is dict:
-        for key, item in value.items():
+        if depth > MAX_DEPTH:
+            return False
+        for key in value:
             if type(key) is not str or (not key.isascii() and SURROGATE.search(key) is not None):
                 return False
-            kind = type(item)
-            if kind is str:
-                if not item.isascii() and SURROGATE.search(item) is not None:
-                    return False
-            elif not (kind is int or kind is bool or item is None or is_plain(item, depth + 1)):
+        items = value.values()
+    elif kind is list:
+        if depth > MAX_DEPTH:
+            return False
+        items = value
+    elif kind is str:
+        return value.isascii() or SURROGATE.search(value) is None
+    elif kind is float:
+        return math.isfinite(value)
+    else:
+        return kind is int or kind is bool or value is None
+    for item in items:
+        kind = type(item)
+        if kind is str:
+            if not item.isascii() and SURROGATE.search(item) is not None:
                 return False
-        return True
-    if kind is list:
-        for item in value:
-            kind = type(item)
-            if kind is str:
-                if not item.isascii() and SURROGATE.search(item) is not None:
-                    return False
-            elif not (kind is int or kind is bool or item is None or is_plain(item, depth + 1)):
+        elif kind is int or kind is bool or item is None:
+            continue
+        elif kind is float:
+            if not math.isfinite(item):
                 return False
-        return True
-    return False
+        elif not is_plain(item, depth + 1):
+            return False
+    return True
 
 
 def token(key: object) -> str:

@@ -76,7 +76,6 @@ RootKind = Literal["neo-workspace", "bare-repo", "external-source"]
 _chunk = _schemas.load("parsed-chunk-v1")
 _chunk_props = _chunk["properties"]
 LineNumber = Annotated[int, BeforeValidator(_integral), Field(ge=1, le=_chunk_props["line_start"]["maximum"])]
-Content = Annotated[str, Field(max_length=_chunk_props["content"]["maxLength"])]
 
 
 def _field_name_rule(items: Mapping[str, Any]) -> Callable[[str], str]:
@@ -171,7 +170,7 @@ class ParsedChunk(_Contract):
     repo_slug: RepoSlug = Field(alias="repoSlug")
     root_kind: RootKind = Field(alias="rootKind")
     source_path: SourcePath = Field(alias="sourcePath")
-    content: Content
+    content: str
     hash_inputs: Annotated[
         tuple[FieldName, ...], BeforeValidator(_as_tuple), Field(min_length=1), AfterValidator(_unique)
     ] = Field(alias="hashInputs")
@@ -181,8 +180,8 @@ class ParsedChunk(_Contract):
     name: Text
     line_start: LineNumber | None = None
     line_end: LineNumber | None = None
-    class_name: str | None = Field(None, alias="className")
-    extends: str | None = None
+    class_name: Text | None = Field(None, alias="className")
+    extends: Text | None = None
     custom_meta: Annotated[dict[str, Any], AfterValidator(_i_json)] | None = Field(None, alias="customMeta")
 
     @model_validator(mode="after")

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 import rfc8785
 
+from kbconform.contract import _json, load
 from kbconform.errors import ContractViolation, Problem
 from kbconform.identity._jsjson import UNDEFINED, stringify
 
@@ -56,13 +57,45 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _i_json() -> tuple[int, str]:
+    rule = load("parsed-chunk-v1")["$defs"]["iJson"]
+    return int(rule["maximum"]), str(rule["description"])
+
+
+_I_JSON_MAX, _I_JSON = _i_json()
+
+
+def _hashable(pointer: str, value: Any) -> None:
+    """Refuse a hashed value that is not JSON, or holds a number RFC 8785 cannot write exactly."""
+    problems = list(_json.problems(value, pointer, depth=2))
+    stack = [] if problems else [(pointer, _json.plain(value))]
+    while stack:
+        where, node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend((f"{where}/{_json.token(key)}", item) for key, item in node.items())
+        elif isinstance(node, list):
+            stack.extend((f"{where}/{index}", item) for index, item in enumerate(node))
+        elif isinstance(node, (int, float)) and not isinstance(node, bool) and abs(node) > _I_JSON_MAX:
+            problems.append(Problem(where, "maximum" if node > 0 else "minimum", _I_JSON, str(node)[:40]))
+    if problems:
+        raise ContractViolation(contract="chunk-id", problems=tuple(sorted(problems, key=str)))
+
+
 def hash_pairs(record: Mapping[str, Any]) -> list[list[Any]]:
-    """The ``[field, value]`` pairs that ``hashInputs`` names, checked for the kbconform-v1 profile."""
-    inputs = record.get("hashInputs")
-    if not isinstance(inputs, (list, tuple)) or not inputs:
+    """The ``[field, value]`` pairs that ``hashInputs`` names, checked for the kbconform-v1 profile.
+
+    Values are read as the JSON rule of ``kbconform.validate`` reads them (enum members as
+    their values); a value that is not JSON, or holds a number beyond +/-(2**53-1), is refused
+    with a pointer to it, as ``validate`` refuses it.
+    """
+    named = record.get("hashInputs")
+    inputs = None if _json.problems(named) else _json.plain(named)
+    if not isinstance(inputs, list) or not inputs:
         raise _violation("/hashInputs", "hashInputs", "a non-empty list of field names", repr(inputs))
     pairs = []
     for index, field in enumerate(inputs):
+        if not isinstance(field, str):
+            raise _violation(f"/hashInputs/{index}", "type", "a field name", repr(field))
         if field in RESERVED_FIELDS:
             raise _violation(
                 f"/hashInputs/{index}",
@@ -72,7 +105,8 @@ def hash_pairs(record: Mapping[str, Any]) -> list[list[Any]]:
             )
         if field not in record:
             raise _violation(f"/hashInputs/{index}", "missing", "a field this record has", repr(field))
-        pairs.append([field, record[field]])
+        _hashable(f"/{_json.token(field)}", record[field])
+        pairs.append([field, _json.plain(record[field])])
     return pairs
 
 

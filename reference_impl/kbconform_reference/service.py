@@ -28,6 +28,7 @@ import rfc8785
 from kbconform import workspace
 from kbconform.adapter import RevisionResolver
 from kbconform.contract import explain, is_valid
+from kbconform.contract._json import is_plain, plain
 from kbconform.errors import (
     BackendUnavailable,
     ContractViolation,
@@ -195,6 +196,8 @@ class KnowledgeBase:
         ]
         if problems:
             raise ContractViolation(contract="parsed-chunk-v1", problems=tuple(problems))
+        # The JSON validation read: enum members as their values (RFC 8785 refuses plain enums).
+        records = [record if is_plain(record) else plain(record) for record in records]
         visibility = visibility or self.settings.visibility
         if visibility == "private" and principal.agent_identity is None:
             raise Forbidden("ingest", "private chunks need a principal with an agent identity")

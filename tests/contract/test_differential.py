@@ -18,6 +18,8 @@ from kbconform.contract import bundled
 from tests.contract._validators import verdicts
 
 SCHEMAS = ["parsed-chunk-v1", "backup-record-v1", "deletion-signal-v1", "identity-tuple-v1"]
+
+
 def _unrolled(schema: Any, levels: int = 3) -> Any:
     """``schema`` with each recursive local ``$ref`` unrolled ``levels`` deep, then stopped at
     scalars: hypothesis-jsonschema cannot generate from a recursive schema."""
