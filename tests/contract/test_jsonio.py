@@ -7,6 +7,7 @@ import io
 import pytest
 
 from kbconform.contract import iter_records, loads
+from kbconform.contract._jsonio import MAX_DEPTH, MAX_INTEGER_DIGITS
 from kbconform.errors import ContractViolation
 
 
@@ -114,3 +115,90 @@ def test_a_number_split_across_reads_is_read_whole() -> None:
 def test_an_integer_too_long_to_convert_is_an_error_not_a_crash(text: str) -> None:
     """Python refuses to convert very long integers; kbconform reports it as a bad number."""
     assert _lines(text)[-1][2] == "number"
+
+
+def test_nesting_deeper_than_the_limit_is_a_depth_error_never_a_recursion_error() -> None:
+    """A 4 KB line of 2,000 nested arrays is refused by the explicit bound; the limit itself reads."""
+    deep = "[" * 2_000 + "]" * 2_000
+    with pytest.raises(ContractViolation) as caught:
+        loads(deep)
+    assert [problem.keyword for problem in caught.value.problems] == ["depth"]
+    assert loads("[" * MAX_DEPTH + "]" * MAX_DEPTH) == _nested_empty(MAX_DEPTH)
+    with pytest.raises(ContractViolation):
+        loads("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1))
+    assert _lines(f"{deep}\n{{}}") == [(1, None, "depth")]  # an array: the whole input
+    assert _lines(f'{{"a": {deep}}}\n{{}}') == [(1, None, "depth"), (2, {}, None)]
+    assert _lines(f"[{deep}]") == [(1, None, "depth")]
+
+
+def _nested_empty(depth: int) -> object:
+    value: list[object] = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting() -> None:
+    """Positive control: a string full of brackets is not deep."""
+    text = '{"a": "' + "[{" * 1_000 + '"}'
+    assert loads(text) == {"a": "[{" * 1_000}
+
+
+@pytest.mark.parametrize("text", ["1e400", "[-1e400]", '{"x": 1.8e308}'])
+def test_a_number_beyond_a_double_is_refused_not_read_as_infinity(text: str) -> None:
+    """json reads 1e400 as inf; the strict reader refuses it like Infinity."""
+    with pytest.raises(ContractViolation) as caught:
+        loads(text)
+    assert [problem.keyword for problem in caught.value.problems] == ["number"]
+    assert loads("1.7976931348623157e308") == 1.7976931348623157e308
+
+
+def test_integers_longer_than_the_limit_are_refused() -> None:
+    """A 4,000-digit integer is refused (Python would read it, slowly); the limit itself reads."""
+    with pytest.raises(ContractViolation) as caught:
+        loads("4" * 4_000)
+    assert caught.value.problems[0].keyword == "number"
+    assert loads("-" + "9" * MAX_INTEGER_DIGITS) == -int("9" * MAX_INTEGER_DIGITS)
+    with pytest.raises(ContractViolation):
+        loads("9" * (MAX_INTEGER_DIGITS + 1))
+
+
+def _byte_lines(data: bytes) -> list[tuple[int, object, str | None]]:
+    return [
+        (item.line, item.value, item.error.problems[0].keyword if item.error else None)
+        for item in iter_records(io.BytesIO(data))
+    ]
+
+
+def test_a_bad_byte_spoils_only_its_own_jsonl_line_reported_at_its_line() -> None:
+    """Line 2,001 of 3,000 holds a byte that is not UTF-8: that line is the error, every other reads."""
+    lines = [b'{"n": %d}' % number for number in range(1, 3_001)]
+    lines[2_000] = b'{"n": "\xff"}'
+    read = _byte_lines(b"\n".join(lines) + b"\n")
+    assert [(line, keyword) for line, _, keyword in read if keyword] == [(2_001, "encoding")]
+    assert [value["n"] for _, value, keyword in read if not keyword] == [  # type: ignore[index]
+        number for number in range(1, 3_001) if number != 2_001
+    ]
+
+
+def test_valid_utf8_in_bytes_reads_like_text() -> None:
+    """Positive control: multi-byte characters and CRLF line ends read from bytes as from text."""
+    data = '{"a": "é"}\r\n{"b": "\U0001f600"}\r\n'.encode()
+    assert _byte_lines(data) == [(1, {"a": "é"}, None), (2, {"b": "\U0001f600"}, None)]
+
+
+def test_a_bad_byte_ends_an_array_at_its_own_line_after_the_elements_before_it() -> None:
+    """An array cannot be resynchronised: elements before the byte are read, then the error."""
+    elements = [b'{"n": %d}' % number for number in range(1, 3_001)]
+    elements[2_000] = b'{"n": "\xc3("}'
+    read = _byte_lines(b"[\n" + b",\n".join(elements) + b"\n]\n")
+    assert read[-1] == (2_002, None, "encoding")
+    assert len(read) == 2_001
+    assert read[-2] == (2_001, {"n": 2_000}, None)
+
+
+def test_a_multibyte_character_split_across_reads_is_not_a_bad_byte() -> None:
+    """The array reader decodes incrementally: a character cut by a chunk boundary reads whole."""
+    padding = "x" * (65_536 - 7)  # the first byte of "é" is the last byte of the first read
+    data = f'["{padding}", "é"]'.encode()
+    assert _byte_lines(data) == [(1, padding, None), (1, "é", None)]
