@@ -1,6 +1,8 @@
 """The ``kbconform`` command line.
 
-Exit codes: 0 all good, 1 something was invalid (or a check failed), 2 usage error.
+Exit codes: 0 all good, 1 something was invalid (or a check failed), 2 usage error (or an input
+or output that cannot be read or written), 141 standard output closed early (a broken pipe,
+as a shell reports a process killed by SIGPIPE).
 """
 
 from __future__ import annotations
@@ -8,10 +10,12 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
 
@@ -33,12 +37,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     arguments = parser.parse_args(argv)
     try:
-        return int(arguments.handler(arguments))
+        if sys.stdout is None:
+            raise UsageError("standard output is closed")
+        code = int(arguments.handler(arguments))
+        sys.stdout.flush()  # a failing output fails here, not at exit
+        return code
     except UsageError as error:
-        print(f"kbconform: error: {error}", file=sys.stderr)
+        _error(str(error))
         return EXIT_USAGE
-    except BrokenPipeError:  # e.g. piped into head
-        return EXIT_OK
+    except BrokenPipeError:  # e.g. piped into head: the output was cut short, which is no success
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except OSError as error:  # an output failing mid-way: a full disk, a bad descriptor
+        # Inputs and files name themselves (read_items, report.write); a nameless error is the output.
+        _silence_stdout()
+        _error(_os_error(error, None if error.filename else "standard output"))
+        return EXIT_USAGE
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -240,29 +254,33 @@ def _schema_name(name: str) -> str:
 
 
 @contextmanager
-def open_input(path: str) -> Iterator[IO[str]]:
-    """Standard input for ``-``, else the file; a missing or unreadable file is a usage error."""
+def open_input(path: str) -> Iterator[IO[bytes]]:
+    """Standard input for ``-``, else the file, as bytes (decoded line by line by the reader).
+
+    A missing, unreadable or closed input is a usage error.
+    """
     if path == "-":
-        yield io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="strict")
+        if sys.stdin is None or sys.stdin.closed:
+            raise UsageError("cannot read standard input: it is closed")
+        yield sys.stdin.buffer
         return
     try:
-        stream = Path(path).open(encoding="utf-8")  # noqa: SIM115 - closed by the with below
+        stream = Path(path).open("rb")  # noqa: SIM115 - closed by the with below
     except OSError as error:
-        raise UsageError(f"cannot read {path!r}: {error.strerror}") from None
+        raise UsageError(_os_error(error, repr(path), "cannot read")) from None
     with stream:
         yield stream
 
 
-def read_items(stream: IO[str]) -> Iterator[Item]:
-    """The records of ``stream``; text that is not UTF-8 ends the stream with an error item."""
-    line = 0
+def read_items(stream: IO[bytes], name: str = "the input") -> Iterator[Item]:
+    """The records of ``stream``; a line that is not UTF-8 is an error item at its own line.
+
+    An input that fails while read (a directory, a closed descriptor) is a usage error.
+    """
     try:
-        for item in iter_records(stream):
-            line = item.line
-            yield item
-    except UnicodeDecodeError as error:
-        problem = Problem("", "encoding", "UTF-8 text", f"byte {error.object[error.start]:#04x}")
-        yield Item(line + 1, error=ContractViolation(contract="json", problems=(problem,)))
+        yield from iter_records(stream)
+    except OSError as error:
+        raise UsageError(_os_error(error, name, "cannot read")) from None
 
 
 class _Progress:
@@ -289,7 +307,7 @@ def _validate(arguments: argparse.Namespace) -> int:
     records = invalid = 0
     progress = _Progress()
     with open_input(arguments.file) as stream:
-        for item in read_items(stream):
+        for item in read_items(stream, _input_name(arguments.file)):
             records += 1
             progress.tick(records)
             if item.error is not None:
@@ -326,7 +344,7 @@ def _chunk_ids(arguments: argparse.Namespace) -> int:
         raise UsageError(f"--repo: not a valid repository slug: {arguments.repo!r}")
     records = invalid = 0
     with open_input(arguments.file) as stream:
-        for item in read_items(stream):
+        for item in read_items(stream, _input_name(arguments.file)):
             records += 1
             problems: Sequence[Problem] = ()
             if item.error is not None:
@@ -517,12 +535,9 @@ def _suites(arguments: argparse.Namespace, adapter: str, **options: Any) -> Any:
 def _verify(arguments: argparse.Namespace) -> int:
     from kbconform import report as reports
 
-    with open_input(arguments.report) as stream:
-        try:
-            data = json.load(stream)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            print(f"{arguments.report}: KB_REPORT_INVALID: not JSON: {error}", file=sys.stderr)
-            return EXIT_INVALID
+    data = read_report(arguments.report)
+    if data is None:
+        return EXIT_INVALID
     try:
         reports.verify(data)
     except ContractViolation as error:
@@ -630,6 +645,102 @@ def _mutants(arguments: argparse.Namespace) -> int:
     survivors = [r.name for r in results if not r.killed]
     print(f"\n{len(results) - len(survivors)} of {len(results)} mutants killed")
     return EXIT_OK if not survivors else EXIT_INVALID
+
+
+# -- inputs and outputs -------------------------------------------------------------------------
+
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a process a closed pipe ended
+#: The largest report ``kbconform verify`` reads; a larger file is refused before it is read.
+MAX_REPORT_BYTES = 64 * 1024 * 1024
+
+
+def _error(message: str) -> None:
+    with suppress(OSError, ValueError, AttributeError):  # no standard error to complain to
+        print(f"kbconform: error: {message}", file=sys.stderr, flush=True)
+
+
+def _os_error(error: OSError, what: str | None = None, verb: str = "cannot write") -> str:
+    """One line for an input or output that failed: what, and the system's reason."""
+    reason = error.strerror or str(error)
+    if what is None and error.filename is not None:
+        what = repr(str(error.filename))
+    return f"{verb} {what}: {reason}" if what else reason
+
+
+def _silence_stdout() -> bool:
+    """Point standard output at the null device if writing to it fails; True if it did.
+
+    Python flushes standard output once more at exit; without this, a broken pipe or a full
+    disk would end the process with "Exception ignored" and a traceback after the real error.
+    """
+    try:
+        sys.stdout.flush()
+        return False
+    except (OSError, ValueError):
+        pass
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):
+        pass
+    return True
+
+
+def _input_name(path: str) -> str:
+    return "standard input" if path == "-" else repr(path)
+
+
+def check_output_path(path: str | Path) -> None:
+    """Refuse, before any work, an output path that cannot be written; raise :class:`UsageError`.
+
+    Refused: a directory, a path whose directory does not exist, and a directory kbconform may
+    not create files in (permissions, a read-only file system). A symbolic link is judged by
+    where it points, as :func:`kbconform.report.write` writes there.
+    """
+    target = Path(os.path.realpath(path))
+    if target.is_dir():
+        raise UsageError(f"cannot write {str(path)!r}: it is a directory")
+    if not target.parent.is_dir():
+        raise UsageError(f"cannot write {str(path)!r}: directory {str(target.parent)!r} does not exist")
+    try:
+        with tempfile.TemporaryFile(dir=target.parent):
+            pass
+    except OSError as error:
+        raise UsageError(_os_error(error, repr(str(path)))) from None
+
+
+def read_report(path: str) -> Any:
+    """The report at ``path`` read strictly, or None after printing why it is not one.
+
+    At most :data:`MAX_REPORT_BYTES` bytes are read; the strict reader refuses duplicate keys,
+    NaN, lone surrogates, over-long integers and deep nesting (``KB_REPORT_INVALID``).
+    """
+    from kbconform.contract import loads
+
+    with open_input(path) as stream:
+        try:
+            size = os.fstat(stream.fileno()).st_size
+        except (OSError, ValueError, io.UnsupportedOperation):
+            size = 0
+        try:
+            data = b"" if size > MAX_REPORT_BYTES else stream.read(MAX_REPORT_BYTES + 1)
+        except OSError as error:
+            raise UsageError(_os_error(error, _input_name(path), "cannot read")) from None
+    if size > MAX_REPORT_BYTES or len(data) > MAX_REPORT_BYTES:
+        print(
+            f"{path}: KB_REPORT_INVALID: larger than {MAX_REPORT_BYTES} bytes, the most a report may be",
+            file=sys.stderr,
+        )
+        return None
+    try:
+        return loads(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        print(f"{path}: KB_REPORT_INVALID: not JSON: not UTF-8 (byte {error.start})", file=sys.stderr)
+    except ContractViolation as error:
+        print(f"{path}: KB_REPORT_INVALID: not JSON, read strictly", file=sys.stderr)
+        _print_problems(error.problems)
+    return None
 
 
 if __name__ == "__main__":

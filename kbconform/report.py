@@ -90,11 +90,49 @@ def read(path: str | Path) -> Any:
 
 
 def write(path: str | Path, text: str) -> None:
-    """Write ``text`` whole or not at all: a temporary file beside ``path``, then a rename."""
-    target = Path(path)
-    partial = target.with_name(f".{target.name}.partial")
-    partial.write_text(text, encoding="utf-8")
-    partial.replace(target)
+    """Write ``text`` (UTF-8) to ``path`` whole or not at all: a reader never sees half a file.
+
+    The text goes to a new temporary file beside the target, reaches the disk (fsync), then is
+    renamed over the target. A symbolic link is followed: the file it points to is replaced
+    (beside itself) and the link stays. On any failure the temporary file is removed, the
+    target is left as it was, and an :class:`OSError` naming ``path`` is raised (the subclass
+    says why: ``IsADirectoryError``, ``FileNotFoundError``, ``PermissionError``, ...).
+    """
+    import contextlib
+    import errno
+    import os
+    import secrets
+
+    data = text.encode("utf-8")
+    target = Path(os.path.realpath(path))
+    if target.is_dir():
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    partial = target.with_name(f".{target.name}.{secrets.token_hex(4)}.partial")
+    try:
+        mode = target.stat().st_mode & 0o7777 if target.exists() else None
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, str(path)) from None
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            if mode is not None:
+                os.fchmod(descriptor, mode)  # replacing a file keeps its permissions
+            file.write(data)
+            file.flush()
+            os.fsync(descriptor)
+        partial.replace(target)
+    except BaseException as error:
+        with contextlib.suppress(OSError):
+            partial.unlink()
+        if isinstance(error, OSError):
+            raise OSError(error.errno, error.strerror, str(path)) from None
+        raise
+    with contextlib.suppress(OSError):  # the rename itself survives a crash once its directory is synced
+        directory = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
 
 
 def render_catalogue(catalogue: Mapping[str, Any]) -> str:
