@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -93,3 +96,42 @@ def test_golden_check_passes_on_the_shipped_fixtures_and_fails_with_a_diff_on_a_
     code, _, err = _run(capsys, "golden", "check", "--dir", str(tmp_path / "nowhere"))
     assert code == 2
     assert "workspaces.json" in err
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_parse_does_not_block_on_a_fifo_in_the_workspace(tmp_path: Path) -> None:
+    """A FIFO named *.py is skipped: the command finishes (well inside a deadline) with the real file."""
+    (tmp_path / "real.py").write_text("x = 1\n", encoding="utf-8")
+    os.mkfifo(tmp_path / "pipe.py")
+    command = [
+        sys.executable,
+        "-m",
+        "kbconform.cli",
+        "parse",
+        str(tmp_path),
+        "--tenant",
+        "acme",
+        "--repo",
+        "r",
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["sourcePath"] for line in done.stdout.splitlines()] == ["real.py"]
+
+
+def test_parse_refuses_a_file_over_the_configured_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """max_file_bytes in kbconform.toml: one byte over is exit 1 naming the file and the limit."""
+    (tmp_path / "notes.md").write_text("# N\n" + "x" * 60, encoding="utf-8")
+    config = tmp_path / "kbconform.toml"
+    config.write_text("max_file_bytes = 64\n", encoding="utf-8")
+    assert (
+        _run(capsys, "parse", str(tmp_path), "--tenant", "a", "--repo", "r", "--config", str(config))[0] == 0
+    )
+    (tmp_path / "notes.md").write_text("# N\n" + "x" * 61, encoding="utf-8")
+    code, out, err = _run(
+        capsys, "parse", str(tmp_path), "--tenant", "a", "--repo", "r", "--config", str(config)
+    )
+    assert (code, out) == (1, "")
+    assert "notes.md: expected a file of at most 64 bytes" in err

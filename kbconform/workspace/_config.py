@@ -7,6 +7,8 @@ Keys (TOML, or any mapping)::
     custom_sources = ["pkg.mod:MySource", {class = "pkg.mod:Other", name = "other"}]
     custom_parsers = ["pkg.mod:MyParser"]
 
+    max_file_bytes = 16777216       # the largest file a parser reads (default 16 MiB)
+
     [source_paths]
     markdown-docs = "handbook/**/*.md"                       # scalar: the include globs
     python-modules = ["src/**/*.py", "tools/**/*.py"]         # list: the include globs
@@ -39,7 +41,17 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-_KEYS = ("use_default_sources", "use_default_parsers", "custom_sources", "custom_parsers", "source_paths")
+_KEYS = (
+    "use_default_sources",
+    "use_default_parsers",
+    "custom_sources",
+    "custom_parsers",
+    "source_paths",
+    "max_file_bytes",
+)
+#: The largest file a parser is given unless the configuration says otherwise (16 MiB): a
+#: larger one is refused, naming the file and the limit, before it is read.
+MAX_FILE_BYTES = 16 * 1024 * 1024
 _CONTRACT = "registry-config"
 
 
@@ -54,10 +66,12 @@ def _escape(token: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Config:
-    """A resolved configuration: the registry, and the paths of every registered source."""
+    """A resolved configuration: the registry, the paths of every registered source, and the
+    largest file a parser is given (``max_file_bytes``)."""
 
     registry: Registry
     paths: Mapping[str, Paths]
+    max_file_bytes: int = MAX_FILE_BYTES
 
     @classmethod
     def default(cls) -> Config:
@@ -203,7 +217,10 @@ def load_config(data: Mapping[str, Any]) -> Config:
                 f"parser {source.parser_id!r}, which source {name!r} reads with, registered (have: {known})",
                 "not registered",
             )
-    return Config(registry, MappingProxyType(paths))
+    limit = data.get("max_file_bytes", MAX_FILE_BYTES)
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise _error("/max_file_bytes", "type", "a positive whole number of bytes", limit)
+    return Config(registry, MappingProxyType(paths), limit)
 
 
 def read_config(path: str | Path) -> Config:

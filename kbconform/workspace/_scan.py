@@ -1,11 +1,14 @@
 """Turn a workspace into parsed-chunk-v1 records, deterministically.
 
-1. Walk the workspace in sorted order. Symbolic links are not followed, so a workspace cannot
-   pull in files from outside itself; ``.git`` directories are not entered.
+1. Walk the workspace in sorted order. Only regular files are read: symbolic links are not
+   followed, so a workspace cannot pull in files from outside itself, and FIFOs, sockets and
+   devices are never opened (reading one could block forever); ``.git`` directories are not
+   entered.
 2. Each file belongs to the first source, in registry order, whose paths own it.
 3. Source by source (registry order), file by file (sorted by path), the source's parser turns
    the file (UTF-8, line endings normalized to ``\\n``, a leading byte-order mark dropped) into
-   chunks, and each chunk becomes a record stamped with the client's claimed identity.
+   chunks, and each chunk becomes a record stamped with the client's claimed identity. A file
+   larger than the configuration's ``max_file_bytes`` (16 MiB by default) is refused unread.
 4. Every record is validated against parsed-chunk-v1. Chunks with identical hash inputs are one
    chunk (same id in every namespace): the first is kept.
 
@@ -16,6 +19,7 @@ Any failure (undecodable file, a parser error, an invalid record) raises
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,7 +31,7 @@ from kbconform.contract.models import IDENTITY_RULES
 from kbconform.errors import ContractViolation, Problem
 from kbconform.identity import legacy_id
 from kbconform.registry import Chunk, Paths
-from kbconform.workspace._config import Config
+from kbconform.workspace._config import MAX_FILE_BYTES, Config
 
 _SCHEMA_VERSION = "1.0.0"
 _CONTRACT = "workspace"
@@ -37,8 +41,18 @@ def _error(pointer: str, keyword: str, expected: str, got: str) -> ContractViola
     return ContractViolation(contract=_CONTRACT, problems=(Problem(pointer, keyword, expected, got),))
 
 
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:  # gone since the directory was listed
+        return False
+
+
 def walk(root: Path) -> Iterator[str]:
-    """Every regular file under ``root`` as a '/'-separated relative path, in sorted order."""
+    """Every regular file under ``root`` as a '/'-separated relative path, in sorted order.
+
+    Symbolic links, FIFOs, sockets and devices are left out.
+    """
     for directory, subdirectories, files in os.walk(root):
         here = Path(directory)
         subdirectories[:] = sorted(
@@ -46,7 +60,7 @@ def walk(root: Path) -> Iterator[str]:
         )
         relative = here.relative_to(root).as_posix()
         for name in sorted(files):
-            if not (here / name).is_symlink():
+            if _regular(here / name):
                 yield name if relative == "." else f"{relative}/{name}"
 
 
@@ -83,8 +97,27 @@ def _passes(key: str, value: str) -> bool:
     return True
 
 
-def _decode(root: Path, path: str) -> str:
-    data = (root / path).read_bytes()
+def _read(root: Path, path: str, limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes, never following a link or blocking."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        descriptor = os.open(root / path, flags)
+    except OSError as error:
+        raise _error(path, "file", "a readable regular file", error.strerror or str(error)) from None
+    with os.fdopen(descriptor, "rb") as file:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):  # replaced since the walk
+            raise _error(path, "file", "a regular file", "something else")
+        data = file.read(limit + 1) if status.st_size <= limit else b""
+    if status.st_size > limit or len(data) > limit:
+        raise _error(
+            path, "size", f"a file of at most {limit} bytes (max_file_bytes)", f"{status.st_size} bytes"
+        )
+    return data
+
+
+def _decode(root: Path, path: str, limit: int = MAX_FILE_BYTES) -> str:
+    data = _read(root, path, limit)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -135,7 +168,7 @@ def scan(
     for name, paths in assign(list(walk(root)), config).items():
         parser = config.registry.parsers[config.registry.sources[name].parser_id]
         for path in paths:
-            for index, chunk in enumerate(parser.parse(path, _decode(root, path))):
+            for index, chunk in enumerate(parser.parse(path, _decode(root, path, config.max_file_bytes))):
                 if not isinstance(chunk, Chunk):
                     raise _error(
                         f"{path}#{index}", "protocol", "a kbconform.registry.Chunk", type(chunk).__name__

@@ -12,7 +12,8 @@ import pytest
 from kbconform.contract import is_valid
 from kbconform.errors import ContractViolation
 from kbconform.registry import Chunk, Paths, Registry
-from kbconform.workspace import Config, scan
+from kbconform.workspace import Config, load_config, scan
+from kbconform.workspace._config import MAX_FILE_BYTES
 from kbconform.workspace._scan import walk
 
 
@@ -202,3 +203,36 @@ def test_chunks_with_identical_hash_inputs_are_one_chunk(tmp_path: Path) -> None
     root = workspace(tmp_path, {"a.txt": "x\n"})
     same, other = Chunk("note", "A", "x"), Chunk("note", "A", "y")
     assert [r["content"] for r in run(root, custom(same, same, other))] == ["x", "y"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_only_regular_files_are_walked_never_a_fifo(tmp_path: Path) -> None:
+    """A FIFO named like a source file is left out (opening it would block); the real file is read."""
+    workspace(tmp_path, {"real.py": "x = 1\n"})
+    os.mkfifo(tmp_path / "blocking.py")
+    assert list(walk(tmp_path)) == ["real.py"]
+    assert paths(run(tmp_path)) == [("real.py", "module")]
+
+
+def test_a_file_over_the_size_limit_is_refused_naming_file_and_limit(tmp_path: Path) -> None:
+    """max_file_bytes bounds what a parser is given: one byte over is an error, the limit itself reads."""
+    workspace(tmp_path, {"docs/big.md": "# T\n" + "x" * 96, "small.md": "# S\n"})
+    limited = load_config({"max_file_bytes": 100})
+    assert Config.default().max_file_bytes == MAX_FILE_BYTES == 16 * 1024 * 1024
+    assert sorted(r["sourcePath"] for r in run(tmp_path, limited)) == ["docs/big.md", "small.md"]
+    (tmp_path / "docs/big.md").write_text("# T\n" + "x" * 97, encoding="utf-8")
+    with pytest.raises(ContractViolation) as caught:
+        run(tmp_path, limited)
+    problem = caught.value.problems[0]
+    assert (problem.pointer, problem.keyword, problem.got) == ("docs/big.md", "size", "101 bytes")
+    assert "at most 100 bytes" in problem.expected
+    assert len(run(tmp_path)) == 2  # the default limit reads it
+
+
+@pytest.mark.parametrize("limit", [0, -1, True, "16MiB", 1.5])
+def test_a_bad_size_limit_is_an_error_naming_the_key(limit: object) -> None:
+    """max_file_bytes is a positive whole number; anything else names the key."""
+    with pytest.raises(ContractViolation) as caught:
+        load_config({"max_file_bytes": limit})
+    assert caught.value.problems[0].pointer == "/max_file_bytes"
+    assert load_config({"max_file_bytes": 1}).max_file_bytes == 1
