@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from kbconform.cli import main
+from kbconform import cli
+from kbconform.cli import UsageError, check_output_path, main
+from kbconform.report import write
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -133,3 +143,284 @@ def test_chunk_id_reports_invalid_records_and_bad_arguments(
     code, _, err = _run(capsys, "chunk-id", "--tenant", "Acme", "--repo", "main-app", str(mixed))
     assert code == 2
     assert "--tenant" in err
+
+
+# -- inputs and outputs that fail ---------------------------------------------------------------
+
+_INVALID = {
+    "schemaVersion": "1.0.0",
+    "tenantId": "Upper",
+    "repoSlug": "app",
+    "rootKind": "bare-repo",
+    "sourcePath": "a.md",
+    "content": "x",
+    "hashInputs": ["content"],
+    "parserId": "p",
+    "parserVersion": "1.0.0",
+    "kind": "k",
+    "name": "n",
+}
+_CLI = [sys.executable, "-m", "kbconform.cli"]
+
+
+def _records(path: Path, count: int, record: dict[str, object] = _INVALID) -> Path:
+    path.write_text("".join(json.dumps(record) + "\n" for _ in range(count)), encoding="utf-8")
+    return path
+
+
+def test_a_reader_that_stops_early_makes_validate_exit_141_without_a_traceback(tmp_path: Path) -> None:
+    """`validate | head -1` under pipefail: a broken pipe is not success, and stderr stays clean."""
+    big = _records(tmp_path / "big.jsonl", 5_000)  # far more than a pipe holds: the pipe must break
+    with subprocess.Popen(
+        [*_CLI, "validate", "--schema", "parsed-chunk-v1", str(big)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as process:
+        assert process.stdout is not None
+        assert process.stderr is not None
+        first = process.stdout.readline()
+        process.stdout.close()
+        err = process.stderr.read()
+        code = process.wait(timeout=120)
+    assert first.startswith(b"1:/tenantId:")
+    assert (code, err) == (141, b"")
+    done = subprocess.run(
+        [*_CLI, "validate", "--schema", "parsed-chunk-v1", str(big)], capture_output=True, check=False
+    )
+    assert (done.returncode, done.stderr) == (1, b"")  # the control: read to the end, exit 1
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="the shell pipeline needs bash")
+def test_a_shell_pipeline_into_head_fails_under_pipefail(tmp_path: Path) -> None:
+    """The pipeline's status is kbconform's 141 when records were invalid and the reader left."""
+    big = _records(tmp_path / "big.jsonl", 5_000)
+    command = " ".join([*_CLI, "validate", "--schema", "parsed-chunk-v1", str(big)])
+    done = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {command} | head -1"], capture_output=True, text=True, check=False
+    )
+    assert (done.returncode, done.stderr, len(done.stdout.splitlines())) == (141, "", 1)
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="closing standard input needs a shell")
+def test_a_closed_standard_input_is_a_usage_error_not_a_traceback() -> None:
+    """`validate - <&-` and `chunk-id - <&-`: one line, exit 2."""
+    for argv in (
+        ["validate", "--schema", "parsed-chunk-v1", "-"],
+        ["chunk-id", "--tenant", "a", "--repo", "r"],
+    ):
+        command = " ".join([*_CLI, *argv])
+        done = subprocess.run(["bash", "-c", f"{command} <&-"], capture_output=True, text=True, check=False)
+        assert (done.returncode, done.stderr) == (
+            2,
+            "kbconform: error: cannot read standard input: it is closed\n",
+        )
+    done = subprocess.run(
+        [*_CLI, "validate", "--schema", "parsed-chunk-v1", "-"],
+        input=json.dumps(_INVALID),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (done.returncode, done.stdout.splitlines()[-1]) == (1, "1 records, 1 invalid")
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this platform")
+@pytest.mark.parametrize("count", [3, 5_000], ids=["buffered-to-exit", "fails-mid-way"])
+def test_a_full_disk_on_standard_output_is_one_line_exit_2(tmp_path: Path, count: int) -> None:
+    """Standard output on /dev/full: a one-line error, no traceback, no 'Exception ignored'."""
+    path = _records(tmp_path / "records.jsonl", count)
+    with Path("/dev/full").open("wb") as full:
+        done = subprocess.run(
+            [*_CLI, "validate", "--schema", "parsed-chunk-v1", str(path)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    assert (done.returncode, done.stderr) == (
+        2,
+        "kbconform: error: cannot write standard output: No space left on device\n",
+    )
+
+
+def _bad_byte_file(path: Path) -> Path:
+    lines = [
+        json.dumps({**_INVALID, "tenantId": "acme", "name": f"n{number}"}).encode() for number in range(3_000)
+    ]
+    lines[2_000] = lines[2_000].replace(b'"n2000"', b'"n\xff"')
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def test_a_bad_byte_is_reported_at_its_line_and_every_other_record_is_processed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Line 2,001 is not UTF-8: validate reports exactly it; chunk-id prints the 2,999 other ids."""
+    path = _bad_byte_file(tmp_path / "records.jsonl")
+    code, out, _ = _run(capsys, "validate", "--schema", "parsed-chunk-v1", str(path))
+    assert code == 1
+    assert out.splitlines() == [
+        "2001:: expected UTF-8 text; got byte 0xff [encoding]",
+        "3000 records, 1 invalid",
+    ]
+    code, out, err = _run(capsys, "chunk-id", "--tenant", "acme", "--repo", "app", str(path))
+    assert (code, len(out.split()), err.splitlines()[-1]) == (1, 2_999, "3000 records, 1 invalid")
+    assert err.splitlines()[0].startswith("2001::")
+
+
+def test_an_input_that_is_a_directory_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A directory as the input file: one line, exit 2."""
+    code, _, err = _run(capsys, "validate", "--schema", "parsed-chunk-v1", str(tmp_path))
+    assert code == 2
+    assert err == f"kbconform: error: cannot read {str(tmp_path)!r}: Is a directory\n"
+
+
+def _unwritable_directory(tmp_path: Path) -> Path:
+    """A directory no file can be created in, even by root (who ignores permissions)."""
+    if os.geteuid() != 0:
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        return locked
+    try:
+        with tempfile.TemporaryFile(dir="/sys"):
+            pass
+    except OSError:
+        return Path("/sys")
+    pytest.skip("running as root with no read-only directory to test against")
+
+
+def test_check_output_path_refuses_what_cannot_be_written(tmp_path: Path) -> None:
+    """A directory, a missing directory and an unwritable one are refused with a reason."""
+    (tmp_path / "a-file").write_text("x", encoding="utf-8")
+    refused = {
+        str(tmp_path): "it is a directory",
+        str(tmp_path / "missing" / "out.json"): "does not exist",
+        str(tmp_path / "a-file" / "out.json"): "does not exist",
+        str(_unwritable_directory(tmp_path) / "out.json"): "cannot write",
+    }
+    for path, reason in refused.items():
+        with pytest.raises(UsageError, match=reason):
+            check_output_path(path)
+
+
+def test_check_output_path_accepts_new_and_existing_files_and_links(tmp_path: Path) -> None:
+    """Positive control: a new file, an existing one, and a symbolic link to a writable place."""
+    (tmp_path / "old.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "link.json").symlink_to(tmp_path / "old.json")
+    for name in ("new.json", "old.json", "link.json"):
+        assert check_output_path(tmp_path / name) is None
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["link.json", "old.json"]
+
+
+def test_write_replaces_the_target_whole_and_keeps_its_permissions(tmp_path: Path) -> None:
+    """The text lands whole; an existing file keeps its mode; no temporary file is left."""
+    target = tmp_path / "report.json"
+    write(target, "first\n")
+    target.chmod(0o640)
+    write(target, "second\n")
+    assert target.read_text(encoding="utf-8") == "second\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert [path.name for path in tmp_path.iterdir()] == ["report.json"]
+
+
+def test_write_through_a_symbolic_link_writes_its_target_and_keeps_the_link(tmp_path: Path) -> None:
+    """$GITHUB_STEP_SUMMARY may be a link: the file it points to is replaced, beside itself."""
+    real = tmp_path / "real" / "summary.md"
+    real.parent.mkdir()
+    real.write_text("old\n", encoding="utf-8")
+    link = tmp_path / "summary.md"
+    link.symlink_to(real)
+    write(link, "new\n")
+    assert link.is_symlink()
+    assert real.read_text(encoding="utf-8") == "new\n"
+    assert sorted(path.name for path in real.parent.iterdir()) == ["summary.md"]
+
+
+def test_a_failed_write_removes_its_temporary_file_and_leaves_the_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure before the rename (here: the disk refusing to sync) changes nothing and says so."""
+    target = tmp_path / "report.json"
+    target.write_text("before\n", encoding="utf-8")
+
+    def full(descriptor: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError, match="No space left") as caught:
+        write(target, "after\n")
+    assert caught.value.filename == str(target)
+    assert target.read_text(encoding="utf-8") == "before\n"
+    assert [path.name for path in tmp_path.iterdir()] == ["report.json"]
+
+
+def test_write_refuses_a_directory_a_missing_directory_and_an_unwritable_place(tmp_path: Path) -> None:
+    """Each is an OSError subclass naming the path, with nothing left behind."""
+    with pytest.raises(IsADirectoryError):
+        write(tmp_path, "x")
+    with pytest.raises(FileNotFoundError) as caught:
+        write(tmp_path / "missing" / "out.json", "x")
+    assert caught.value.filename == str(tmp_path / "missing" / "out.json")
+    with pytest.raises(OSError, match=r"out\.json"):
+        write(_unwritable_directory(tmp_path) / "out.json", "x")
+    assert [path.name for path in tmp_path.iterdir() if path.name != "locked"] == []
+
+
+# -- verify reads reports strictly --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('{"seed": 1, "seed": 2}', "duplicate-key"),
+        ('{"seed": NaN}', "number"),
+        ('{"seed": 1e400}', "number"),
+        ('{"note": "\\ud800"}', "string"),
+        ('{"seed": ' + "7" * 4_000 + "}", "number"),
+        ('{"deep": ' + "[" * 300 + "]" * 300 + "}", "depth"),
+    ],
+    ids=["duplicate-key", "NaN", "1e400", "lone-surrogate", "4000-digits", "300-levels"],
+)
+def test_verify_reads_a_report_strictly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, problem: str
+) -> None:
+    """What plain json.load accepts but no report holds is KB_REPORT_INVALID, exit 1."""
+    path = tmp_path / "report.json"
+    path.write_text(text, encoding="utf-8")
+    code, _, err = _run(capsys, "verify", str(path))
+    assert code == 1
+    assert "KB_REPORT_INVALID: not JSON" in err
+    assert f"[{problem}]" in err
+    path.write_text('{"seed": 1}', encoding="utf-8")
+    code, _, err = _run(capsys, "verify", str(path))
+    assert code == 1
+    assert "not JSON" not in err  # the control: read fine, then rejected as a report
+
+
+def test_verify_refuses_a_report_over_the_size_limit_without_reading_it_whole(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A file is measured first; a stream is read for at most the limit and one byte."""
+    monkeypatch.setattr(cli, "MAX_REPORT_BYTES", 1_000)
+    path = tmp_path / "big.json"
+    path.write_text('{"pad": "' + "x" * 5_000 + '"}', encoding="utf-8")
+    code, _, err = _run(capsys, "verify", str(path))
+    assert code == 1
+    assert "larger than 1000 bytes" in err
+
+    class Counting(io.BytesIO):
+        consumed = 0
+
+        def read(self, size: int | None = -1) -> bytes:
+            chunk = super().read(size)
+            Counting.consumed += len(chunk)
+            return chunk
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(Counting(path.read_bytes())))
+    code, _, err = _run(capsys, "verify", "-")
+    assert (code, Counting.consumed) == (1, 1_001)
+    assert "larger than 1000 bytes" in err
+    path.write_text('{"pad": 1}', encoding="utf-8")
+    assert "larger than" not in _run(capsys, "verify", str(path))[2]
