@@ -165,17 +165,13 @@ def source(rule: Plan) -> str:
     if rule.keyed:
         lines.append("    if type(instance) is dict:")
         required = [(key, failed) for key, failed in checks if key in rule.required]
-        if required:
+        for key, failed in required:
             lines.append("        try:")
-            lines.extend(
-                f"            value{index} = instance[{key!r}]" for index, (key, _) in enumerate(required)
-            )
+            lines.append(f"            value = instance[{key!r}]")
             lines.append("        except KeyError:")
             lines.append(f"            {slow}")
-            for index, (_, failed) in enumerate(required):
-                lines.append(f"        value = value{index}")
-                lines.append(f"        if {failed}:")
-                lines.append(f"            {slow}")
+            lines.append(f"        if {failed}:")
+            lines.append(f"            {slow}")
         optional = [(key, failed) for key, failed in checks if key not in rule.required]
         scalars = [(key, failed) for key, failed in optional if key not in rule.values]
         if scalars:  # only when an optional property is there (else the record is invalid anyway)

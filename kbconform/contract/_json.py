@@ -39,6 +39,9 @@ def has_surrogate(text: str) -> bool:
     return not text.isascii() and SURROGATE.search(text) is not None
 
 
+_EXACT = frozenset({int, bool, type(None)})  # what is JSON by its type alone
+
+
 def is_plain(value: Any, depth: int = 1) -> bool:
     """True when ``value`` is JSON made of exact ``dict``, ``list`` and scalar types only.
 
@@ -52,7 +55,7 @@ def is_plain(value: Any, depth: int = 1) -> bool:
         for key in value:
             if type(key) is not str or (not key.isascii() and SURROGATE.search(key) is not None):
                 return False
-        items = value.values()
+        items: Any = value.values()
     elif kind is list:
         if depth > MAX_DEPTH:
             return False
@@ -62,18 +65,13 @@ def is_plain(value: Any, depth: int = 1) -> bool:
     elif kind is float:
         return math.isfinite(value)
     else:
-        return kind is int or kind is bool or value is None
+        return kind in _EXACT
     for item in items:
         kind = type(item)
         if kind is str:
             if not item.isascii() and SURROGATE.search(item) is not None:
                 return False
-        elif kind is int or kind is bool or item is None:
-            continue
-        elif kind is float:
-            if not math.isfinite(item):
-                return False
-        elif not is_plain(item, depth + 1):
+        elif kind not in _EXACT and not is_plain(item, depth + 1):
             return False
     return True
 

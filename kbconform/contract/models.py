@@ -170,7 +170,7 @@ class ParsedChunk(_Contract):
     repo_slug: RepoSlug = Field(alias="repoSlug")
     root_kind: RootKind = Field(alias="rootKind")
     source_path: SourcePath = Field(alias="sourcePath")
-    content: str
+    content: Annotated[str, AfterValidator(_string_rule(_chunk_props["content"]))]
     hash_inputs: Annotated[
         tuple[FieldName, ...], BeforeValidator(_as_tuple), Field(min_length=1), AfterValidator(_unique)
     ] = Field(alias="hashInputs")

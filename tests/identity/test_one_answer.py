@@ -25,7 +25,13 @@ MINIMAL = {
     "kind": "module-context",
     "name": "main",
 }
-OPTIONAL = {"line_start": 3, "line_end": 9, "className": "Widget", "extends": "Base", "customMeta": {"a": [1, 2.5]}}
+OPTIONAL = {
+    "line_start": 3,
+    "line_end": 9,
+    "className": "Widget",
+    "extends": "Base",
+    "customMeta": {"a": [1, 2.5]},
+}
 NAMES = [
     *MINIMAL,
     *OPTIONAL,
@@ -61,7 +67,9 @@ def test_validate_and_chunk_id_accept_the_same_hash_inputs(present: set[str], na
     ("named", "pointer"),
     [(["tenantId", "content"], "/hashInputs/0"), (["content", "repoSlug"], "/hashInputs/1")],
 )
-def test_naming_an_identity_field_is_refused_by_validate_as_by_chunk_id(named: list[str], pointer: str) -> None:
+def test_naming_an_identity_field_is_refused_by_validate_as_by_chunk_id(
+    named: list[str], pointer: str
+) -> None:
     """The rule chunk ids enforced is now the schema's: validate refuses it at the same entry."""
     record = {**MINIMAL, "hashInputs": named}
     with pytest.raises(ContractViolation) as by_schema:
