@@ -424,3 +424,19 @@ def test_verify_refuses_a_report_over_the_size_limit_without_reading_it_whole(
     assert "larger than 1000 bytes" in err
     path.write_text('{"pad": 1}', encoding="utf-8")
     assert "larger than" not in _run(capsys, "verify", str(path))[2]
+
+
+def test_a_deeply_nested_line_is_a_depth_error_for_validate_and_chunk_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 4 KB line of 2,000 nested arrays is one invalid record (never a RecursionError); the next reads."""
+    good = {**_INVALID, "tenantId": "acme"}
+    path = tmp_path / "deep.jsonl"
+    deep = '{"customMeta": ' + "[" * 2_000 + "]" * 2_000 + "}"
+    path.write_text(f"{deep}\n{json.dumps(good)}\n", encoding="utf-8")
+    code, out, _ = _run(capsys, "validate", "--schema", "parsed-chunk-v1", str(path))
+    assert (code, out.splitlines()[-1]) == (1, "2 records, 1 invalid")
+    assert out.startswith("1:: expected at most 256 nested arrays and objects; got deeper nesting [depth]")
+    code, out, err = _run(capsys, "chunk-id", "--tenant", "acme", "--repo", "app", str(path))
+    assert (code, len(out.split())) == (1, 1)
+    assert err.startswith("1:: expected at most 256")
