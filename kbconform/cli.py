@@ -8,11 +8,9 @@ as a shell reports a process killed by SIGPIPE).
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -465,7 +463,7 @@ def _run(arguments: argparse.Namespace) -> int:
 
     outputs = [arguments.report, arguments.junitxml, arguments.summary, arguments.badge]
     for path in filter(None, outputs):
-        _output_path(path)
+        check_output_path(path)
     adapter = arguments.adapter or runner.DEFAULT_ADAPTER
     extra = ["-q", *(["--junitxml", str(Path(arguments.junitxml).resolve())] if arguments.junitxml else [])]
     print(f"kbconform run: adapter {adapter}", flush=True)
@@ -508,11 +506,6 @@ def _run(arguments: argparse.Namespace) -> int:
         f"{time.perf_counter() - started:.1f} s"
     )
     return EXIT_OK if outcome.verdict == "pass" else EXIT_INVALID
-
-
-def _output_path(path: str) -> None:
-    if not Path(path).resolve().parent.is_dir():
-        raise UsageError(f"cannot write {path!r}: its directory does not exist")
 
 
 def _suites(arguments: argparse.Namespace, adapter: str, **options: Any) -> Any:
@@ -608,7 +601,7 @@ def _mutants(arguments: argparse.Namespace) -> int:
     from kbconform import runner
 
     if arguments.json:
-        _output_path(arguments.json)
+        check_output_path(arguments.json)
     try:
         with runner.interruptible():
             results = runner.run_mutants(seed=arguments.seed, workers=arguments.jobs, sets=arguments.sets)
@@ -651,7 +644,6 @@ def _mutants(arguments: argparse.Namespace) -> int:
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a process a closed pipe ended
 #: The largest report ``kbconform verify`` reads; a larger file is refused before it is read.
-MAX_REPORT_BYTES = 64 * 1024 * 1024
 
 
 def _error(message: str) -> None:
@@ -692,54 +684,27 @@ def _input_name(path: str) -> str:
 
 
 def check_output_path(path: str | Path) -> None:
-    """Refuse, before any work, an output path that cannot be written; raise :class:`UsageError`.
+    """Refuse, before any work, an output path that cannot be written; raise :class:`UsageError`."""
+    from kbconform.report import unwritable
 
-    Refused: a directory, a path whose directory does not exist, and a directory kbconform may
-    not create files in (permissions, a read-only file system). A symbolic link is judged by
-    where it points, as :func:`kbconform.report.write` writes there.
-    """
-    target = Path(os.path.realpath(path))
-    if target.is_dir():
-        raise UsageError(f"cannot write {str(path)!r}: it is a directory")
-    if not target.parent.is_dir():
-        raise UsageError(f"cannot write {str(path)!r}: directory {str(target.parent)!r} does not exist")
-    try:
-        with tempfile.TemporaryFile(dir=target.parent):
-            pass
-    except OSError as error:
-        raise UsageError(_os_error(error, repr(str(path)))) from None
+    problem = unwritable(path)
+    if problem is not None:
+        raise UsageError(problem)
 
 
 def read_report(path: str) -> Any:
-    """The report at ``path`` read strictly, or None after printing why it is not one.
-
-    At most :data:`MAX_REPORT_BYTES` bytes are read; the strict reader refuses duplicate keys,
-    NaN, lone surrogates, over-long integers and deep nesting (``KB_REPORT_INVALID``).
-    """
-    from kbconform.contract import loads
+    """The report at ``path`` (or standard input) read strictly by :func:`kbconform.report.read`,
+    or None after printing why it is not one."""
+    from kbconform.report import read
 
     with open_input(path) as stream:
         try:
-            size = os.fstat(stream.fileno()).st_size
-        except (OSError, ValueError, io.UnsupportedOperation):
-            size = 0
-        try:
-            data = b"" if size > MAX_REPORT_BYTES else stream.read(MAX_REPORT_BYTES + 1)
+            return read(stream)
         except OSError as error:
             raise UsageError(_os_error(error, _input_name(path), "cannot read")) from None
-    if size > MAX_REPORT_BYTES or len(data) > MAX_REPORT_BYTES:
-        print(
-            f"{path}: KB_REPORT_INVALID: larger than {MAX_REPORT_BYTES} bytes, the most a report may be",
-            file=sys.stderr,
-        )
-        return None
-    try:
-        return loads(data.decode("utf-8"))
-    except UnicodeDecodeError as error:
-        print(f"{path}: KB_REPORT_INVALID: not JSON: not UTF-8 (byte {error.start})", file=sys.stderr)
-    except ContractViolation as error:
-        print(f"{path}: KB_REPORT_INVALID: not JSON, read strictly", file=sys.stderr)
-        _print_problems(error.problems)
+        except ContractViolation as error:
+            print(f"{path}: {error.code}: not JSON, read strictly", file=sys.stderr)
+            _print_problems(error.problems)
     return None
 
 

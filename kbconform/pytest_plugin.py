@@ -107,6 +107,13 @@ def pytest_configure(config: pytest.Config) -> None:
     if seed is None:
         seed = random.SystemRandom().randrange(2**32)
     timeout = _call_timeout(config)
+    target = config.getoption("kbconform_report")
+    if target and not hasattr(config, "workerinput"):
+        from kbconform.report import unwritable
+
+        problem = unwritable(target)
+        if problem is not None:  # refused now, not after the whole run
+            raise pytest.UsageError(f"--kbconform-report: {problem}")
     from kbconform.conformance import DeadlineExceeded
 
     try:

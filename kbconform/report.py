@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import urlsplit, urlunsplit
 
 import rfc8785
@@ -62,15 +62,18 @@ def catalogue_from(report: Mapping[str, Any]) -> dict[str, Any]:
 MAX_REPORT_BYTES = 64 * 1024 * 1024
 
 
-def read(path: str | Path) -> Any:
-    """The JSON value in the report file ``path``, read strictly (duplicate keys, NaN, lone
-    surrogates and over-long integers refused) and bounded in size: never more than
+def read(source: str | Path | BinaryIO) -> Any:
+    """The JSON value of a report (a path, or a binary stream), read strictly: duplicate keys,
+    NaN, lone surrogates, over-long integers and deep nesting are refused, and never more than
     :data:`MAX_REPORT_BYTES` is read. Raises ContractViolation (``KB_REPORT_INVALID``); an
     unreadable path raises OSError."""
     from kbconform.contract import loads
 
-    with Path(path).open("rb") as stream:
-        data = stream.read(MAX_REPORT_BYTES + 1)
+    if isinstance(source, (str, Path)):
+        with Path(source).open("rb") as stream:
+            data = stream.read(MAX_REPORT_BYTES + 1)
+    else:
+        data = source.read(MAX_REPORT_BYTES + 1)
 
     def refuse(problem: Problem) -> ContractViolation:
         return ContractViolation(contract="report-v1", problems=(problem,), code="KB_REPORT_INVALID")
@@ -87,6 +90,29 @@ def read(path: str | Path) -> Any:
         raise ContractViolation(
             contract="report-v1", problems=error.problems, code="KB_REPORT_INVALID"
         ) from None
+
+
+def unwritable(path: str | Path) -> str | None:
+    """Why an output file cannot be written at ``path`` (checked before any work), or None.
+
+    Refused: a directory, a path whose directory does not exist, and a directory in which no
+    file may be created (permissions, a read-only file system). A symbolic link is judged by
+    where it points, as :func:`write` writes there.
+    """
+    import os
+    import tempfile
+
+    target = Path(os.path.realpath(path))
+    if target.is_dir():
+        return f"cannot write {str(path)!r}: it is a directory"
+    if not target.parent.is_dir():
+        return f"cannot write {str(path)!r}: directory {str(target.parent)!r} does not exist"
+    try:
+        with tempfile.TemporaryFile(dir=target.parent):
+            pass
+    except OSError as error:
+        return f"cannot write {str(path)!r}: {error.strerror or error}"
+    return None
 
 
 def write(path: str | Path, text: str) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kbconform import cli
+from kbconform import report
 from kbconform.cli import UsageError, check_output_path, main
 from kbconform.report import write
 
@@ -402,13 +402,13 @@ def test_verify_reads_a_report_strictly(
 def test_verify_refuses_a_report_over_the_size_limit_without_reading_it_whole(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """A file is measured first; a stream is read for at most the limit and one byte."""
-    monkeypatch.setattr(cli, "MAX_REPORT_BYTES", 1_000)
+    """A file or a stream is read for at most the limit and one byte."""
+    monkeypatch.setattr(report, "MAX_REPORT_BYTES", 1_000)
     path = tmp_path / "big.json"
     path.write_text('{"pad": "' + "x" * 5_000 + '"}', encoding="utf-8")
     code, _, err = _run(capsys, "verify", str(path))
     assert code == 1
-    assert "larger than 1000 bytes" in err
+    assert "expected a report of at most 1000 bytes" in err
 
     class Counting(io.BytesIO):
         consumed = 0
@@ -421,9 +421,9 @@ def test_verify_refuses_a_report_over_the_size_limit_without_reading_it_whole(
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(Counting(path.read_bytes())))
     code, _, err = _run(capsys, "verify", "-")
     assert (code, Counting.consumed) == (1, 1_001)
-    assert "larger than 1000 bytes" in err
+    assert "expected a report of at most 1000 bytes" in err
     path.write_text('{"pad": 1}', encoding="utf-8")
-    assert "larger than" not in _run(capsys, "verify", str(path))[2]
+    assert "at most 1000 bytes" not in _run(capsys, "verify", str(path))[2]
 
 
 def test_a_deeply_nested_line_is_a_depth_error_for_validate_and_chunk_id(

@@ -176,3 +176,46 @@ def test_importing_the_plugin_imports_nothing_heavy() -> None:
         assert set(expected) <= set(loaded)
         if not expected:
             assert loaded == []
+
+
+@pytest.mark.parametrize("where", ["a-directory", "missing/report.json"])
+def test_a_report_path_that_cannot_be_written_is_refused_before_the_run(
+    pytester: pytest.Pytester, where: str
+) -> None:
+    """--kbconform-report naming a directory or a missing directory is a usage error at once,
+    not after the whole run; a writable path runs (control)."""
+    pytester.makepyfile(tiny_adapter=TINY)
+    (pytester.path / "a-directory").mkdir()
+    result = pytester.runpytest_subprocess(
+        "--kbconform-adapter=tiny_adapter:make", f"--kbconform-report={where}"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --kbconform-report: cannot write *"])
+    control = pytester.runpytest_subprocess(
+        "--kbconform-adapter=tiny_adapter:make", "--kbconform-report=ok.json", "--kbconform-level=L0"
+    )
+    assert control.ret == pytest.ExitCode.OK
+    assert (pytester.path / "ok.json").is_file()
+
+
+def test_pytest_n_2_runs_every_test_once_with_one_seed_and_one_report(pytester: pytest.Pytester) -> None:
+    """Plain `pytest -n 2`: the workers share the controller's seed, the controller gathers every
+    result, and the one report is complete and equal to a serial run's outcomes (control)."""
+    pytester.makepyfile(tiny_adapter=TINY)
+    reports = {}
+    for name, extra in (("serial", ()), ("xdist", ("-n", "2"))):
+        result = pytester.runpytest_subprocess(
+            "--kbconform-adapter=tiny_adapter:leaky",
+            f"--kbconform-report={name}.json",
+            "--kbconform-seed=5",
+            "-p",
+            "no:randomly",
+            *extra,
+        )
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        reports[name] = json.loads((pytester.path / f"{name}.json").read_text(encoding="utf-8"))
+    serial, xdist = reports["serial"], reports["xdist"]
+    assert xdist["completeness"] == {"missing": [], "unknown": []}
+    assert (xdist["seed"], xdist["execution"]["workers"]) == (5, 2)
+    assert {t["id"]: t["status"] for t in xdist["tests"]} == {t["id"]: t["status"] for t in serial["tests"]}
+    assert "leak-01[list]" in {t["id"] for t in xdist["tests"] if t["status"] == "fail"}

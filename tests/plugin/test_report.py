@@ -200,4 +200,4 @@ def test_kbconform_run_refuses_an_output_path_it_cannot_write_before_running(
 ) -> None:
     code = main(["run", "--adapter", "nowhere:nothing", "--summary", str(tmp_path / "no" / "s.md")])
     assert code == 2
-    assert "its directory does not exist" in capsys.readouterr().err
+    assert "does not exist" in capsys.readouterr().err
