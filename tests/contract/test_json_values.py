@@ -16,20 +16,9 @@ import kbconform
 from kbconform.contract import explain, is_valid, validate
 from kbconform.contract._json import MAX_DEPTH
 from kbconform.errors import ContractViolation
+from tests.records import MINIMAL_CHUNK
 
-MINIMAL = {
-    "schemaVersion": "1.0.0",
-    "tenantId": "client-tenant",
-    "repoSlug": "client-org/main-app",
-    "rootKind": "bare-repo",
-    "sourcePath": "src/main.js",
-    "content": "",
-    "hashInputs": ["content"],
-    "parserId": "js-module",
-    "parserVersion": "0.1.0",
-    "kind": "module-context",
-    "name": "main",
-}
+MINIMAL = MINIMAL_CHUNK
 SCHEMA = "parsed-chunk-v1"
 
 

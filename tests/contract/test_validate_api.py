@@ -7,20 +7,9 @@ import pytest
 
 import kbconform
 from kbconform.errors import ContractViolation, Problem
+from tests.records import MINIMAL_CHUNK
 
-MINIMAL = {
-    "schemaVersion": "1.0.0",
-    "tenantId": "client-tenant",
-    "repoSlug": "client-org/main-app",
-    "rootKind": "bare-repo",
-    "sourcePath": "src/main.js",
-    "content": "",
-    "hashInputs": ["content"],
-    "parserId": "js-module",
-    "parserVersion": "0.1.0",
-    "kind": "module-context",
-    "name": "main",
-}
+MINIMAL = MINIMAL_CHUNK
 
 
 def test_a_valid_instance_returns_none() -> None:

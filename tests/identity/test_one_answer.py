@@ -11,20 +11,9 @@ from hypothesis import strategies as st
 from kbconform.contract import is_valid, validate
 from kbconform.errors import ContractViolation
 from kbconform.identity import Principal, chunk_id, legacy_id
+from tests.records import MINIMAL_CHUNK
 
-MINIMAL = {
-    "schemaVersion": "1.0.0",
-    "tenantId": "client-tenant",
-    "repoSlug": "client-org/main-app",
-    "rootKind": "bare-repo",
-    "sourcePath": "src/main.js",
-    "content": "export default 1;",
-    "hashInputs": ["content"],
-    "parserId": "js-module",
-    "parserVersion": "0.1.0",
-    "kind": "module-context",
-    "name": "main",
-}
+MINIMAL = {**MINIMAL_CHUNK, "content": "export default 1;"}
 OPTIONAL = {
     "line_start": 3,
     "line_end": 9,
