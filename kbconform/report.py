@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import rfc8785
@@ -62,7 +62,7 @@ def catalogue_from(report: Mapping[str, Any]) -> dict[str, Any]:
 MAX_REPORT_BYTES = 64 * 1024 * 1024
 
 
-def read(source: str | Path | BinaryIO) -> Any:
+def read(source: str | Path | IO[bytes]) -> Any:
     """The JSON value of a report (a path, or a binary stream), read strictly: duplicate keys,
     NaN, lone surrogates, over-long integers and deep nesting are refused, and never more than
     :data:`MAX_REPORT_BYTES` is read. Raises ContractViolation (``KB_REPORT_INVALID``); an
