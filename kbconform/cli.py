@@ -550,6 +550,8 @@ def _verify(arguments: argparse.Namespace) -> int:
 def _replay(arguments: argparse.Namespace, claimed: dict[str, Any]) -> int:
     """Rerun the report's tests as it records them; exit 1 when any outcome differs."""
     adapter = claimed["config"]["adapter"]
+    if arguments.call_timeout is None:  # the report's deadline, unless the command says otherwise
+        arguments.call_timeout = claimed["execution"]["callTimeout"]
     print(
         f"replaying with adapter {adapter}, seed {claimed['seed']}, {claimed['profile']}, {claimed['level']}"
     )
