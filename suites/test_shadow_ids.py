@@ -113,3 +113,41 @@ def test_an_id_taken_by_another_tenant_is_never_overwritten(
     assert _listed(backend, beta) == set()
     [other] = backend.ingest(beta, [record("docs/other.md", "beta's other words", tenant="beta")]).ids
     assert _listed(backend, beta) == {other}
+
+
+@pytest.mark.kbconform(id="shadow-04", level="L1")
+def test_another_agent_never_overwrites_a_private_chunk(
+    kbconform_backend: Any, kbconform_principals: Principals
+) -> None:
+    """A chunk private to acme's agent, and a record of another acme agent that hashes to the same
+    id (its hashInputs leave out the content): the other agent's ingest is refused (Forbidden)
+    with nothing of its batch written, and the chunk keeps its text, its visibility and its
+    reader. The same write onto a team chunk lands (control: the id does collide)."""
+    principals = kbconform_principals
+    acme, operator = principals.acme, principals.operator
+    other = acme.with_agent("agent-other")
+    backend = kbconform_backend
+
+    def colliding(path: str, content: str) -> dict[str, Any]:
+        return record(path, content, tenant="acme", hashInputs=["sourcePath", "kind", "name"])
+
+    [private_id, team_id] = backend.ingest(
+        acme, [colliding("docs/private.md", "the agent's own notes"), colliding("docs/team.md", "team notes")]
+    ).ids
+    exported = {r["id"]: dict(r) for r in backend.export(operator)}
+    private = exported[private_id]
+    private["metadata"] = {**private["metadata"], "visibility": "private"}
+    assert backend.restore(operator, [private]) == 1
+
+    bystander = colliding("docs/bystander.md", "written in the same batch")
+    with pytest.raises(Forbidden):
+        backend.ingest(other, [bystander, colliding("docs/private.md", "another agent's words")])
+    hit = backend.get(acme, private_id)
+    assert (hit.document, hit.metadata.get("visibility")) == ("the agent's own notes", "private")
+    with pytest.raises(NotFound):
+        backend.get(other, private_id)
+    assert {h.id for h in backend.list(acme, 100, 0)} == {private_id, team_id}
+
+    [landed] = backend.ingest(other, [colliding("docs/team.md", "team notes, revised")]).ids
+    assert landed == team_id
+    assert backend.get(acme, team_id).document == "team notes, revised"

@@ -143,8 +143,9 @@ class Backend(Protocol):
         :class:`~kbconform.errors.ContractViolation` and nothing is written. A record that claims
         another identity is overwritten with a warning (overwrite mode) or refused with
         :class:`~kbconform.errors.SpoofRejected`, the whole batch, before anything is read or
-        written (reject mode). A member writing into the shared namespace, or a write whose id
-        belongs to another tenant's chunk, raises :class:`~kbconform.errors.Forbidden`.
+        written (reject mode). A member writing into the shared namespace, a write whose id
+        belongs to another tenant's chunk, and a write onto a chunk private to another agent of
+        the tenant raise :class:`~kbconform.errors.Forbidden`, and nothing of the batch is written.
         """
         ...
 

@@ -182,6 +182,12 @@ class MemberWritesShared(KnowledgeBase):
         return None
 
 
+class PrivateOverwrittenByAnyAgent(KnowledgeBase):
+    @staticmethod
+    def _may_overwrite(principal: Any, stored: Any) -> bool:
+        return True
+
+
 class TenantlessIds(KnowledgeBase):
     def _id(self, record: Mapping[str, Any], tenant_id: str) -> str:
         return legacy_id(record)
@@ -408,6 +414,12 @@ MUTANTS: tuple[Mutant, ...] = (
         MemberWritesShared,
         "a member may write into the shared namespace",
         ("spoof-05",),
+    ),
+    Mutant(
+        "private-overwritten-by-any-agent",
+        PrivateOverwrittenByAnyAgent,
+        "another agent of the tenant writes over an agent's private chunk, which turns team-visible",
+        ("shadow-04",),
     ),
     Mutant(
         "tenantless-ids", TenantlessIds, "chunk ids leave out the tenant", ("shadow-01", "bytes-01[mini]")

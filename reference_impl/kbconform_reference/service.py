@@ -248,6 +248,10 @@ class KnowledgeBase:
             old = before.get(row_id)
             if old is not None and old.get("tenantId") != principal.tenant_id:
                 raise Forbidden("ingest", f"chunk id {row_id} is taken; nothing was written")
+            if old is not None and not self._may_overwrite(principal, old):
+                raise Forbidden(
+                    "ingest", f"chunk id {row_id} is another agent's private chunk; nothing was written"
+                )
             metadata = self._metadata(record, stamped[index], str(old["ingestedAt"]) if old else self.now())
             if old is not None and dict(old) == metadata and documents.get(row_id) == record["content"]:
                 continue
@@ -259,6 +263,15 @@ class KnowledgeBase:
                     [r[0] for r in rows], embeddings, [r[1] for r in rows], [r[2] for r in rows]
                 )
         return IngestResult(tuple(ids), len(rows), len(unique) - len(rows), warnings)
+
+    @staticmethod
+    def _may_overwrite(principal: Principal, stored: Mapping[str, Any]) -> bool:
+        """A private chunk is written over only by its origin agent (a team chunk by any agent of
+        the tenant): ids leave out the agent, so two agents' records can hash alike."""
+        return (
+            stored.get("visibility") != "private"
+            or stored.get("originAgentIdentity") == principal.agent_identity
+        )
 
     def _id(self, record: Mapping[str, Any], tenant_id: str) -> str:
         return chunk_id(record, tenant_id, record["repoSlug"], self.settings.id_profile)
