@@ -51,6 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _silence_stdout()
         _error(_os_error(error, None if error.filename else "standard output"))
         return EXIT_USAGE
+    except KeyboardInterrupt:  # Ctrl-C outside a run (a run ends its own children first)
+        _error("interrupted")
+        return EXIT_INTERRUPTED
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -644,6 +647,7 @@ def _mutants(arguments: argparse.Namespace) -> int:
 
 # -- inputs and outputs -------------------------------------------------------------------------
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a process a closed pipe ended
 #: The largest report ``kbconform verify`` reads; a larger file is refused before it is read.
 

@@ -440,3 +440,27 @@ def test_a_deeply_nested_line_is_a_depth_error_for_validate_and_chunk_id(
     code, out, err = _run(capsys, "chunk-id", "--tenant", "acme", "--repo", "app", str(path))
     assert (code, len(out.split())) == (1, 1)
     assert err.startswith("1:: expected at most 256")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads process state from /proc")
+def test_ctrl_c_while_reading_is_exit_130_without_a_traceback() -> None:
+    """SIGINT to a command waiting on its input ends it with 130 and one line, as a shell reports."""
+    import signal
+    import time
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kbconform.cli", "validate", "--schema", "parsed-chunk-v1", "-"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdin is not None
+    process.stdin.write('{"schemaVersion": "1.0.0"}\n')
+    process.stdin.flush()
+    status = Path(f"/proc/{process.pid}/status")
+    deadline, quiet = time.monotonic() + 60, 0
+    while quiet < 5 and time.monotonic() < deadline:  # asleep in read(), imports done
+        time.sleep(0.1)
+        quiet = quiet + 1 if "\nState:\tS" in status.read_text(encoding="utf-8") else 0
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, (out, err)
+    assert err == "kbconform: error: interrupted\n"
