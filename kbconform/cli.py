@@ -2,7 +2,8 @@
 
 Exit codes: 0 all good, 1 something was invalid (or a check failed), 2 usage error (or an input
 or output that cannot be read or written), 141 standard output closed early (a broken pipe,
-as a shell reports a process killed by SIGPIPE).
+as a shell reports a process killed by SIGPIPE), 130 interrupted (SIGINT), 143 terminated
+(SIGTERM) while running the suites.
 """
 
 from __future__ import annotations
