@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -36,6 +37,15 @@ NOT_PRINCIPALS = {
     "None": None,
     "a tenant id string": "acme",
     "a dict that looks like a principal": {"tenant_id": "acme", "role": "operator"},
+    # Every attribute a Principal has, with an operator's rights: only a real one authenticates.
+    "an object with a principal's attributes": SimpleNamespace(
+        tenant_id="acme",
+        agent_identity="agent-7",
+        readable_namespaces=frozenset(),
+        role="operator",
+        is_operator=True,
+        readable_tenants=("acme",),
+    ),
 }
 
 

@@ -119,6 +119,14 @@ class MissingIdentityReadsAll(KnowledgeBase):
         return super().list(principal, limit, offset, where)
 
 
+class DuckTypedPrincipal(KnowledgeBase):
+    @staticmethod
+    def _authenticated(principal: object, operation: str) -> Any:
+        if getattr(principal, "tenant_id", None) is None:  # anything shaped like a principal passes
+            return KnowledgeBase._authenticated(principal, operation)
+        return principal
+
+
 class SharedVisibleToAll(KnowledgeBase):
     @staticmethod
     def _authenticated(principal: object, operation: str) -> Principal:
@@ -382,6 +390,12 @@ MUTANTS: tuple[Mutant, ...] = (
         MissingIdentityReadsAll,
         "list without a principal reads everything",
         ("closed-01[None]",),
+    ),
+    Mutant(
+        "duck-typed-principal",
+        DuckTypedPrincipal,
+        "any object with a principal's attributes authenticates",
+        ("closed-01[an object with a principal's attributes]",),
     ),
     Mutant(
         "shared-visible-to-all",
