@@ -31,8 +31,6 @@ _DECLINED = pytest.StashKey[dict[str, str]]()
 _REPORT = pytest.StashKey[dict[str, Any]]()
 _SPEC = pytest.StashKey[str]()
 _PROPERTY = "kbconform"
-#: Captured output kept per section of a test's report, in characters.
-_OUTPUT_LIMIT = 64 * 1024
 # The plugin's fixtures: a suite test must get these, not an override from a conftest or plugin.
 _OWN_FIXTURES = (
     "kbconform_run",
@@ -352,14 +350,14 @@ class _Gatherer:
 
 
 def _bound_output(item: pytest.Item, report: pytest.TestReport) -> None:
-    """Keep at most ``_OUTPUT_LIMIT`` characters of each captured section (its start and end),
-    so a backend that prints without end cannot exhaust the run's memory."""
+    """Keep a bounded head and tail of each captured section (what the adapter prints during a
+    call is bounded already; this covers what escapes it, such as an abandoned call's thread)."""
+    from kbconform.conformance._deadline import Tail
 
     def cut(text: str) -> str:
-        if len(text) <= _OUTPUT_LIMIT:
-            return text
-        half = _OUTPUT_LIMIT // 2
-        return f"{text[:half]}\n[kbconform: {len(text) - 2 * half} characters cut]\n{text[-half:]}"
+        tail = Tail()
+        tail.write(text)
+        return tail.take()
 
     report.sections = [(key, cut(text)) for key, text in report.sections]
     kept = getattr(item, "_report_sections", None)  # pytest keeps every phase's capture here too

@@ -8,11 +8,16 @@ one is incomplete, and ``kbconform verify`` rejects it.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import importlib.metadata
 import json
+import os
 import platform
 import re
+import secrets
+import tempfile
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from functools import cache
@@ -99,9 +104,6 @@ def unwritable(path: str | Path) -> str | None:
     file may be created (permissions, a read-only file system). A symbolic link is judged by
     where it points, as :func:`write` writes there.
     """
-    import os
-    import tempfile
-
     target = Path(os.path.realpath(path))
     if target.is_dir():
         return f"cannot write {str(path)!r}: it is a directory"
@@ -124,11 +126,6 @@ def write(path: str | Path, text: str) -> None:
     target is left as it was, and an :class:`OSError` naming ``path`` is raised (the subclass
     says why: ``IsADirectoryError``, ``FileNotFoundError``, ``PermissionError``, ...).
     """
-    import contextlib
-    import errno
-    import os
-    import secrets
-
     data = text.encode("utf-8")
     target = Path(os.path.realpath(path))
     if target.is_dir():

@@ -124,8 +124,7 @@ def run_suites(
                 command, cwd=where, env=env, output=None if stream else sink, deadline=run_timeout
             )
         output = "" if stream else _tail(log)
-        data = _read_report(report)
-    problems: list[str] = []
+        data, problems = _read_report(report)
     if overran:
         problems.append(f"the run did not finish within its deadline of {run_timeout:g} s and was stopped")
     if data:
@@ -139,16 +138,19 @@ def _tail(log: Path) -> str:
         return stream.read().decode("utf-8", errors="replace")
 
 
-def _read_report(path: Path) -> dict[str, Any]:
+def _read_report(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """The report the run wrote ({} when there is none), and why it cannot be read."""
     from kbconform.report import read
 
     if not path.exists():
-        return {}
+        return {}, []
     try:
         data = read(path)
-    except ContractViolation:
-        return {}
-    return data if isinstance(data, dict) else {}
+    except ContractViolation as error:
+        return {}, [f"the report is not strict JSON: {problem}" for problem in error.problems]
+    if not isinstance(data, dict):
+        return {}, ["the report is not a JSON object"]
+    return data, []
 
 
 def _soundness(
