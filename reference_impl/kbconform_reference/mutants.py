@@ -23,10 +23,10 @@ from kbconform.adapter import BackendOptions
 from kbconform.contract import load
 from kbconform.errors import BackendUnavailable, Forbidden, KbconformError, NotFound
 from kbconform.identity import Principal, legacy_id
-from kbconform_reference import read_filter
 from kbconform_reference import _mutants_lifecycle as _lifecycle
 from kbconform_reference import _mutants_read as _read
 from kbconform_reference import _mutants_state as _state
+from kbconform_reference import read_filter
 from kbconform_reference.adapter import ReferenceAdapter
 from kbconform_reference.service import Answer, DeletionResult, Hit, IngestResult, KnowledgeBase, Settings
 
