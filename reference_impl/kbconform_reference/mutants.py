@@ -23,6 +23,7 @@ from kbconform.adapter import BackendOptions
 from kbconform.contract import load
 from kbconform.errors import BackendUnavailable, Forbidden, KbconformError, NotFound
 from kbconform.identity import Principal, legacy_id
+from kbconform_reference import _mutants_faults as _faults
 from kbconform_reference import _mutants_lifecycle as _lifecycle
 from kbconform_reference import _mutants_read as _read
 from kbconform_reference import _mutants_state as _state
@@ -460,7 +461,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "accepts-everything", AcceptsEverything, "smoke: every call succeeds, nothing is kept", (), smoke=True
     ),
     Mutant("rejects-everything", RejectsEverything, "smoke: every call is refused", (), smoke=True),
-    *(Mutant(*entry) for entry in (*_read.MUTANTS, *_lifecycle.MUTANTS, *_state.MUTANTS)),
+    *(Mutant(*entry) for entry in (*_read.MUTANTS, *_lifecycle.MUTANTS, *_faults.MUTANTS, *_state.MUTANTS)),
 )
 
 
