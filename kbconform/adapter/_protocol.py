@@ -128,10 +128,13 @@ class BackendOptions:
 class Backend(Protocol):
     """A multi-tenant knowledge base, as the suites drive it. Every facade is required.
 
-    Every facade takes the authenticated principal first. A principal that is ``None`` (or
-    anything but a :class:`~kbconform.identity.Principal`) raises
-    :class:`~kbconform.errors.Unauthenticated`: never an unfiltered read. A store that fails
-    raises :class:`~kbconform.errors.BackendUnavailable`: never a fallback, never partial data.
+    Every facade takes the authenticated principal first. A backend accepts exactly a
+    :class:`~kbconform.identity.Principal` (``type(principal) is Principal``: not a subclass,
+    which could override what it reads, and not a look-alike) and checks its fields again on
+    every call by the Principal's own rules (a frozen principal can still be changed in place).
+    Anything else, ``None`` included, raises :class:`~kbconform.errors.Unauthenticated`: never an
+    unfiltered read. A store that fails raises :class:`~kbconform.errors.BackendUnavailable`:
+    never a fallback, never partial data.
     """
 
     def ingest(self, principal: Principal, records: Sequence[Mapping[str, Any]], /) -> IngestResultView:

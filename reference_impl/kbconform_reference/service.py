@@ -136,9 +136,17 @@ class KnowledgeBase:
 
     @staticmethod
     def _authenticated(principal: object, operation: str) -> Principal:
-        if not isinstance(principal, Principal):
+        """Exactly a :class:`Principal` (a subclass may override what it reads), its fields
+        checked again by the Principal's own rules (a frozen one can still be changed in place);
+        the service goes on with that checked copy. Anything else is :class:`Unauthenticated`."""
+        if type(principal) is not Principal:
             raise Unauthenticated(operation)
-        return principal
+        try:
+            return Principal(
+                principal.tenant_id, principal.agent_identity, principal.readable_namespaces, principal.role
+            )
+        except ContractViolation:
+            raise Unauthenticated(operation) from None
 
     def _may_write(self, principal: Principal, operation: str) -> None:
         if principal.tenant_id in self.settings.shared_namespaces and not principal.is_operator:
