@@ -24,12 +24,19 @@ Mode = Literal["memory", "chroma-embedded", "chroma-server"]
 
 
 class SwitchedStore:
-    """A store that fails every call while ``fails()`` is True (fault injection)."""
+    """A store that fails every call while ``fails()`` is True (fault injection).
+
+    ``fails()`` is consulted exactly once before every store call, and the knowledge base makes
+    one store call per page of a paged write or delete (it never passes more than
+    ``max_batch`` rows at once): a switch that turns on at its Nth consultation starts the fault
+    in the middle of a facade call, between two pages.
+    """
 
     def __init__(self, store: VectorStore, fails: Callable[[], bool]) -> None:
         self._store = store
         self._fails = fails
         self.description = store.description
+        self.max_batch = store.max_batch
 
     def _check(self) -> None:
         if self._fails():

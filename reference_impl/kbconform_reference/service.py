@@ -1,11 +1,24 @@
 """The reference knowledge base: every facade takes the principal explicitly.
 
 Write side: validate (parsed-chunk-v1), refuse or overwrite spoofs, compute tenant-aware ids and
-embeddings server-side, stamp, write the batch in one store call. Read side: one filter built
-from the principal (``read_filter``), a final in-scope check on every hit, and exact search when
-the allowed set is small. Lifecycle: deletion signals scoped to the tenant; export and restore
-for operators. No principal is an error, never an unfiltered read; a store error is an error,
-never a fallback.
+embeddings server-side, stamp, write the batch. Read side: one filter built from the principal
+(``read_filter``), a final in-scope check on every hit, and exact search when the allowed set is
+small. Lifecycle: deletion signals scoped to the tenant; export and restore for operators. No
+principal is an error, never an unfiltered read; a store error is an error, never a fallback.
+
+All or nothing: ingest, restore and deletion signals write and delete in pages of the store's
+``max_batch`` rows, one store call a page, so a store can fail after some pages landed. Before
+the first write, one ``get`` captures every row the call touches (document, metadata,
+embedding): the undo log. A store failure part-way rolls back (the ids that were new are
+deleted, the prior rows written back) and raises ``BackendUnavailable``. When the rollback
+fails too (the store is still down), the undo log stays pending on the instance, and every
+facade, reads included, first replays it and raises ``BackendUnavailable`` while it cannot: no
+later call reads or writes over a half-written batch. Writes on one instance are serialized.
+
+Limits: the undo log lives in this process. A crash or kill in the middle of a write, or the
+process ending while a rollback is pending, leaves whatever pages landed in the store; another
+process (or another instance) on the same collection does not see the pending log; and a read
+running at the same time as a write may see part of it (only later calls are covered).
 """
 
 from __future__ import annotations
@@ -45,6 +58,7 @@ from kbconform_reference import deletion, read_filter
 from kbconform_reference.embedding import HashingEmbedding
 from kbconform_reference.stamping import SpoofMonitor, SpoofWarning, server_stamps, spoofs
 from kbconform_reference.stores import Match, Rows, VectorStore, exact_top_k
+from kbconform_reference.stores._protocol import Metadata
 
 LOG = logging.getLogger("kbconform_reference")
 Visibility = Literal["team", "private", "public"]
@@ -105,6 +119,17 @@ class Stats:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
+@dataclass(frozen=True, slots=True)
+class _Undo:
+    """What puts back every row one write touched: ``added`` (ids that were absent) are deleted
+    and ``prior`` (the touched rows as they were, embeddings included) written back. Replaying
+    it is idempotent, so a rollback cut short can start again from the beginning."""
+
+    operation: str
+    added: tuple[str, ...]
+    prior: Rows
+
+
 def _utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -131,6 +156,8 @@ class KnowledgeBase:
         self.monitor = SpoofMonitor(
             self.settings.escalation_threshold, self.settings.escalation_window, clock
         )
+        self._writing = threading.RLock()  # one write (or rollback) at a time on this instance
+        self._pending: builtins.list[_Undo] = []  # undo logs whose rollback failed, oldest first
 
     # -- guards ---------------------------------------------------------------------------------
 
@@ -167,6 +194,86 @@ class KnowledgeBase:
             raise
         except Exception as error:
             raise BackendUnavailable(operation, f"{type(error).__name__}: {error}") from error
+
+    # -- all or nothing -------------------------------------------------------------------------
+
+    def _settle(self, operation: str) -> None:
+        """Replay the undo logs of earlier writes whose rollback failed, newest first; raise
+        BackendUnavailable while the store cannot take them. Every facade calls this before its
+        first store call, so no call reads, or writes over, a half-written batch."""
+        if not self._pending:
+            return
+        with self._writing:
+            while self._pending:
+                undo = self._pending[-1]
+                try:
+                    self._undo(undo)
+                except Exception as error:
+                    raise BackendUnavailable(
+                        operation,
+                        f"an earlier {undo.operation} failed part-way and is not rolled back yet "
+                        f"({type(error).__name__}: {error})",
+                    ) from error
+                self._pending.pop()
+
+    def _pages(self, total: int) -> Iterator[slice]:
+        size = max(1, int(self.store.max_batch))
+        return (slice(start, start + size) for start in range(0, total, size))
+
+    def _upsert(self, rows: Rows) -> None:
+        """Write ``rows`` (with embeddings), one store call per page of ``max_batch`` rows."""
+        if not rows.ids:
+            return
+        assert rows.embeddings is not None
+        for page in self._pages(len(rows.ids)):
+            self.store.upsert(
+                rows.ids[page], rows.embeddings[page], rows.documents[page], rows.metadatas[page]
+            )
+
+    def _delete(self, ids: Sequence[str]) -> None:
+        """Delete ``ids``, one store call per page of ``max_batch`` ids."""
+        for page in self._pages(len(ids)):
+            self.store.delete(ids[page])
+
+    def _undo(self, undo: _Undo) -> None:
+        self._delete(undo.added)
+        self._upsert(undo.prior)
+
+    def _apply(
+        self, operation: str, prior: Rows, write: Rows | None = None, delete: Sequence[str] = ()
+    ) -> None:
+        """Write ``write``, then delete ``delete``, page by page: all or nothing.
+
+        ``prior`` is every row the call touches as it was before the first write (one ``get``
+        with embeddings). A store failure part-way rolls back and raises BackendUnavailable; when
+        the rollback fails too, the undo log stays pending (:meth:`_settle`). The caller holds
+        ``self._writing``.
+        """
+        known = set(prior.ids)
+        added = tuple(dict.fromkeys(i for i in (write.ids if write is not None else ()) if i not in known))
+        undo = _Undo(operation, added, prior)
+        try:
+            if write is not None:
+                self._upsert(write)
+            self._delete(delete)
+        except Exception as error:
+            reason = f"{type(error).__name__}: {error}"
+            try:
+                self._undo(undo)
+            except Exception:
+                self._pending.append(undo)
+                raise BackendUnavailable(
+                    operation,
+                    f"{reason}; the rollback failed too and is replayed before any later call "
+                    "(which raises this error until the store answers)",
+                ) from error
+            except BaseException:
+                self._pending.append(undo)
+                raise
+            raise BackendUnavailable(operation, f"{reason}; rolled back, nothing was written") from error
+        except BaseException:  # interrupted between pages: roll back before the next call
+            self._pending.append(undo)
+            raise
 
     # -- parsing --------------------------------------------------------------------------------
 
@@ -246,30 +353,37 @@ class KnowledgeBase:
 
         last = dict(zip(ids, range(len(ids)), strict=True))  # equal ids: equal hash inputs, one row
         unique = sorted(set(last.values()))
-        with self._store_call("ingest"):
-            existing = self.store.get(ids=[ids[i] for i in unique])
-        before = dict(zip(existing.ids, existing.metadatas, strict=True))
-        documents = dict(zip(existing.ids, existing.documents, strict=True))
-        rows: list[tuple[str, str, dict[str, Any]]] = []
-        for index in unique:
-            row_id, record = ids[index], records[index]
-            old = before.get(row_id)
-            if old is not None and old.get("tenantId") != principal.tenant_id:
-                raise Forbidden("ingest", f"chunk id {row_id} is taken; nothing was written")
-            if old is not None and not self._may_overwrite(principal, old):
-                raise Forbidden(
-                    "ingest", f"chunk id {row_id} is another agent's private chunk; nothing was written"
+        with self._writing:
+            self._settle("ingest")
+            with self._store_call("ingest"):  # the undo log: every row the batch may touch
+                existing = self.store.get(ids=[ids[i] for i in unique], embeddings=True)
+            before = dict(zip(existing.ids, existing.metadatas, strict=True))
+            documents = dict(zip(existing.ids, existing.documents, strict=True))
+            rows: list[tuple[str, str, dict[str, Any]]] = []
+            for index in unique:
+                row_id, record = ids[index], records[index]
+                old = before.get(row_id)
+                if old is not None and old.get("tenantId") != principal.tenant_id:
+                    raise Forbidden("ingest", f"chunk id {row_id} is taken; nothing was written")
+                if old is not None and not self._may_overwrite(principal, old):
+                    raise Forbidden(
+                        "ingest", f"chunk id {row_id} is another agent's private chunk; nothing was written"
+                    )
+                metadata = self._metadata(
+                    record, stamped[index], str(old["ingestedAt"]) if old else self.now()
                 )
-            metadata = self._metadata(record, stamped[index], str(old["ingestedAt"]) if old else self.now())
-            if old is not None and dict(old) == metadata and documents.get(row_id) == record["content"]:
-                continue
-            rows.append((row_id, record["content"], metadata))
-        if rows:
-            embeddings = np.asarray(self.embedder([content for _, content, _ in rows]), dtype=np.float32)
-            with self._store_call("ingest"):
-                self.store.upsert(
-                    [r[0] for r in rows], embeddings, [r[1] for r in rows], [r[2] for r in rows]
+                if old is not None and dict(old) == metadata and documents.get(row_id) == record["content"]:
+                    continue
+                rows.append((row_id, record["content"], metadata))
+            if rows:
+                embeddings = np.asarray(self.embedder([content for _, content, _ in rows]), dtype=np.float32)
+                written = Rows(
+                    tuple(r[0] for r in rows),
+                    tuple(r[1] for r in rows),
+                    tuple(r[2] for r in rows),
+                    embeddings,
                 )
+                self._apply("ingest", _only(existing, written.ids), write=written)
         return IngestResult(tuple(ids), len(rows), len(unique) - len(rows), warnings)
 
     @staticmethod
@@ -327,6 +441,7 @@ class KnowledgeBase:
     ) -> list[Hit]:
         """The ``n_results`` chunks nearest to ``text`` within the principal's scope."""
         principal = self._authenticated(principal, "query")
+        self._settle("query")
         scoped = read_filter.build_where(principal, where)
         embedding = np.asarray(self.embedder([text]), dtype=np.float32)[0]
         limit = self.settings.exact_search_limit
@@ -342,6 +457,7 @@ class KnowledgeBase:
     def get(self, principal: Principal, chunk_id: str) -> Hit:
         """One chunk by id; a foreign id raises exactly what a missing one does."""
         principal = self._authenticated(principal, "get")
+        self._settle("get")
         with self._store_call("get"):
             rows = self.store.get(ids=[chunk_id], where=read_filter.build_where(principal))
         hits = self._checked(principal, "get", _hits(rows))
@@ -354,6 +470,7 @@ class KnowledgeBase:
     ) -> list[Hit]:
         """A page of the chunks in scope, in the store's order."""
         principal = self._authenticated(principal, "list")
+        self._settle("list")
         if limit < 1 or offset < 0:
             raise ContractViolation(
                 contract="list",
@@ -366,6 +483,7 @@ class KnowledgeBase:
     def count(self, principal: Principal, where: Mapping[str, Any] | None = None) -> int:
         """How many chunks are in scope."""
         principal = self._authenticated(principal, "count")
+        self._settle("count")
         with self._store_call("count"):
             rows = self.store.get(where=read_filter.build_where(principal, where))
         return len(self._checked(principal, "count", _hits(rows)))
@@ -373,6 +491,7 @@ class KnowledgeBase:
     def ask(self, principal: Principal, question: str, n_results: int = 5) -> Answer:
         """Search, then answer from the stored text of the hits only (no files, no other tenant)."""
         principal = self._authenticated(principal, "ask")
+        self._settle("ask")
         hits = self.query(principal, question, n_results)
         text = "\n\n".join(hit.document for hit in hits if hit.document)
         return Answer(question, text, tuple(hits))
@@ -394,6 +513,25 @@ class KnowledgeBase:
                 )
             resolved = self.resolver.deleted_paths(repo, signal["baseRevision"], signal["headRevision"])
             targets |= {(repo, path) for path in resolved}
+        with self._writing:
+            self._settle("apply_deletion_signal")
+            doomed, targets = self._doomed(principal, signal, targets, written)
+            if doomed:
+                with self._store_call("apply_deletion_signal"):  # the undo log: every row to delete
+                    prior = self.store.get(ids=doomed, embeddings=True)
+                self._apply("apply_deletion_signal", prior, delete=doomed)
+        return DeletionResult(tuple(sorted(doomed)), tuple(sorted(targets)))
+
+    def _doomed(
+        self,
+        principal: Principal,
+        signal: Mapping[str, Any],
+        targets: set[tuple[str, str]],
+        written: set[tuple[str, str]],
+    ) -> tuple[builtins.list[str], set[tuple[str, str]]]:
+        """The ids of the tenant's rows a signal deletes, and its (repo, path) targets: ``targets``
+        and the paths the manifest leaves out, less ``written``."""
+        targets = set(targets)
         tenant = {"tenantId": {"$eq": principal.tenant_id}}
         with self._store_call("apply_deletion_signal"):
             manifest = signal.get("manifestSnapshot")
@@ -416,8 +554,7 @@ class KnowledgeBase:
                     for i, m in zip(rows.ids, rows.metadatas, strict=True)
                     if m["tenantId"] == principal.tenant_id
                 )
-            self.store.delete(doomed)
-        return DeletionResult(tuple(sorted(doomed)), tuple(sorted(targets)))
+        return doomed, targets
 
     # -- backup ---------------------------------------------------------------------------------
 
@@ -425,6 +562,7 @@ class KnowledgeBase:
         """Every stored row as a backup-record-v1 record (embeddings exactly as stored), by id."""
         principal = self._authenticated(principal, "export")
         self._operator(principal, "export")
+        self._settle("export")
         with self._store_call("export"):
             rows = self.store.get(embeddings=True)
         order = sorted(range(len(rows.ids)), key=lambda i: rows.ids[i])
@@ -463,14 +601,17 @@ class KnowledgeBase:
         if problems:
             raise ContractViolation(contract="backup-record-v1", problems=tuple(problems))
         if records:
-            embeddings = np.asarray([r["embedding"] for r in records], dtype=np.float32)
-            with self._store_call("restore"):
-                self.store.upsert(
-                    [r["id"] for r in records],
-                    embeddings,
-                    [r["document"] for r in records],
-                    [r["metadata"] for r in records],
-                )
+            written = Rows(
+                tuple(r["id"] for r in records),
+                tuple(r["document"] for r in records),
+                tuple(r["metadata"] for r in records),
+                np.asarray([r["embedding"] for r in records], dtype=np.float32),
+            )
+            with self._writing:
+                self._settle("restore")
+                with self._store_call("restore"):  # the undo log: every row the batch overwrites
+                    prior = self.store.get(ids=builtins.list(dict.fromkeys(written.ids)), embeddings=True)
+                self._apply("restore", prior, write=written)
         return len(records)
 
     def _restorable(self, index: int, record: Mapping[str, Any]) -> builtins.list[Problem]:
@@ -509,6 +650,19 @@ class KnowledgeBase:
                 )
             )
         return found
+
+
+def _only(rows: Rows, ids: Iterable[str]) -> Rows:
+    """The rows of ``rows`` whose id is in ``ids``, in ``rows``' order."""
+    wanted = set(ids)
+    keep = [i for i, row_id in enumerate(rows.ids) if row_id in wanted]
+    if len(keep) == len(rows.ids):
+        return rows
+    embeddings = rows.embeddings[keep] if rows.embeddings is not None else None
+    metadatas: tuple[Metadata, ...] = tuple(rows.metadatas[i] for i in keep)
+    return Rows(
+        tuple(rows.ids[i] for i in keep), tuple(rows.documents[i] for i in keep), metadatas, embeddings
+    )
 
 
 def _hit(match: Match) -> Hit:

@@ -46,6 +46,10 @@ class VectorStore(Protocol):
     #: A short description for reports (for example ``chroma-embedded 1.5.9``).
     description: str
 
+    #: The most rows one :meth:`upsert` or :meth:`delete` takes as a single call. The knowledge
+    #: base pages its writes and deletes by it, so that each page is one store call.
+    max_batch: int
+
     def upsert(
         self,
         ids: Sequence[str],
@@ -53,7 +57,7 @@ class VectorStore(Protocol):
         documents: Sequence[str | None],
         metadatas: Sequence[Metadata],
     ) -> None:
-        """Insert or replace the rows, as one call."""
+        """Insert or replace the rows, as one call (more than :attr:`max_batch` rows may take several)."""
         ...
 
     def get(
@@ -73,5 +77,5 @@ class VectorStore(Protocol):
         ...
 
     def delete(self, ids: Sequence[str]) -> None:
-        """Delete these rows; absent ids are ignored."""
+        """Delete these rows; absent ids are ignored (more than :attr:`max_batch` may take several calls)."""
         ...

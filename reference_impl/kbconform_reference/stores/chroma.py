@@ -8,6 +8,11 @@ embedding it stores, and in float32 that moves values by an ulp on each write, s
 embedding would not restore bit for bit. The knowledge base's embeddings are unit vectors, for
 which the inner-product distance (1 - dot) is the cosine distance.
 
+``max_batch`` is Chroma's own maximum batch size (at most 5,000 rows). A write or delete of
+more rows goes in several Chroma calls, each of which may land while a later one fails: the
+knowledge base never passes more than ``max_batch`` rows at once and rolls back a write that
+fails part-way (``service.py``), so a facade call is all or nothing even so.
+
 Server mode bounds every HTTP request (connecting, sending, waiting for the answer, each read):
 by ``timeout`` seconds, else by the environment variable ``KBCONFORM_CHROMA_TIMEOUT``, else by
 :data:`DEFAULT_HTTP_TIMEOUT`. chromadb's ``HttpClient`` (1.5.x) builds its httpx session with
@@ -75,9 +80,11 @@ class ChromaStore:
         timeout_errors: tuple[type[BaseException], ...] = (),
         timeout: float | None = None,
         close: Callable[[], None] | None = None,
+        max_batch: int = _PAGE,
     ) -> None:
         self._collection = collection
         self.description = description
+        self.max_batch = max_batch
         self._timeout_errors = timeout_errors
         self._timeout = timeout
         self._close = close
@@ -90,7 +97,9 @@ class ChromaStore:
         from chromadb.config import Settings
 
         client = chromadb.EphemeralClient(settings=Settings(**_NO_TELEMETRY))
-        return cls(_collection(client, name), f"chroma-embedded {chromadb.__version__}")
+        return cls(
+            _collection(client, name), f"chroma-embedded {chromadb.__version__}", max_batch=_max_batch(client)
+        )
 
     @classmethod
     def persistent(cls, path: str | Path, name: str = "knowledge-base") -> ChromaStore:
@@ -99,7 +108,11 @@ class ChromaStore:
         from chromadb.config import Settings
 
         client = chromadb.PersistentClient(path=str(path), settings=Settings(**_NO_TELEMETRY))
-        return cls(_collection(client, name), f"chroma-persistent {chromadb.__version__}")
+        return cls(
+            _collection(client, name),
+            f"chroma-persistent {chromadb.__version__}",
+            max_batch=_max_batch(client),
+        )
 
     @classmethod
     def http(
@@ -136,6 +149,7 @@ class ChromaStore:
         try:
             system.start()
             model = server.get_or_create_collection(name or _fresh_name(), metadata=_SPACE)
+            max_batch = _max_batch(server)
         except Exception as error:
             session.close()
             if isinstance(error, httpx.TimeoutException):
@@ -149,6 +163,7 @@ class ChromaStore:
             timeout_errors=(httpx.TimeoutException,),
             timeout=seconds,
             close=session.close,
+            max_batch=max_batch,
         )
 
     @contextmanager
@@ -167,8 +182,8 @@ class ChromaStore:
         metadatas: Sequence[Metadata],
     ) -> None:
         vectors = np.asarray(embeddings, dtype=np.float32)
-        for start in range(0, len(ids), _PAGE):
-            end = start + _PAGE
+        for start in range(0, len(ids), self.max_batch):
+            end = start + self.max_batch
             with self._bounded():
                 self._collection.upsert(
                     ids=list(ids[start:end]),
@@ -248,9 +263,9 @@ class ChromaStore:
         ]
 
     def delete(self, ids: Sequence[str]) -> None:
-        for start in range(0, len(ids), _PAGE):
+        for start in range(0, len(ids), self.max_batch):
             with self._bounded():
-                self._collection.delete(ids=list(ids[start : start + _PAGE]))
+                self._collection.delete(ids=list(ids[start : start + self.max_batch]))
 
     def drop(self) -> None:
         """Delete the whole collection, then :meth:`close` (test clean-up)."""
@@ -271,6 +286,11 @@ _SPACE = {"hnsw:space": "ip"}
 
 def _fresh_name() -> str:
     return f"kb-{uuid.uuid4().hex}"
+
+
+def _max_batch(client: Any) -> int:
+    """The most rows one write takes: Chroma's own maximum batch size, at most :data:`_PAGE`."""
+    return max(1, min(_PAGE, int(client.get_max_batch_size())))
 
 
 def _collection(client: Any, name: str | None) -> Any:

@@ -12,13 +12,24 @@ import numpy.typing as npt
 from kbconform_reference.stores._protocol import Match, Metadata, Rows, Where
 from kbconform_reference.stores._where import matches
 
+#: The memory store's default :attr:`MemoryStore.max_batch`: small, so that a batch of a few
+#: hundred rows is written in several pages and memory mode exercises paging as Chroma does.
+MEMORY_MAX_BATCH = 64
+
 
 class MemoryStore:
-    """Rows in insertion order; queries are brute-force cosine distance over the matching rows."""
+    """Rows in insertion order; queries are brute-force cosine distance over the matching rows.
+
+    ``max_batch`` is only what the store declares (the knowledge base pages by it); it accepts
+    any number of rows per call.
+    """
 
     description = "memory (exact)"
 
-    def __init__(self) -> None:
+    def __init__(self, max_batch: int = MEMORY_MAX_BATCH) -> None:
+        if max_batch < 1:
+            raise ValueError(f"max_batch: expected a positive number of rows, got {max_batch}")
+        self.max_batch = max_batch
         self._rows: dict[str, tuple[npt.NDArray[np.float32], str | None, dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
