@@ -11,6 +11,7 @@ import pytest
 from kbconform.adapter import BackendOptions
 from kbconform.conformance import Canaries, Principals, record
 from kbconform.errors import BackendUnavailable, ContractViolation, Unauthenticated
+from kbconform.identity import Principal
 
 _SIGNAL = {"deleted": [{"sourcePath": "docs/acme-0.md", "repoSlug": "app"}]}
 
@@ -33,6 +34,22 @@ def _operations(
     return {name: call for name, call in calls.items() if name not in ("count", "ask") or name in facades}
 
 
+class _WiderPrincipal(Principal):
+    """A real Principal's fields, and a subclass's answer to what it may read."""
+
+    @property
+    def readable_tenants(self) -> tuple[str, ...]:
+        return ("acme", "beta", "loner", "kb-ops", "neo-shared")
+
+
+def _tampered(**fields: object) -> Principal:
+    """An operator's Principal of acme, its frozen fields then changed in place."""
+    principal = Principal("acme", "agent-acme", role="operator")
+    for name, value in fields.items():
+        object.__setattr__(principal, name, value)
+    return principal
+
+
 NOT_PRINCIPALS = {
     "None": None,
     "a tenant id string": "acme",
@@ -46,6 +63,10 @@ NOT_PRINCIPALS = {
         is_operator=True,
         readable_tenants=("acme",),
     ),
+    # A backend takes exactly a Principal, and checks its fields again on every call.
+    "a Principal subclass that reads every tenant": _WiderPrincipal("acme", "agent-acme", role="operator"),
+    "a Principal changed in place to an invalid tenant id": _tampered(tenant_id="*"),
+    "a Principal changed in place to read a mutable set": _tampered(readable_namespaces={"beta"}),
 }
 
 
@@ -54,8 +75,9 @@ NOT_PRINCIPALS = {
 def test_every_operation_without_an_authenticated_principal_is_unauthenticated(
     identity: str, kbconform_run: Any, kbconform_backend: Any, kbconform_canaries: Canaries
 ) -> None:
-    """No principal (or a look-alike) raises KB_UNAUTHENTICATED on every operation; nothing is
-    read or written. The same calls with the operator succeed (control)."""
+    """No principal, a look-alike, a Principal subclass or a Principal changed in place raises
+    KB_UNAUTHENTICATED on every operation; nothing is read or written. The same calls with the
+    operator succeed (control)."""
     operator = kbconform_canaries.principals.operator
     backup = list(kbconform_backend.export(operator))
     before = sorted(r["id"] for r in backup)

@@ -1,0 +1,92 @@
+"""L4 scale: a tenant big enough to take another code path must not change anyone's scope.
+
+Backends often search exactly below some number of rows and through an approximate index above
+it (the reference: 2,000 rows in scope). Past that threshold the filter must still be pushed
+into the search, not dropped or applied after an unfiltered top-k.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kbconform.conformance import record
+from kbconform.errors import NotFound
+from kbconform.identity import Principal
+
+#: More rows than common exact-search thresholds (1,000; 2,000), written in batches.
+BIG = 2_500
+BATCH = 500
+SMALL = 5
+K = 10
+
+
+def _write(backend: Any, writer: Principal, contents: list[str], prefix: str) -> list[str]:
+    ids: list[str] = []
+    for start in range(0, len(contents), BATCH):
+        batch = contents[start : start + BATCH]
+        records = [
+            record(f"docs/{prefix}-{start + n}.md", text, tenant=writer.tenant_id)
+            for n, text in enumerate(batch)
+        ]
+        written = list(backend.ingest(writer, records).ids)
+        assert len(set(written)) == len(batch), f"ingest returned {len(set(written))} ids for {len(batch)}"
+        ids += written
+    return ids
+
+
+@pytest.mark.kbconform(id="scale-01", level="L4")
+def test_a_tenant_past_the_exact_search_threshold_changes_no_ones_scope(
+    kbconform_run: Any, kbconform_backend: Any
+) -> None:
+    """bulk holds 2,500 chunks, acme 5 near-identical ones. acme's query (its exact top-k, each
+    canary first for its own text), list, count and get return exactly its rows and no bulk id
+    reads for it; bulk's top-k for acme's own texts is k of bulk's chunks (none of acme's, none
+    missing), bulk's own text finds its chunk first, and bulk counts and lists all of its rows."""
+    rng = kbconform_run.rng("scale-01")
+    backend = kbconform_backend
+    facades = kbconform_run.manifest.read_facades
+    bulk, acme = Principal("bulk", "agent-bulk"), Principal("acme", "agent-acme")
+    tokens = [f"kbc{rng.getrandbits(48):012x}" for _ in range(BIG + SMALL)]
+    topic = "rotate the deploy keys of the billing service"
+    big_texts = [f"{t} {topic} bulk note {n}" for n, t in enumerate(tokens[:BIG])]
+    big_ids = _write(backend, bulk, big_texts, "bulk")
+    small_texts = [f"{t} {topic} acme note {n}" for n, t in enumerate(tokens[BIG:])]
+    small_ids = _write(backend, acme, small_texts, "acme")
+    assert not set(big_ids) & set(small_ids), "two tenants' chunks share an id"
+    small = dict(zip(small_ids, small_texts, strict=True))
+
+    for chunk_id, text in small.items():
+        hits = list(backend.query(acme, text, SMALL, None))
+        assert [h.id for h in hits][:1] == [chunk_id], f"acme's top hit for {chunk_id}'s own text"
+        assert {h.id for h in hits} == set(small), "acme's top-k is not exactly its scope"
+        assert backend.get(acme, chunk_id).document == text
+    listed = [h.id for h in backend.list(acme, 100, 0)]
+    assert sorted(listed) == sorted(small), "acme's list is not exactly its rows"
+    if "count" in facades:
+        assert backend.count(acme) == SMALL
+    for chunk_id in rng.sample(big_ids, 5):
+        with pytest.raises(NotFound):
+            backend.get(acme, chunk_id)
+        assert backend.get(bulk, chunk_id).id == chunk_id  # control: the owner reads it
+
+    big = set(big_ids)
+    for text in small.values():  # acme's texts: an unfiltered top-k would be acme's rows
+        hits = [h.id for h in backend.query(bulk, text, K, None)]
+        assert len(hits) == K, f"bulk's query returned {len(hits)} of {K} (a filter after top-k?)"
+        assert set(hits) <= big, f"bulk's query returned acme's chunks {sorted(set(hits) - big)}"
+    for index in rng.sample(range(BIG), 3):
+        chunk_id = big_ids[index]
+        hits = [h.id for h in backend.query(bulk, big_texts[index], K, None)]
+        assert hits[:1] == [chunk_id], f"bulk's top hit for {chunk_id}'s own text is {hits[:1]}"
+    if "count" in facades:
+        assert backend.count(bulk) == BIG
+    seen: list[str] = []
+    while len(seen) <= BIG:
+        page = [h.id for h in backend.list(bulk, 1_000, len(seen))]
+        if not page:
+            break
+        seen += page
+    assert len(seen) == len(set(seen)), "bulk's pages repeat rows"
+    assert set(seen) == big, "bulk's pages are not exactly its rows"
