@@ -250,7 +250,8 @@ class CountIgnoresVisibility(KnowledgeBase):
     def count(self, principal: Principal, where: Mapping[str, Any] | None = None) -> int:
         checked = self._authenticated(principal, "count")
         clauses = [_tenant_only(checked)] + ([] if where is None else read_filter.check_where(where))
-        return len(self.store.get(where={"$and": clauses}).ids)
+        with self._store_call("count"):
+            return len(self.store.get(where={"$and": clauses}).ids)
 
 
 class AskTextIgnoresVisibility(KnowledgeBase):
@@ -258,7 +259,8 @@ class AskTextIgnoresVisibility(KnowledgeBase):
         answer = super().ask(principal, question, n_results)
         checked = self._authenticated(principal, "ask")
         embedding = np.asarray(self.embedder([question]), dtype=np.float32)[0]
-        hits = self.store.query(embedding, n_results, _tenant_only(checked))
+        with self._store_call("ask"):
+            hits = self.store.query(embedding, n_results, _tenant_only(checked))
         return Answer(question, "\n\n".join(m.document for m in hits if m.document), answer.sources)
 
 
@@ -294,7 +296,8 @@ class PaginateBeforeFilter(KnowledgeBase):
         if limit < 1 or offset < 0 or where is not None:
             return super().list(principal, limit, offset, where)
         checked = self._authenticated(principal, "list")
-        rows = self.store.get(limit=limit, offset=offset)
+        with self._store_call("list"):
+            rows = self.store.get(limit=limit, offset=offset)
         return self._checked(checked, "list", _hits(rows))
 
 
@@ -328,12 +331,14 @@ class ApproximatePathUnfiltered(KnowledgeBase):
         checked = self._authenticated(principal, "query")
         scoped = read_filter.build_where(checked, where)
         limit = self.settings.exact_search_limit
-        if len(self.store.get(where=scoped, limit=limit + 1).ids) <= limit:
+        with self._store_call("query"):
+            small = len(self.store.get(where=scoped, limit=limit + 1).ids) <= limit
+        if small:
             return super().query(principal, text, n_results, where)
         embedding = np.asarray(self.embedder([text]), dtype=np.float32)[0]
-        return self._checked(
-            checked, "query", (_hit(m) for m in self.store.query(embedding, n_results, None))
-        )
+        with self._store_call("query"):
+            found = self.store.query(embedding, n_results, None)
+        return self._checked(checked, "query", (_hit(m) for m in found))
 
 
 def _valid(principal: Principal) -> bool:
