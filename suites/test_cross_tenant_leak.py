@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from hypothesis import strategies as st
 
-from kbconform.conformance import Canaries, Principals, record
+from kbconform.conformance import Canaries, Principals, Run, record
 from kbconform.errors import ContractViolation, KbconformError, NotFound
 from kbconform.identity import Principal
 
@@ -305,16 +306,16 @@ class _World:
         )
 
 
-def _token(run: Any, name: str, n: int) -> str:
+def _token(run: Run, name: str, n: int) -> str:
     return f"kbc{run.rng(f'{name}:{n}').getrandbits(48):012x}"
 
 
-def _chunk(run: Any, name: str, n: int, tenant: str, repo: str, path: str) -> _Chunk:
+def _chunk(run: Run, name: str, n: int, tenant: str, repo: str, path: str) -> _Chunk:
     token = _token(run, name, n)
     return _Chunk(tenant, repo, path, f"{token} notes of {tenant} in {repo} at {path}", token)
 
 
-def _write_tenants(run: Any, backend: Any, name: str, layout: Iterable[tuple[str, str]]) -> _World:
+def _write_tenants(run: Run, backend: Any, name: str, layout: Iterable[tuple[str, str]]) -> _World:
     """Per (tenant, repo): a chunk at the path every repository has, and one of its own."""
     world = _World()
     for n, (tenant, repo) in enumerate(layout):
@@ -332,25 +333,42 @@ def _write_tenants(run: Any, backend: Any, name: str, layout: Iterable[tuple[str
 
 #: Tenant ids that are prefixes and substrings of each other.
 LOOK_ALIKE_TENANTS = ("acme", "acme-e", "acme-eu", "eu")
+_PART = st.from_regex(r"[a-z0-9]{1,4}", fullmatch=True)
+#: Generated families: a base, the base with a suffix (with and without "-"), and the suffix.
+LOOK_ALIKE_FAMILIES = st.builds(lambda b, x: sorted({b, f"{b}-{x}", f"{b}{x}", x}), _PART, _PART)
 
 
 @pytest.mark.kbconform(id="leak-07", level="L2")
 def test_tenant_ids_that_are_prefixes_or_parts_of_each_other_stay_apart(
-    kbconform_facade: str, kbconform_run: Any, kbconform_backend: Any
+    kbconform_facade: str, kbconform_run: Run, kbconform_backend: Any, kbconform_open: Any
 ) -> None:
-    """acme, acme-e, acme-eu and eu each read exactly their own chunks through the facade:
-    a tenant is matched whole, never by prefix (acme reading acme-eu) or as part of a name
-    (acme-eu reading acme or eu)."""
+    """acme, acme-e, acme-eu and eu (then generated families of the same shape) each read
+    exactly their own chunks through the facade: a tenant is matched whole, never by prefix
+    (acme reading acme-eu) or as part of a name (acme-eu reading acme or eu)."""
     world = _write_tenants(
         kbconform_run, kbconform_backend, "leak-07", [(t, "app") for t in LOOK_ALIKE_TENANTS]
     )
     for tenant in LOOK_ALIKE_TENANTS:
         world.assert_reads_exactly(kbconform_backend, kbconform_facade, Principal(tenant, f"agent-{tenant}"))
 
+    @kbconform_run.given(family=LOOK_ALIKE_FAMILIES)
+    def check(family: list[str]) -> None:
+        backend = kbconform_open()
+        try:
+            generated = _write_tenants(kbconform_run, backend, "leak-07", [(t, "app") for t in family])
+            for tenant in family:
+                generated.assert_reads_exactly(
+                    backend, kbconform_facade, Principal(tenant, f"agent-{tenant}")
+                )
+        finally:
+            kbconform_run.close(backend)
+
+    check()
+
 
 @pytest.mark.kbconform(id="leak-08", level="L2")
 def test_tenants_and_repositories_that_join_alike_stay_apart(
-    kbconform_facade: str, kbconform_run: Any, kbconform_backend: Any
+    kbconform_facade: str, kbconform_run: Run, kbconform_backend: Any
 ) -> None:
     """Tenant acme with repository x-y and tenant acme-x with repository y (both "acme-x-y" when
     joined with "-"), the same path in each, read exactly their own chunks through the facade."""
@@ -445,7 +463,7 @@ HOSTILE_META = {
 
 @pytest.mark.kbconform(id="leak-10", level="L2", requires="client-where")
 def test_hostile_values_in_where_clauses_match_literally_within_scope(
-    kbconform_run: Any, kbconform_backend: Any
+    kbconform_run: Run, kbconform_backend: Any
 ) -> None:
     """Where values with quotes, SQL, LIKE and regex wildcards, JSON paths and operator-looking
     strings match exactly the rows that hold that value, within scope; nested $and/$or that stay
@@ -490,7 +508,7 @@ def test_hostile_values_in_where_clauses_match_literally_within_scope(
     }
 
 
-def _private_world(run: Any, scratch: Any, kbconform_open: Any, operator: Principal) -> tuple[Any, _World]:
+def _private_world(run: Run, scratch: Any, kbconform_open: Any, operator: Principal) -> tuple[Any, _World]:
     """A fresh backend holding, restored by the operator, two chunks of acme private to its
     agent agent-acme and two team chunks of acme (written first to ``scratch``); beta then
     writes one chunk of its own."""
@@ -516,7 +534,7 @@ def _private_world(run: Any, scratch: Any, kbconform_open: Any, operator: Princi
 @pytest.mark.kbconform(id="leak-11", level="L2")
 def test_every_facade_counts_and_quotes_private_chunks_for_their_agent_only(
     kbconform_facade: str,
-    kbconform_run: Any,
+    kbconform_run: Run,
     kbconform_backend: Any,
     kbconform_open: Any,
     kbconform_principals: Principals,
@@ -562,7 +580,7 @@ def test_a_right_revoked_or_granted_applies_on_the_next_call(
 
 
 @pytest.mark.kbconform(id="leak-13", level="L2")
-def test_every_page_size_reads_the_scope_exactly_once(kbconform_run: Any, kbconform_backend: Any) -> None:
+def test_every_page_size_reads_the_scope_exactly_once(kbconform_run: Run, kbconform_backend: Any) -> None:
     """acme holds the same paths in two repositories, beta the same paths again: as each tenant,
     list read page by page at sizes 1, 2, 3 and 7 returns full pages, no id twice, and together
     exactly its own chunks; the same page read twice is the same (a stable order)."""

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kbconform.conformance import record
+from kbconform.conformance import Run, record
 from kbconform.errors import NotFound
 from kbconform.identity import Principal
 
@@ -38,7 +38,7 @@ def _write(backend: Any, writer: Principal, contents: list[str], prefix: str) ->
 
 @pytest.mark.kbconform(id="scale-01", level="L4")
 def test_a_tenant_past_the_exact_search_threshold_changes_no_ones_scope(
-    kbconform_run: Any, kbconform_backend: Any
+    kbconform_run: Run, kbconform_backend: Any
 ) -> None:
     """bulk holds 2,500 chunks, acme 5 near-identical ones. acme's query (its exact top-k, each
     canary first for its own text), list, count and get return exactly its rows and no bulk id
