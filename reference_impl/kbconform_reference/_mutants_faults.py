@@ -1,9 +1,89 @@
 """Mutants of the reference that break all-or-nothing writes when the store fails part-way.
 
 Each entry is ``(name, kind, breaks, killers)``: a :class:`KnowledgeBase` subclass with one
-invariant broken, and the suite test ids that must fail against it (see ``mutants.py``).
+invariant broken, and the suite test ids that must fail against it (see ``mutants.py``). They
+run in memory mode, whose store takes 64 rows a page, so the atomicity suite's batches of 200
+rows are written in four store calls and a fault can open between two of them.
 """
 
 from __future__ import annotations
 
-MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = ()
+from collections.abc import Sequence
+
+from kbconform_reference.service import KnowledgeBase, _Undo
+from kbconform_reference.stores import Rows
+
+
+class WritesPagesWithoutRollback(KnowledgeBase):
+    """The reference before rollback: ingest and restore write page by page and keep the pages
+    that landed before the store failed."""
+
+    def _apply(
+        self, operation: str, prior: Rows, write: Rows | None = None, delete: Sequence[str] = ()
+    ) -> None:
+        if write is None:
+            super()._apply(operation, prior, write, delete)
+            return
+        with self._store_call(operation):
+            self._upsert(write)
+
+
+class DeletesPagesWithoutRollback(KnowledgeBase):
+    """Deletion signals delete page by page and keep the deletes that landed before the store failed."""
+
+    def _apply(
+        self, operation: str, prior: Rows, write: Rows | None = None, delete: Sequence[str] = ()
+    ) -> None:
+        if write is not None:
+            super()._apply(operation, prior, write, delete)
+            return
+        with self._store_call(operation):
+            self._delete(delete)
+
+
+class RollbackKeepsNewRows(KnowledgeBase):
+    """A rollback writes the prior rows back but leaves the rows the batch added."""
+
+    def _undo(self, undo: _Undo) -> None:
+        self._upsert(undo.prior)
+
+
+class ReadsDuringPendingRollback(KnowledgeBase):
+    """Reads skip the pending rollback (only writes replay it): a half-written batch is readable
+    until the next write."""
+
+    def _settle(self, operation: str) -> None:
+        if operation in ("ingest", "restore", "apply_deletion_signal"):
+            super()._settle(operation)
+
+
+_INGEST = ("atomic-01[lasting]", "atomic-01[transient]")
+_RESTORE = ("atomic-02[lasting]", "atomic-02[transient]")
+_DELETE = ("atomic-03[lasting]", "atomic-03[transient]")
+
+MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
+    (
+        "writes-pages-without-rollback",
+        WritesPagesWithoutRollback,
+        "ingest and restore keep the pages written before the store failed",
+        (*_INGEST, *_RESTORE),
+    ),
+    (
+        "deletes-pages-without-rollback",
+        DeletesPagesWithoutRollback,
+        "a deletion signal keeps the pages deleted before the store failed",
+        _DELETE,
+    ),
+    (
+        "rollback-keeps-new-rows",
+        RollbackKeepsNewRows,
+        "the rollback of a failed write restores overwritten rows but keeps the new ones",
+        (*_INGEST, *_RESTORE),
+    ),
+    (
+        "reads-during-pending-rollback",
+        ReadsDuringPendingRollback,
+        "a rollback the store refused is replayed before writes only: reads see the half-written batch",
+        ("atomic-01[lasting]", "atomic-02[lasting]", "atomic-03[lasting]"),
+    ),
+)

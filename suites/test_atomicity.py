@@ -1,0 +1,290 @@
+"""L3 atomicity: a write the store fails part-way has written and deleted nothing, as every later
+call sees it.
+
+Each test seeds a backend, then makes one big write (ingest, restore, a deletion signal) with the
+store failing from its k-th call on, for k = 0, 1, 2, ... until the write succeeds: the kit does
+not know how many store calls a backend makes, nor how it pages, so it tries every place.
+``lasting``: the store stays down after the fault opens (a rollback the backend tries at once
+fails too), and comes back only after the call has raised; ``transient``: only the k-th store
+call fails. Each failed call must raise KB_BACKEND_UNAVAILABLE, and once the store is back
+everything must read exactly as before it: list (every page) and count for every principal,
+get of every id, the operator's export. The call that finally succeeds is the control: its
+whole effect is visible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import rfc8785
+
+from kbconform.adapter import BackendOptions
+from kbconform.conformance import Principals, Run, record, seed_canaries
+from kbconform.errors import BackendUnavailable, NotFound
+
+#: A backend needs fewer store calls than this for one write (the loop stops there).
+MAX_CALLS = 50
+#: Records per big write: enough that a backend that pages its writes makes several pages.
+BATCH = 200
+FAULTS = ("lasting", "transient")
+_PAGE = 100  # list page size the suite reads with
+
+
+class Fault:
+    """The ``store_fails`` switch: closed until :meth:`open_at` k, then failing the k-th store
+    call from then on (0-based; ``lasting``) or that call only (``transient``)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.at: int | None = None
+        self.consulted = 0
+
+    def __call__(self) -> bool:
+        seen, self.consulted = self.consulted, self.consulted + 1
+        if self.at is None:
+            return False
+        return seen == self.at or (self.kind == "lasting" and seen > self.at)
+
+    def open_at(self, k: int) -> None:
+        self.at, self.consulted = k, 0
+
+    def close(self) -> bool:
+        """Close the switch; True when it failed a store call since :meth:`open_at`."""
+        fired = self.at is not None and self.consulted > self.at
+        self.at = None
+        return fired
+
+
+def _readers(principals: Principals) -> list[Any]:
+    found = list(principals.members)
+    return found + ([principals.shared_writer] if principals.shared_writer is not None else [])
+
+
+def _canonical(value: Any) -> bytes:
+    return bytes(rfc8785.dumps(value))
+
+
+def _listed(backend: Any, principal: Any) -> dict[str, bytes]:
+    """Every chunk ``principal`` lists, page by page, as id -> canonical (document, metadata)."""
+    found: dict[str, bytes] = {}
+    offset = 0
+    while True:
+        page = list(backend.list(principal, _PAGE, offset))
+        for hit in page:
+            assert hit.id not in found, f"list returned {hit.id} on two pages"
+            found[hit.id] = _canonical([hit.document, dict(hit.metadata)])
+        if len(page) < _PAGE:
+            return found
+        offset += len(page)
+        assert offset < 100_000, "list never ends"
+
+
+class View:
+    """What the suite's principals read: the state a failed write must leave untouched."""
+
+    def __init__(self, run: Run, backend: Any, principals: Principals, ids: dict[str, Any]) -> None:
+        """``ids``: every id to get, with the principal that owns it."""
+        self.lists = {p.tenant_id: _listed(backend, p) for p in _readers(principals)}
+        self.counts = (
+            {p.tenant_id: backend.count(p) for p in _readers(principals)}
+            if "count" in run.manifest.read_facades
+            else {}
+        )
+        self.gets: dict[str, bytes | None] = {}
+        for chunk_id, owner in sorted(ids.items()):
+            try:
+                hit = backend.get(owner, chunk_id)
+            except NotFound:
+                self.gets[chunk_id] = None
+            else:
+                self.gets[chunk_id] = _canonical([hit.id, hit.document, dict(hit.metadata)])
+        self.export = {str(r["id"]): _canonical(dict(r)) for r in backend.export(principals.operator)}
+
+    def differences(self, other: View) -> list[str]:
+        """What reads differently in ``other``, named (empty when everything reads alike)."""
+        found = []
+        for tenant, listed in self.lists.items():
+            if other.lists[tenant] != listed:
+                changed = set(listed.items()) ^ set(other.lists[tenant].items())
+                found.append(f"list of {tenant}: {len({i for i, _ in changed})} chunks differ")
+        found.extend(
+            f"count of {tenant}: {count} before, {other.counts[tenant]} after"
+            for tenant, count in self.counts.items()
+            if other.counts[tenant] != count
+        )
+        found.extend(f"get {i}" for i, hit in self.gets.items() if other.gets[i] != hit)
+        if other.export != self.export:
+            changed = set(self.export.items()) ^ set(other.export.items())
+            found.append(f"export: {len({i for i, _ in changed})} chunks differ")
+        return found
+
+
+@dataclass
+class Attempt:
+    """A fresh, seeded backend: the ids to get (with their owners), the write to make, and what
+    the test needs to check the write's effect."""
+
+    backend: Any
+    owners: dict[str, Any]
+    write: Callable[[], Any]
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+def _every_fault(
+    run: Run, open_backend: Any, principals: Principals, kind: str, prepare: Callable[[Any], Attempt]
+) -> tuple[Attempt, Any, View, View]:
+    """For k = 0, 1, ...: a fresh backend (``prepare`` seeds it and says what to write), the write
+    made with the store failing at its k-th call; after a failure, everything must read as
+    before. Stops at the first k the write succeeds at, and returns that attempt, the write's
+    result, and the views before and after it (the caller checks the effect: the control).
+
+    A fresh backend for each k: a backend that carries state from one failed write to the next
+    call (a pending rollback) would otherwise shift where the next fault lands.
+    """
+    for k in range(MAX_CALLS):
+        fault = Fault(kind)
+        attempt = prepare(
+            open_backend(BackendOptions(spoof_mode=run.manifest.spoof_modes[0], store_fails=fault))
+        )
+        before = View(run, attempt.backend, principals, attempt.owners)
+        fault.open_at(k)
+        try:
+            result = attempt.write()
+        except BackendUnavailable:
+            assert fault.close(), (
+                f"the write raised KB_BACKEND_UNAVAILABLE with no store call failing (k={k})"
+            )
+            differences = before.differences(View(run, attempt.backend, principals, attempt.owners))
+            assert not differences, (
+                f"the store failed at its call {k} of the write ({kind}): the write raised "
+                f"KB_BACKEND_UNAVAILABLE, yet once the store was back it reads differently: "
+                + "; ".join(differences[:8])
+            )
+            run.close(attempt.backend)
+            continue
+        finally:
+            fault.close()
+        if kind == "lasting":
+            assert k > 0, "the store failed from its first call on, and the write still succeeded"
+        return attempt, result, before, View(run, attempt.backend, principals, attempt.owners)
+    raise AssertionError(
+        f"the write never succeeded with a fault at any of its first {MAX_CALLS} store calls"
+    )
+
+
+def _owners(backend: Any, principals: Principals) -> dict[str, Any]:
+    """Every stored id with the principal that owns it (from the operator's export)."""
+    by_tenant = {p.tenant_id: p for p in _readers(principals)}
+    return {str(r["id"]): by_tenant[r["metadata"]["tenantId"]] for r in backend.export(principals.operator)}
+
+
+@pytest.mark.kbconform(id="atomic-01", level="L3", requires="fault-injection")
+@pytest.mark.parametrize("kind", FAULTS)
+def test_an_ingest_the_store_fails_part_way_writes_nothing(
+    kind: str, kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
+) -> None:
+    """A batch of new chunks and of rewrites of stored ones (hashInputs without content, so the
+    ids stay and the text changes): every failed attempt leaves every chunk as it was and adds
+    none; the successful one writes every record (control)."""
+    principals = kbconform_principals
+    acme = principals.acme
+    by_path = ["sourcePath", "kind", "name"]
+    rewrites = BATCH // 3
+    stored = [
+        record(f"docs/page-{n}.md", f"first {n}", tenant="acme", hashInputs=by_path) for n in range(rewrites)
+    ]
+    batch = [
+        *(
+            record(f"docs/page-{n}.md", f"second {n}", tenant="acme", hashInputs=by_path)
+            for n in range(rewrites)
+        ),
+        *(record(f"docs/new-{n}.md", f"new {n}", tenant="acme") for n in range(BATCH - rewrites)),
+    ]
+
+    def prepare(backend: Any) -> Attempt:
+        seed_canaries(backend, principals, kbconform_run.rng(f"atomic-01[{kind}]"))
+        backend.ingest(acme, stored)
+        return Attempt(backend, _owners(backend, principals), lambda: backend.ingest(acme, batch))
+
+    attempt, result, before, after = _every_fault(kbconform_run, kbconform_open, principals, kind, prepare)
+    ids = list(result.ids)
+    assert len(ids) == len(batch)
+    assert set(after.lists[acme.tenant_id]) == set(before.lists[acme.tenant_id]) | set(ids)
+    for chunk_id, rec in zip(ids, batch, strict=True):
+        assert attempt.backend.get(acme, chunk_id).document == rec["content"], "the write did not land whole"
+    for tenant, chunks in before.lists.items():
+        if tenant != acme.tenant_id:
+            assert after.lists[tenant] == chunks, f"acme's ingest changed what {tenant} reads"
+
+
+@pytest.mark.kbconform(id="atomic-02", level="L3", requires="fault-injection")
+@pytest.mark.parametrize("kind", FAULTS)
+def test_a_restore_the_store_fails_part_way_writes_nothing(
+    kind: str, kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
+) -> None:
+    """A restore of new chunks (another backend's export) and of every stored chunk with another
+    text and embedding: every failed attempt leaves every chunk as it was (embeddings included)
+    and adds none; the successful one restores every record as given (control)."""
+    principals = kbconform_principals
+    operator = principals.operator
+    other = kbconform_open()
+    other.ingest(
+        principals.acme,
+        [record(f"docs/restored-{n}.md", f"restored {n}", tenant="acme") for n in range(BATCH)],
+    )
+    new = [dict(r) for r in other.export(operator)]
+
+    def prepare(backend: Any) -> Attempt:
+        seed_canaries(backend, principals, kbconform_run.rng(f"atomic-02[{kind}]"))
+        changed = [
+            {**r, "document": f"changed {r['document']}", "embedding": list(r["embedding"])[::-1]}
+            for r in backend.export(operator)
+        ]
+        batch = [*changed, *new]
+        owners = _owners(backend, principals) | {str(r["id"]): principals.acme for r in new}
+        return Attempt(backend, owners, lambda: backend.restore(operator, batch), {"batch": batch})
+
+    attempt, result, before, after = _every_fault(kbconform_run, kbconform_open, principals, kind, prepare)
+    batch = attempt.data["batch"]
+    assert result == len(batch)
+    assert after.export == {**before.export, **{str(r["id"]): _canonical(r) for r in batch}}, (
+        "the restore did not land whole, as given"
+    )
+    assert all(after.gets[str(r["id"])] is not None for r in new)
+
+
+@pytest.mark.kbconform(id="atomic-03", level="L3", requires="fault-injection")
+@pytest.mark.parametrize("kind", FAULTS)
+def test_a_deletion_signal_the_store_fails_part_way_deletes_nothing(
+    kind: str, kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
+) -> None:
+    """A manifest snapshot that drops most of acme's repository: every failed attempt leaves
+    every chunk in place (embeddings included); the successful one deletes exactly the dropped
+    chunks, of acme only (control)."""
+    principals = kbconform_principals
+    acme = principals.acme
+
+    def prepare(backend: Any) -> Attempt:
+        canaries = seed_canaries(backend, principals, kbconform_run.rng(f"atomic-03[{kind}]"))
+        old = [record(f"docs/old-{n}.md", f"old {n}", tenant="acme") for n in range(BATCH)]
+        dropped = list(backend.ingest(acme, old).ids)
+        twin = list(backend.ingest(principals.beta, [record("docs/old-0.md", "old 0", tenant="beta")]).ids)
+        kept = sorted(str(c.record["sourcePath"]) for c in canaries.chunks.values() if c.tenant == "acme")
+        signal = {"manifestSnapshot": {"repoSlug": "app", "pathsAfterPush": kept}}
+        return Attempt(
+            backend,
+            _owners(backend, principals),
+            lambda: backend.apply_deletion_signal(acme, signal),
+            {"dropped": set(dropped), "twin": twin[0]},
+        )
+
+    attempt, result, before, after = _every_fault(kbconform_run, kbconform_open, principals, kind, prepare)
+    dropped = attempt.data["dropped"]
+    assert set(result.deleted_ids) == dropped
+    assert set(after.lists[acme.tenant_id]) == set(before.lists[acme.tenant_id]) - dropped
+    assert all(after.gets[i] is None for i in dropped), "a dropped chunk still reads"
+    assert after.gets[attempt.data["twin"]] is not None, "acme's signal deleted beta's chunk"
+    assert set(after.export) == set(before.export) - dropped
