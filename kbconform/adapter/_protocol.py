@@ -115,8 +115,12 @@ class BackendOptions:
 
     ``spoof_mode`` is one of the manifest's ``spoofModes``. ``resolver`` is what the backend
     must resolve revision boundaries with (feature ``revision-boundary``; None: no resolver is
-    configured). ``store_fails``, when given, is a switch: while it returns True every call the
-    backend makes to its store must fail (feature ``fault-injection``).
+    configured). ``store_fails``, when given, is a switch (feature ``fault-injection``): the
+    backend consults it once before every call it makes to its store, and that call fails
+    while the switch returns True. Each page of a paged write or delete is one store call,
+    consulted on its own, and so is every call of a rollback or a retry; so a switch that turns
+    on at its Nth consultation starts a fault in the middle of a facade call, between two pages
+    (the atomicity suite opens it at each call in turn).
     """
 
     spoof_mode: SpoofMode = "overwrite"
@@ -149,6 +153,11 @@ class Backend(Protocol):
         written (reject mode). A member writing into the shared namespace, a write whose id
         belongs to another tenant's chunk, and a write onto a chunk private to another agent of
         the tenant raise :class:`~kbconform.errors.Forbidden`, and nothing of the batch is written.
+
+        A store that fails, at any point of the call (after some pages landed included), raises
+        :class:`~kbconform.errors.BackendUnavailable`: a call that raises BackendUnavailable has
+        written and deleted nothing, as every later call sees it (read and write facades alike;
+        a backend that cannot undo yet raises BackendUnavailable on those calls until it can).
         """
         ...
 
@@ -185,6 +194,10 @@ class Backend(Protocol):
         ``KB_REVISION_BOUNDARY_INVALID``, else ``KB_DELETE_SIGNAL_INVALID``) and deletes nothing;
         a revision boundary without a resolver raises
         :class:`~kbconform.errors.RevisionBoundaryUnavailable`.
+
+        A store that fails, at any point of the call (after some pages of deletes landed
+        included), raises :class:`~kbconform.errors.BackendUnavailable`: a call that raises
+        BackendUnavailable has written and deleted nothing, as every later call sees it.
         """
         ...
 
@@ -199,8 +212,12 @@ class Backend(Protocol):
         """Write backup-record-v1 records as given (never re-embedding); returns how many.
 
         Every record is validated before any write: one invalid record raises
-        :class:`~kbconform.errors.ContractViolation` and nothing is written. Operators only.
-        Restored rows are read through the same filter as ingested ones.
+        :class:`~kbconform.errors.ContractViolation` and nothing is written; so does a record
+        whose metadata lacks a scope stamp (``tenantId``, ``repoSlug``, ``sourcePath``,
+        ``visibility``). Operators only. Restored rows are read through the same filter as
+        ingested ones. A store that fails, at any point of the call, raises
+        :class:`~kbconform.errors.BackendUnavailable`: a call that raises BackendUnavailable has
+        written and deleted nothing, as every later call sees it.
         """
         ...
 
