@@ -8,6 +8,7 @@ from kbconform.conformance._data import (
     seed_canaries,
 )
 from kbconform.conformance._deadline import DEFAULT_CALL_TIMEOUT, DeadlineExceeded
+from kbconform.conformance._model import Ingest, Policy, Refused, Row, differences
 from kbconform.conformance._run import PROFILES, ProfileName, Run
 
 __all__ = [
@@ -16,6 +17,11 @@ __all__ = [
     "DeadlineExceeded",
     "Canaries",
     "Canary",
+    "Ingest",
+    "Policy",
+    "Refused",
+    "Row",
+    "differences",
     "Principals",
     "ProfileName",
     "Run",

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import hypothesis
 from hypothesis import HealthCheck
+from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test
 
 from kbconform.adapter import Adapter, Backend, BackendOptions, Manifest, check_backend, load_adapter
 from kbconform.conformance._deadline import DEFAULT_CALL_TIMEOUT, Caller, Guarded
@@ -95,17 +96,20 @@ class Run:
         digest = hashlib.sha256(f"{self.seed}:{name}".encode()).digest()
         return random.Random(int.from_bytes(digest[:8], "big"))
 
-    def given(self, *args: Any, **kwargs: Any) -> Callable[[Callable[..., None]], Callable[[], None]]:
-        """``hypothesis.given`` with the run's profile and seed (a failure replays from the seed).
-
-        The decorated property takes no arguments: Hypothesis supplies them all.
-        """
-        settings = hypothesis.settings(
+    def _settings(self) -> hypothesis.settings:
+        return hypothesis.settings(
             PROFILES[self.profile],
             deadline=None,
             database=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
         )
+
+    def given(self, *args: Any, **kwargs: Any) -> Callable[[Callable[..., None]], Callable[[], None]]:
+        """``hypothesis.given`` with the run's profile and seed (a failure replays from the seed).
+
+        The decorated property takes no arguments: Hypothesis supplies them all.
+        """
+        settings = self._settings()
 
         def decorate(test: Callable[..., None]) -> Callable[[], None]:
             checked = settings(hypothesis.given(*args, **kwargs)(test))  # type: ignore[no-untyped-call]  # given is untyped with *args
@@ -113,3 +117,9 @@ class Run:
             return seeded
 
         return decorate
+
+    def run_machine(self, machine: type[RuleBasedStateMachine]) -> None:
+        """Run a Hypothesis state machine with the run's profile and seed; a failure prints the
+        shortest program Hypothesis found, and reruns from the same seed."""
+        test = get_state_machine_test(machine, settings=self._settings())
+        hypothesis.seed(self.seed)(test)()

@@ -1,0 +1,328 @@
+"""The policy model: from the history of operations, what every call must return.
+
+:class:`Policy` holds every stored chunk as the contract says it must be stored, and answers, for
+any principal: which chunks each read facade returns (ids, text, stamps), what ``count`` says,
+what an export holds, what a deletion signal deletes, which warnings an ingest returns, and which
+error a call raises. It never asks the backend: a suite calls the backend, compares, and then
+tells the model that the call landed (:meth:`Policy.commit_ingest` and the others), or that it
+failed with the expected error, in which case nothing changes.
+
+The rules are the ones written in ``schemas/*.md`` and the adapter protocol's docstrings; each
+method names its rule. Ids: with a declared id profile the model computes them exactly; without
+one it learns each id from the first ingest of its hash inputs and holds the backend to it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbconform.adapter import Manifest
+from kbconform.errors import (
+    ContractViolation,
+    Forbidden,
+    KbconformError,
+    RevisionBoundaryUnavailable,
+    SpoofRejected,
+)
+from kbconform.identity import RESERVED_FIELDS, Principal, chunk_id
+
+#: Visibilities every reader in scope may read; ``private`` is for the origin agent only.
+READABLE = ("team", "public")
+#: The stamps a restored record must carry: rows are scoped by them (schemas/backup.md).
+SCOPE_STAMPS = ("tenantId", "repoSlug", "sourcePath", "visibility")
+#: The stamps a read returns that the model compares exactly.
+COMPARED = ("tenantId", "repoSlug", "sourcePath", "visibility", "originAgentIdentity")
+#: The visibility the server stamps on ingest unless configured otherwise (schemas/stamping.md).
+INGEST_VISIBILITY = "team"
+
+Key = tuple[str, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One stored chunk as the contract says it is stored."""
+
+    id: str
+    document: str | None
+    stamps: Mapping[str, Any]
+
+    @property
+    def tenant(self) -> Any:
+        return self.stamps.get("tenantId")
+
+    @property
+    def repo(self) -> Any:
+        return self.stamps.get("repoSlug")
+
+    @property
+    def path(self) -> Any:
+        return self.stamps.get("sourcePath")
+
+    def readable_by(self, principal: Principal) -> bool:
+        """schemas/read-filter.md: the principal's tenant and readable shared namespaces; team
+        and public chunks for every reader in scope, private ones for their origin agent."""
+        if self.tenant not in principal.readable_tenants:
+            return False
+        visibility = self.stamps.get("visibility")
+        if visibility in READABLE:
+            return True
+        return (
+            visibility == "private"
+            and principal.agent_identity is not None
+            and self.stamps.get("originAgentIdentity") == principal.agent_identity
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """The call must raise this error and change nothing."""
+
+    error: type[KbconformError]
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ingest:
+    """What an ingest that lands returns: an id per record (None: not known before the call, the
+    model learns it), the guarded fields each record spoofed, and the rows it writes."""
+
+    principal: Principal
+    records: tuple[Mapping[str, Any], ...]
+    ids: tuple[str | None, ...]
+    keys: tuple[Key, ...]
+    spoofed: tuple[tuple[str, ...], ...]
+    warns: bool
+
+
+def _key(record: Mapping[str, Any], tenant: str) -> Key:
+    """What a chunk id is a function of: the tenant, the repository and the hashed fields."""
+    hashed = {name: record.get(name) for name in record["hashInputs"]}
+    return (tenant, str(record["repoSlug"]), json.dumps(hashed, sort_keys=True, ensure_ascii=False))
+
+
+@dataclass
+class Policy:
+    """The exact model of the isolation policy for one backend."""
+
+    manifest: Manifest
+    rows: dict[str, Row] = field(default_factory=dict)
+    #: Ids learned (or computed) per identity key, and back: the backend is held to them.
+    ids_by_key: dict[Key, str] = field(default_factory=dict)
+    keys_by_id: dict[str, Key] = field(default_factory=dict)
+    #: Spoofed records per (tenant, agent): escalation switches a principal to reject mode.
+    spoofs: Counter[tuple[str, str | None]] = field(default_factory=Counter)
+
+    @property
+    def shared(self) -> frozenset[str]:
+        namespace = self.manifest.shared_namespace
+        return frozenset({namespace}) if namespace else frozenset()
+
+    @property
+    def escalation_threshold(self) -> int | None:
+        escalation = self.manifest.feature("escalation")
+        if isinstance(escalation, Mapping):
+            threshold = escalation.get("threshold")
+            return int(threshold) if isinstance(threshold, int) else None
+        return None
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def scope(self, principal: Principal) -> dict[str, Row]:
+        """Every chunk ``principal`` reads, by id: what list pages add up to, what count says,
+        what a query with enough results returns, what get finds."""
+        return {i: row for i, row in self.rows.items() if row.readable_by(principal)}
+
+    def foreign(self, principal: Principal) -> dict[str, Row]:
+        """Every chunk ``principal`` must never read."""
+        return {i: row for i, row in self.rows.items() if not row.readable_by(principal)}
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def _may_write(self, principal: Principal) -> Refused | None:
+        if principal.tenant_id in self.shared and not principal.is_operator:
+            return Refused(Forbidden, "a member writes into the shared namespace")
+        return None
+
+    def spoofed_fields(self, principal: Principal, record: Mapping[str, Any]) -> tuple[str, ...]:
+        """schemas/stamping.md: each guarded field the record claims otherwise than the server."""
+        server: dict[str, Any] = {
+            "tenantId": principal.tenant_id,
+            "repoSlug": record["repoSlug"],
+            "visibility": INGEST_VISIBILITY,
+            "originAgentIdentity": principal.agent_identity,
+        }
+        found = ["tenantId"] if record["tenantId"] != principal.tenant_id else []
+        custom = record.get("customMeta") or {}
+        for name in sorted(RESERVED_FIELDS & set(custom)):
+            if name in ("ingestedAt", "tenantConfigVersion") or custom[name] != server.get(name):
+                found.append(f"customMeta.{name}")
+        return tuple(found)
+
+    def spoof_budget(self, principal: Principal) -> int | None:
+        """How many more spoofed records ``principal`` may send before escalation (None: no limit)."""
+        threshold = self.escalation_threshold
+        if threshold is None:
+            return None
+        return max(0, threshold - 1 - self.spoofs[(principal.tenant_id, principal.agent_identity)])
+
+    def _id(self, record: Mapping[str, Any], key: Key) -> str | None:
+        profile = self.manifest.id_profile
+        if profile is not None:
+            return chunk_id(record, key[0], key[1], profile)  # type: ignore[arg-type]  # a declared profile
+        return self.ids_by_key.get(key)
+
+    def ingest(
+        self, principal: Principal, records: Sequence[Mapping[str, Any]], mode: str
+    ) -> Refused | Ingest:
+        """The outcome of ``ingest``: Backend.ingest and schemas/stamping.md."""
+        refused = self._may_write(principal)
+        if refused:
+            return refused
+        spoofed = tuple(self.spoofed_fields(principal, r) for r in records)
+        if mode == "reject" and any(spoofed):
+            return Refused(SpoofRejected, "the batch claims another identity (reject mode)")
+        keys = tuple(_key(r, principal.tenant_id) for r in records)
+        ids = tuple(self._id(r, k) for r, k in zip(records, keys, strict=True))
+        for chunk in ids:
+            row = self.rows.get(chunk) if chunk is not None else None
+            if row is None:
+                continue
+            if row.tenant != principal.tenant_id:
+                return Refused(Forbidden, f"{chunk} belongs to another tenant")
+            if row.stamps.get("visibility") == "private" and row.stamps.get("originAgentIdentity") != (
+                principal.agent_identity
+            ):
+                return Refused(Forbidden, f"{chunk} is another agent's private chunk")
+        return Ingest(principal, tuple(records), ids, keys, spoofed, mode == "overwrite")
+
+    def check_ids(self, plan: Ingest, returned: Sequence[str]) -> list[str]:
+        """Problems with the ids an ingest returned: one per record, equal exactly when the keys
+        are equal, the predicted ones where known, never another key's id."""
+        problems = []
+        if len(returned) != len(plan.records):
+            return [f"ingest returned {len(returned)} ids for {len(plan.records)} records"]
+        seen: dict[Key, str] = {}
+        for index, (key, predicted, got) in enumerate(zip(plan.keys, plan.ids, returned, strict=True)):
+            if predicted is not None and got != predicted:
+                problems.append(f"record {index}: id {got!r}, the contract gives {predicted!r}")
+            owner = self.keys_by_id.get(got)
+            if owner is not None and owner != key:
+                problems.append(f"record {index}: id {got!r} is already the id of other hash inputs")
+            first = seen.setdefault(key, got)
+            if first != got:
+                problems.append(f"record {index}: equal hash inputs got two ids, {first!r} and {got!r}")
+        by_id: dict[str, Key] = {}
+        for key, got in zip(plan.keys, returned, strict=True):
+            if by_id.setdefault(got, key) != key:
+                problems.append(f"two records with different hash inputs got the same id {got!r}")
+        return problems
+
+    def expected_warnings(self, plan: Ingest, returned: Sequence[str]) -> set[tuple[str, str]]:
+        """(field, chunk id) of every warning an overwrite-mode ingest returns."""
+        if not plan.warns:
+            return set()
+        return {(f, returned[i]) for i, fields in enumerate(plan.spoofed) for f in fields}
+
+    def commit_ingest(self, plan: Ingest, returned: Sequence[str]) -> None:
+        """The ingest landed: the last record of the batch per id is stored, stamped."""
+        principal = plan.principal
+        for record, key, chunk in zip(plan.records, plan.keys, returned, strict=True):
+            self.ids_by_key[key] = chunk
+            self.keys_by_id[chunk] = key
+            stamps: dict[str, Any] = {
+                "tenantId": principal.tenant_id,
+                "repoSlug": record["repoSlug"],
+                "sourcePath": record["sourcePath"],
+                "visibility": INGEST_VISIBILITY,
+            }
+            if principal.agent_identity is not None:
+                stamps["originAgentIdentity"] = principal.agent_identity
+            self.rows[chunk] = Row(chunk, record["content"], stamps)
+        if plan.warns:
+            spoofing = sum(1 for fields in plan.spoofed if fields)
+            self.spoofs[(principal.tenant_id, principal.agent_identity)] += spoofing
+
+    def deletion(
+        self,
+        principal: Principal,
+        signal: Mapping[str, Any],
+        resolve: Mapping[tuple[str, str, str], Iterable[str]] | None,
+    ) -> Refused | set[str]:
+        """The ids a deletion signal deletes: schemas/deletion-signaling.md. Paths match exactly
+        (case, normalization and prefixes are other paths), within the principal's tenant."""
+        refused = self._may_write(principal)
+        if refused:
+            return refused
+        default = signal.get("repoSlug")
+
+        def pairs(name: str) -> set[tuple[Any, Any]]:
+            return {(e.get("repoSlug", default), e["sourcePath"]) for e in signal.get(name, [])}
+
+        tombstoned, written = pairs("deleted"), pairs("files")
+        if tombstoned & written:
+            return Refused(ContractViolation, "a path both tombstoned and written")
+        targets = set(tombstoned)
+        if "baseRevision" in signal:
+            repo = default or signal["manifestSnapshot"]["repoSlug"]
+            found = (
+                None
+                if resolve is None
+                else resolve.get((repo, signal["baseRevision"], signal["headRevision"]))
+            )
+            if found is None:
+                return Refused(RevisionBoundaryUnavailable, "the boundary cannot be resolved")
+            targets |= {(repo, path) for path in found}
+        tenant = principal.tenant_id
+        manifest = signal.get("manifestSnapshot")
+        if manifest is not None:
+            keep = set(manifest["pathsAfterPush"])
+            targets |= {
+                (row.repo, row.path)
+                for row in self.rows.values()
+                if row.tenant == tenant and row.repo == manifest["repoSlug"] and row.path not in keep
+            }
+        targets -= written
+        return {i for i, row in self.rows.items() if row.tenant == tenant and (row.repo, row.path) in targets}
+
+    def commit_deletion(self, doomed: Iterable[str]) -> None:
+        for chunk in doomed:
+            del self.rows[chunk]
+
+    def export(self, principal: Principal) -> Refused | dict[str, Row]:
+        """Every stored chunk, for operators only (Backend.export)."""
+        if not principal.is_operator:
+            return Refused(Forbidden, "a member exports")
+        return dict(self.rows)
+
+    def restore(self, principal: Principal, records: Sequence[Mapping[str, Any]]) -> Refused | list[Row]:
+        """The rows a restore writes, as given: schemas/backup.md. A record without a scope stamp
+        is refused, and nothing of the batch is written."""
+        if not principal.is_operator:
+            return Refused(Forbidden, "a member restores")
+        rows = []
+        for record in records:
+            metadata = record["metadata"]
+            if any(stamp not in metadata for stamp in SCOPE_STAMPS):
+                return Refused(ContractViolation, "a restored record lacks a scope stamp")
+            stamps = {name: metadata[name] for name in COMPARED if name in metadata}
+            rows.append(Row(record["id"], record["document"], stamps))
+        return rows
+
+    def commit_restore(self, rows: Iterable[Row]) -> None:
+        for row in rows:
+            self.rows[row.id] = row
+
+
+def differences(row: Row, document: str | None, metadata: Mapping[str, Any]) -> list[str]:
+    """How a chunk as read differs from the model's row: its text and every compared stamp."""
+    found = []
+    if document != row.document:
+        found.append(f"text {document!r}, stored {row.document!r}")
+    for name in COMPARED:
+        if metadata.get(name) != row.stamps.get(name):
+            found.append(f"{name} {metadata.get(name)!r}, stored {row.stamps.get(name)!r}")
+    return found

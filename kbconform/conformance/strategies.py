@@ -1,0 +1,95 @@
+"""Adversarial identifiers and values, as Hypothesis strategies and the pools they draw from.
+
+Real isolation bugs live where names collide under a common mistake: a tenant id that is a prefix
+of another (``acme``, ``acme-eu``), parts that join alike (tenant ``acme-x`` with repo ``y``, and
+``acme`` with ``x-y``), paths that differ only by case, normalization, a suffix or a directory, the
+same path in several repositories and tenants, and values full of quote, SQL, regex, JSON-path and
+operator characters. Every value here is valid under the contract's schemas: a backend must keep
+them apart exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import strategies as st
+
+from kbconform.identity import RESERVED_FIELDS
+
+#: Source paths that collide under common mistakes: prefixes (``docs`` and ``docs/a``, ``docs/a``
+#: and ``docs/a.md`` and ``docs/ab.md``), case, NFC and NFD forms of one name, and characters that
+#: mean something to SQL, regular expressions, globs, JSON paths and filter languages.
+PATHS: tuple[str, ...] = (
+    "docs/a.md",
+    "docs/A.md",
+    "docs/a",
+    "docs/ab.md",
+    "docs",
+    "docs/caf\u00e9.md",
+    "docs/cafe\u0301.md",
+    'docs/it\'s "quoted".md',
+    "docs/x' OR '1'='1.md",
+    "docs/a.*$[0].md",
+    "docs/$ne/%_?.md",
+)
+
+#: Values that look like operators, queries and paths to a filter that builds strings.
+HOSTILE_VALUES: tuple[str, ...] = (
+    "'",
+    '"',
+    "' OR '1'='1",
+    "'); DROP TABLE chunks; --",
+    ".*",
+    "^acme",
+    "$ne",
+    "$or",
+    '{"$gt": ""}',
+    "$.tenantId",
+    "..",
+    "%",
+    "_",
+    "*",
+    "\\",
+    "acme\u0000",
+    "ACME",
+    "acme ",
+)
+
+#: customMeta keys named like every identity and stamped field.
+IDENTITY_KEYS: tuple[str, ...] = (*sorted(RESERVED_FIELDS), "sourcePath", "rootKind", "id", "chunkId")
+
+
+@dataclass(frozen=True, slots=True)
+class World:
+    """The names one state-machine run uses: tenants and repositories that collide under joins
+    and prefixes, the adversarial paths, and the agents of every tenant."""
+
+    tenants: tuple[str, ...]
+    repos: tuple[str, ...]
+    paths: tuple[str, ...] = PATHS
+    agents: tuple[str, ...] = ("agent", "agent-2")
+
+
+def _valid_tenant(name: str) -> bool:
+    return 0 < len(name) <= 64 and name[0] != "-" and name[-1] != "-" and "--" not in name
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> World:
+    """Three tenants and three repositories where ``tenant + '-' + repo`` collides across pairs
+    and one tenant id is a prefix of another: ``b``, ``b-p``, ``bp`` (or ``p-b``), with repos
+    ``app``, ``p-app`` and ``app/docs``."""
+    base = draw(st.from_regex(r"[a-z][a-z0-9]{1,5}", fullmatch=True))
+    part = draw(st.from_regex(r"[a-z0-9]{1,3}", fullmatch=True))
+    third = draw(st.sampled_from([f"{base}{part}", f"{part}-{base}", f"{base}-{part}-{part}"]))
+    tenants = (base, f"{base}-{part}", third)
+    assert all(_valid_tenant(t) for t in tenants)
+    assert len(set(tenants)) == 3
+    return World(tenants, ("app", f"{part}-app", "app/docs"))
+
+
+#: A string drawn from the hostile values, or any printable text.
+hostile_text = st.one_of(
+    st.sampled_from(HOSTILE_VALUES).filter(lambda v: "\u0000" not in v),
+    st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=24),
+)

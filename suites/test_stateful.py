@@ -1,0 +1,606 @@
+"""L4 state machine: interleaved operations of many principals, compared with the policy model.
+
+One backend, driven by a Hypothesis ``RuleBasedStateMachine``: ingests of batches (re-ingests of
+the same and changed content, spoofs anywhere in a batch, the same path in several repos and
+tenants, records that leave ``sourcePath`` or ``content`` out of their hash inputs), deletion
+signals of every declared mechanism (ones that match nothing, empty manifests, paths of other
+tenants), exports and restores (visibility changes, dropped optional and scope stamps), rights
+granted and revoked and agents changed between calls, and store faults that start at any store
+call of a facade call. After every step every declared read facade is read as every principal
+and compared exactly with :class:`kbconform.conformance.Policy`; every error is checked for
+other tenants' ids and text. A failure shrinks to a short program, printed, that reruns from the
+run's seed.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pytest
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from kbconform.adapter import BackendOptions
+from kbconform.conformance import Policy, Refused, Run, differences, record
+from kbconform.conformance.strategies import PATHS, World, worlds
+from kbconform.contract import is_valid
+from kbconform.errors import BackendUnavailable, KbconformError, NotFound
+from kbconform.identity import Principal
+
+HASH_INPUTS = (
+    ["sourcePath", "kind", "name", "content"],
+    ["content"],
+    ["sourcePath", "kind", "name"],
+    ["kind", "name", "content"],
+)
+SPOOFS = (
+    None,
+    "tenantId",
+    "customMeta.tenantId",
+    "customMeta.repoSlug",
+    "customMeta.originAgentIdentity",
+    "customMeta.visibility",
+    "customMeta.ingestedAt",
+)
+RESTORE_CHANGES = (
+    None,
+    "private",
+    "team",
+    "public",
+    "drop originAgentIdentity",
+    "drop ingestedAt",
+    "drop tenantConfigVersion",
+    "drop kind",
+    "drop tenantId",
+    "drop visibility",
+)
+BOUNDARIES = (("1a2b3c4", "5d6e7f8"), ("0000aaa", "0000bbb"), ("deadbee", "feedbee"))
+WORDS = "deploy billing config rotate keys service notes release"
+
+
+@dataclass(frozen=True, slots=True)
+class RecordSpec:
+    """One record of a batch, by indices into the world: repo, path, hash inputs, and whether
+    its content is new or what that (repo, path) holds now; an optional spoof; customMeta keys
+    named like identity fields."""
+
+    repo: int
+    path: int
+    new_content: bool = True
+    hash_inputs: int = 0
+    spoof: str | None = None
+    identity_keys: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SignalSpec:
+    """A deletion signal by indices: tombstones (repo or the signal's, path), a manifest's repo
+    and kept paths, a revision boundary, the files of the push, and the signal's repo."""
+
+    repo: int
+    tombstones: tuple[tuple[int | None, int], ...] = ()
+    manifest: tuple[int, tuple[int, ...]] | None = None
+    boundary: int | None = None
+    files: tuple[int, ...] = ()
+
+
+@dataclass
+class User:
+    """A caller whose rights and agent may change between calls."""
+
+    tenant: str
+    agent: str | None
+    role: str = "member"
+    reads_shared: bool = False
+
+    def principal(self, shared: str | None) -> Principal:
+        namespaces = frozenset({shared}) if shared and self.reads_shared else frozenset()
+        return Principal(self.tenant, self.agent, namespaces, role=self.role)  # type: ignore[arg-type]
+
+
+class Fault:
+    """The backend's ``store_fails`` switch: armed at N, the (N+1)th store call and every later
+    one of the call fail; consulted once per store call."""
+
+    def __init__(self) -> None:
+        self.at: int | None = None
+        self.calls = 0
+
+    def __call__(self) -> bool:
+        if self.at is None:
+            return False
+        self.calls += 1
+        return self.calls > self.at
+
+
+class Resolver:
+    """A revision resolver over a fixed map of (repo, base, head) to deleted paths."""
+
+    def __init__(self, paths: Mapping[tuple[str, str, str], tuple[str, ...]]) -> None:
+        self.paths = paths
+
+    def deleted_paths(self, repo_slug: str, base: str, head: str, /) -> list[str]:
+        from kbconform.errors import RevisionBoundaryUnavailable
+
+        found = self.paths.get((repo_slug, base, head))
+        if found is None:
+            raise RevisionBoundaryUnavailable("apply_deletion_signal", "unknown commits")
+        return list(found)
+
+
+class KnowledgeBaseMachine(RuleBasedStateMachine):
+    """The machine; :func:`machine_for` binds it to a run and a spoof mode."""
+
+    run: ClassVar[Run]
+    mode: ClassVar[str]
+    compared: ClassVar[list[int]]  # informative comparisons over every example (vacuity guard)
+
+    def __init__(self) -> None:
+        super().__init__()
+        manifest = self.run.manifest
+        self.facades = set(manifest.read_facades)
+        self.features = {
+            name
+            for name in ("fault-injection", "revision-boundary", "client-where")
+            if manifest.supports(name)
+        }
+        self.shared = manifest.shared_namespace
+        self.fault = Fault()
+        self.policy = Policy(manifest)
+        self.users: list[User] = []
+        self.world: World | None = None
+        self.resolver: Resolver | None = None
+        self.seen: set[str] = set()
+        self.bulk: set[str] = set()  # ids of big batches: get reads a few of them per step
+        self.exported: list[Mapping[str, Any]] = []
+        self.tokens = itertools.count()
+        self.backend: Any = None
+
+    # -- setup -----------------------------------------------------------------------------------
+
+    @initialize(world=worlds(), shared=st.lists(st.booleans(), min_size=9, max_size=9), deleted=st.data())
+    def open_backend(self, world: World, shared: list[bool], deleted: st.DataObject) -> None:
+        self.world = world
+        for tenant in world.tenants:
+            self.users += [User(tenant, agent) for agent in world.agents]
+        self.users += [User(world.tenants[0], None), User(world.tenants[1], "ops", "operator")]
+        for user, reads in zip(self.users, shared, strict=False):
+            user.reads_shared = reads
+        if self.shared:
+            self.users += [User(self.shared, "curator", "operator"), User(self.shared, "intruder")]
+        resolver = None
+        if "revision-boundary" in self.features:
+            paths = st.lists(st.sampled_from(world.paths), max_size=3, unique=True).map(tuple)
+            self.resolver = Resolver(
+                {
+                    (repo, base, head): deleted.draw(paths, label=f"deleted in {repo} {base}..{head}")
+                    for repo in world.repos
+                    for base, head in BOUNDARIES[:2]
+                }
+            )
+            resolver = self.resolver
+        options = BackendOptions(
+            spoof_mode=self.mode,  # type: ignore[arg-type]
+            resolver=resolver,
+            store_fails=self.fault if "fault-injection" in self.features else None,
+        )
+        self.backend = self.run.open(options)
+
+    def teardown(self) -> None:
+        if self.backend is not None:
+            self.run.close(self.backend)
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _principal(self, index: int) -> Principal:
+        return self.users[index % len(self.users)].principal(self.shared)
+
+    def _call(self, principal: Principal, fault: int | None, inputs: str, call: Callable[[], Any]) -> Any:
+        """Call the backend; a KbconformError comes back as the value, checked for foreign data."""
+        self.fault.at, self.fault.calls = (fault if "fault-injection" in self.features else None), 0
+        try:
+            return call()
+        except KbconformError as error:
+            self._clean(error, principal, inputs)
+            return error
+        finally:
+            self.fault.at = None
+
+    def _clean(self, error: KbconformError, principal: Principal, inputs: str) -> None:
+        """No error text carries a chunk the caller may not read: its id (unless the caller named
+        it), its token, its path (unless the caller named it or reads a chunk at that path)."""
+        text = f"{error} {error!r}"
+        readable = self.policy.scope(principal)
+        own_paths = {row.path for row in readable.values()}
+        for chunk, row in self.policy.foreign(principal).items():
+            token = (row.document or " ").split()[0]
+            assert token not in text, (
+                f"{type(error).__name__} for {principal.tenant_id} carries the text of {chunk}"
+            )
+            assert chunk not in text or chunk in inputs, (
+                f"{type(error).__name__} for {principal.tenant_id} names the foreign chunk {chunk}"
+            )
+            if isinstance(row.path, str) and row.path not in own_paths and row.path not in inputs:
+                assert row.path not in text, f"{type(error).__name__} names the foreign path {row.path!r}"
+
+    def _failed(self, outcome: Any, fault: int | None, expected: Any) -> bool:
+        """True when the call failed as it may: the expected refusal, or a store fault it was
+        given (then it must have changed nothing). A fault at the first store call must fail."""
+        injected = fault is not None and "fault-injection" in self.features
+        if isinstance(expected, Refused):
+            if injected and isinstance(outcome, BackendUnavailable):
+                return True
+            assert isinstance(outcome, expected.error), (
+                f"expected {expected.error.__name__} ({expected.why}), got {outcome!r}"
+            )
+            return True
+        if injected and isinstance(outcome, BackendUnavailable):
+            return True
+        assert not isinstance(outcome, KbconformError), f"the call failed: {outcome!r}"
+        assert not (injected and fault == 0), "a call whose every store call failed succeeded"
+        return False
+
+    def _content(self, tenant: str, repo: str, path: str, new: bool) -> str:
+        if not new:
+            for row in self.policy.rows.values():
+                if (row.tenant, row.repo, row.path) == (tenant, repo, path) and row.document:
+                    return row.document
+        return f"kbt{next(self.tokens):05d} {WORDS} {path}"
+
+    def _record(self, principal: Principal, spec: RecordSpec, spoofing: bool) -> dict[str, Any]:
+        assert self.world is not None
+        world = self.world
+        repo, path = world.repos[spec.repo % 3], world.paths[spec.path % len(world.paths)]
+        other = next(t for t in (*world.tenants, "other") if t != principal.tenant_id)
+        made = record(
+            path,
+            self._content(principal.tenant_id, repo, path, spec.new_content),
+            tenant=principal.tenant_id,
+            repo=repo,
+            hashInputs=HASH_INPUTS[spec.hash_inputs % len(HASH_INPUTS)],
+        )
+        custom: dict[str, Any] = {}
+        if spec.identity_keys:
+            custom.update(
+                {
+                    "sourcePath": "elsewhere/shadow.md",
+                    "rootKind": "external-source",
+                    "id": "x",
+                    "chunkId": "y",
+                }
+            )
+        if spoofing and spec.spoof == "tenantId":
+            made["tenantId"] = other
+        elif spoofing and spec.spoof:
+            name = spec.spoof.removeprefix("customMeta.")
+            custom[name] = {
+                "tenantId": other,
+                "repoSlug": world.repos[(spec.repo + 1) % 3],
+                "originAgentIdentity": "agent-2" if principal.agent_identity != "agent-2" else "agent",
+                "visibility": "public",
+                "ingestedAt": "2001-01-01T00:00:00Z",
+            }[name]
+        if custom:
+            made["customMeta"] = custom
+        assert is_valid(made, "parsed-chunk-v1"), f"the machine built an invalid record: {made}"
+        return made
+
+    # -- rules -----------------------------------------------------------------------------------
+
+    @rule(
+        user=st.integers(0, 11),
+        specs=st.lists(
+            st.builds(
+                RecordSpec,
+                repo=st.integers(0, 2),
+                path=st.integers(0, len(PATHS) - 1),
+                new_content=st.booleans(),
+                hash_inputs=st.integers(0, len(HASH_INPUTS) - 1),
+                spoof=st.sampled_from(SPOOFS),
+                identity_keys=st.booleans(),
+            ),
+            min_size=1,
+            max_size=6,
+        ),
+        fault=st.none() | st.integers(0, 3),
+    )
+    def ingest(self, user: int, specs: list[RecordSpec], fault: int | None) -> None:
+        principal = self._principal(user)
+        budget = self.policy.spoof_budget(principal)
+        spoofing = budget is None or budget >= sum(1 for s in specs if s.spoof)
+        records = [self._record(principal, spec, spoofing) for spec in specs]
+        expected = self.policy.ingest(principal, records, self.mode)
+        outcome = self._call(principal, fault, "", lambda: self.backend.ingest(principal, records))
+        if self._failed(outcome, fault, expected):
+            return
+        assert not isinstance(expected, Refused)
+        ids = [str(i) for i in outcome.ids]
+        problems = self.policy.check_ids(expected, ids)
+        assert not problems, "; ".join(problems)
+        warned = {(w.field, w.chunk_id) for w in outcome.warnings}
+        assert warned == self.policy.expected_warnings(expected, ids), f"warnings {sorted(warned)}"
+        self.policy.commit_ingest(expected, ids)
+        self.seen |= set(ids)
+
+    @rule(
+        user=st.integers(0, 11),
+        repo=st.integers(0, 2),
+        size=st.integers(7, 30),
+        fault=st.none() | st.integers(0, 6),
+    )
+    def ingest_many(self, user: int, repo: int, size: int, fault: int | None) -> None:
+        """A batch big enough to span pages of a paged store."""
+        principal = self._principal(user)
+        assert self.world is not None
+        slug = self.world.repos[repo % 3]
+        records = [
+            record(
+                f"bulk/{n}.md",
+                self._content(principal.tenant_id, slug, f"bulk/{n}.md", True),
+                tenant=principal.tenant_id,
+                repo=slug,
+            )
+            for n in range(size)
+        ]
+        expected = self.policy.ingest(principal, records, self.mode)
+        outcome = self._call(principal, fault, "", lambda: self.backend.ingest(principal, records))
+        if self._failed(outcome, fault, expected):
+            return
+        assert not isinstance(expected, Refused)
+        ids = [str(i) for i in outcome.ids]
+        assert not self.policy.check_ids(expected, ids)
+        self.policy.commit_ingest(expected, ids)
+        self.seen |= set(ids[:2])
+        self.bulk |= set(ids[2:])
+
+    @rule(
+        user=st.integers(0, 11),
+        spec=st.builds(
+            SignalSpec,
+            repo=st.integers(0, 2),
+            tombstones=st.lists(st.tuples(st.none() | st.integers(0, 2), st.integers(0, 10)), max_size=3).map(
+                tuple
+            ),
+            manifest=st.none()
+            | st.tuples(st.integers(0, 2), st.lists(st.integers(0, 10), max_size=4).map(tuple)),
+            boundary=st.none() | st.integers(0, 2),
+            files=st.lists(st.integers(0, 10), max_size=2).map(tuple),
+        ),
+        fault=st.none() | st.integers(0, 3),
+    )
+    def delete(self, user: int, spec: SignalSpec, fault: int | None) -> None:
+        principal = self._principal(user)
+        assert self.world is not None
+        world = self.world
+        repos, paths = world.repos, world.paths
+        signal: dict[str, Any] = {"repoSlug": repos[spec.repo]}
+        if spec.tombstones:
+            signal["deleted"] = [
+                {"sourcePath": paths[p]} if r is None else {"sourcePath": paths[p], "repoSlug": repos[r]}
+                for r, p in spec.tombstones
+            ]
+        if spec.manifest is not None:
+            repo, kept = spec.manifest
+            signal["manifestSnapshot"] = {
+                "repoSlug": repos[repo],
+                "pathsAfterPush": sorted({paths[p] for p in kept}),
+            }
+        if spec.boundary is not None and self.resolver is not None:
+            signal["baseRevision"], signal["headRevision"] = BOUNDARIES[spec.boundary]
+        if len(signal) == 1:
+            signal["manifestSnapshot"] = {"repoSlug": repos[spec.repo], "pathsAfterPush": list(paths)}
+        if spec.files:
+            signal["files"] = [{"sourcePath": paths[p]} for p in sorted(set(spec.files))]
+        assert is_valid(signal, "deletion-signal-v1"), f"the machine built an invalid signal: {signal}"
+        resolved = self.resolver.paths if self.resolver is not None else None
+        expected = self.policy.deletion(principal, signal, resolved)
+        outcome = self._call(
+            principal, fault, "", lambda: self.backend.apply_deletion_signal(principal, signal)
+        )
+        if self._failed(outcome, fault, expected):
+            return
+        assert not isinstance(expected, Refused)
+        deleted = set(outcome.deleted_ids)
+        assert deleted == expected, (
+            f"deleted {sorted(deleted - expected)} it must not, "
+            f"kept {sorted(expected - deleted)} it must delete"
+        )
+        self.policy.commit_deletion(expected)
+
+    @rule(user=st.integers(0, 11), fault=st.none() | st.integers(0, 2))
+    def export(self, user: int, fault: int | None) -> None:
+        principal = self._principal(user)
+        expected = self.policy.export(principal)
+        outcome = self._call(principal, fault, "", lambda: self.backend.export(principal))
+        if self._failed(outcome, fault, expected):
+            return
+        assert not isinstance(expected, Refused)
+        got = {r["id"]: r for r in outcome}
+        assert len(got) == len(outcome), "export holds one id twice"
+        assert set(got) == set(expected), (
+            f"export holds {sorted(set(got) - set(expected))} it must not, "
+            f"and lacks {sorted(set(expected) - set(got))}"
+        )
+        for chunk, row in expected.items():
+            problems = differences(row, got[chunk]["document"], got[chunk]["metadata"])
+            assert not problems, f"exported {chunk}: {'; '.join(problems)}"
+        self.exported = [dict(r) for r in outcome]
+
+    @precondition(lambda self: bool(self.exported))
+    @rule(
+        user=st.integers(0, 11),
+        picks=st.lists(
+            st.tuples(st.integers(0, 10_000), st.sampled_from(RESTORE_CHANGES)), min_size=1, max_size=4
+        ),
+        fault=st.none() | st.integers(0, 3),
+    )
+    def restore(self, user: int, picks: list[tuple[int, str | None]], fault: int | None) -> None:
+        principal = self._principal(user)
+        records = []
+        for index, change in picks:
+            chosen = self.exported[index % len(self.exported)]
+            metadata = dict(chosen["metadata"])
+            if change in ("private", "team", "public"):
+                metadata["visibility"] = change
+            elif change is not None:
+                metadata.pop(change.removeprefix("drop "), None)
+            records.append({**chosen, "metadata": metadata})
+        expected = self.policy.restore(principal, records)
+        outcome = self._call(principal, fault, "", lambda: self.backend.restore(principal, records))
+        if self._failed(outcome, fault, expected):
+            return
+        assert not isinstance(expected, Refused)
+        assert outcome == len(records), f"restore says {outcome} for {len(records)} records"
+        self.policy.commit_restore(expected)
+        self.seen |= {r["id"] for r in records}
+
+    @rule(user=st.integers(0, 11))
+    def toggle_shared(self, user: int) -> None:
+        """A right granted or revoked takes effect on the next call."""
+        chosen = self.users[user % len(self.users)]
+        chosen.reads_shared = not chosen.reads_shared
+
+    @rule(user=st.integers(0, 11), agent=st.sampled_from(["agent", "agent-2", "agent-3", None]))
+    def change_agent(self, user: int, agent: str | None) -> None:
+        """An agent changed takes effect on the next call."""
+        chosen = self.users[user % len(self.users)]
+        if chosen.role == "member":
+            chosen.agent = agent
+
+    @rule(user=st.integers(0, 11), path=st.integers(0, 10), fault=st.none() | st.integers(0, 2))
+    def query_where(self, user: int, path: int, fault: int | None) -> None:
+        """A client where clause with an adversarial value narrows within scope, exactly."""
+        if "client-where" not in self.features:
+            return
+        principal = self._principal(user)
+        assert self.world is not None
+        value = self.world.paths[path % len(self.world.paths)]
+        scope = self.policy.scope(principal)
+        expected = {i for i, row in scope.items() if row.path == value}
+        where = {"sourcePath": {"$in": [value]}}
+        outcome = self._call(
+            principal, fault, value, lambda: self.backend.query(principal, WORDS, len(scope) + 3, where)
+        )
+        if self._failed(outcome, fault, None):
+            return
+        got = [h.id for h in outcome]
+        assert len(got) == len(set(got)), f"query where sourcePath is {value!r} returns an id twice"
+        assert set(got) == expected, (
+            f"query where sourcePath is {value!r} as {principal.tenant_id}: "
+            f"got {sorted(got)}, expected {sorted(expected)}"
+        )
+
+    @rule(
+        user=st.integers(0, 11),
+        facade=st.sampled_from(["query", "get", "list", "count", "ask"]),
+        fault=st.integers(0, 2),
+    )
+    def read_under_fault(self, user: int, facade: str, fault: int) -> None:
+        """A read whose store fails part-way raises BackendUnavailable or answers exactly."""
+        if "fault-injection" not in self.features or facade not in self.facades:
+            return
+        principal = self._principal(user)
+        self._read(principal, facade, fault)
+
+    # -- the invariant ---------------------------------------------------------------------------
+
+    @invariant()
+    def every_facade_reads_exactly_the_model(self) -> None:
+        if self.backend is None:
+            return
+        for index in range(len(self.users)):
+            principal = self._principal(index)
+            scope = self.policy.scope(principal)
+            if scope and len(scope) < len(self.policy.rows):
+                self.compared[0] += 1
+            for facade in sorted(self.facades):
+                self._read(principal, facade, None)
+
+    def _read(self, principal: Principal, facade: str, fault: int | None) -> None:
+        scope = self.policy.scope(principal)
+        who = f"{principal.tenant_id}/{principal.agent_identity}"
+        if facade == "get":
+            for chunk in sorted(self.seen | (set(self.policy.rows) - self.bulk)):
+                got = self._call(
+                    principal, fault, chunk, lambda chunk=chunk: self.backend.get(principal, chunk)
+                )
+                if fault is not None and isinstance(got, BackendUnavailable):
+                    continue
+                if chunk in scope:
+                    assert not isinstance(got, KbconformError), f"{who} cannot get its own {chunk}: {got!r}"
+                    self._same(scope, [got], who, "get")
+                else:
+                    assert isinstance(got, NotFound), f"{who} gets {chunk}, which it may not read: {got!r}"
+            return
+        if facade == "list":
+            found: list[Any] = []
+            page = max(1, len(scope) // 2 + 1)
+            for offset in itertools.count(0, page):
+                got = self._call(
+                    principal, fault, "", lambda offset=offset: self.backend.list(principal, page, offset)
+                )
+                if fault is not None and isinstance(got, BackendUnavailable):
+                    return
+                assert not isinstance(got, KbconformError), f"{who} list failed: {got!r}"
+                found += got
+                if len(got) < page or offset > 10 * (len(scope) + 1):
+                    break
+            self._same(scope, found, who, "list", exact=True)
+            return
+        if facade == "count":
+            got = self._call(principal, fault, "", lambda: self.backend.count(principal))
+            if not (fault is not None and isinstance(got, BackendUnavailable)):
+                assert got == len(scope), f"{who} counts {got}, its scope holds {len(scope)}"
+            return
+        n = len(scope) + 3
+        if facade == "query":
+            got = self._call(principal, fault, "", lambda: self.backend.query(principal, WORDS, n, None))
+            if not (fault is not None and isinstance(got, BackendUnavailable)):
+                assert not isinstance(got, KbconformError), f"{who} query failed: {got!r}"
+                self._same(scope, got, who, "query", exact=True)
+            return
+        got = self._call(principal, fault, "", lambda: self.backend.ask(principal, WORDS, n))
+        if fault is not None and isinstance(got, BackendUnavailable):
+            return
+        assert not isinstance(got, KbconformError), f"{who} ask failed: {got!r}"
+        self._same(scope, got.sources, who, "ask sources")
+        assert bool(got.sources) == bool(scope), (
+            f"{who} ask found {len(got.sources)} sources in a scope of {len(scope)}"
+        )
+        allowed = {(h.document or " ").split()[0] for h in got.sources}
+        for chunk, row in self.policy.foreign(principal).items():
+            token = (row.document or " ").split()[0]
+            assert token in allowed or token not in got.text, f"{who}'s answer carries the text of {chunk}"
+
+    def _same(
+        self, scope: Mapping[str, Any], hits: Iterable[Any], who: str, facade: str, exact: bool = False
+    ) -> None:
+        hits = list(hits)
+        ids = [h.id for h in hits]
+        assert len(set(ids)) == len(ids), f"{facade} as {who} returns an id twice: {sorted(ids)}"
+        extra = set(ids) - set(scope)
+        assert not extra, f"{facade} as {who} returns {sorted(extra)}, which it may not read"
+        if exact:
+            missing = set(scope) - set(ids)
+            assert not missing, f"{facade} as {who} lacks {sorted(missing)}, which it reads"
+        for hit in hits:
+            problems = differences(scope[hit.id], hit.document, hit.metadata)
+            assert not problems, f"{facade} as {who}, {hit.id}: {'; '.join(problems)}"
+
+
+def machine_for(run: Run, mode: str) -> type[KnowledgeBaseMachine]:
+    return type("KnowledgeBase", (KnowledgeBaseMachine,), {"run": run, "mode": mode, "compared": [0]})
+
+
+@pytest.mark.kbconform(id="state-01", level="L4")
+def test_interleaved_operations_of_many_principals_match_the_model(
+    kbconform_run: Run, kbconform_spoof_mode: str
+) -> None:
+    """Every step of every program, every facade as every principal, equals the policy model;
+    the model compared non-trivial scopes (control: a scope that is neither empty nor all)."""
+    machine = machine_for(kbconform_run, kbconform_spoof_mode)
+    kbconform_run.run_machine(machine)
+    assert machine.compared[0] > 0, "no step compared a scope that is neither empty nor everything"
