@@ -62,20 +62,13 @@ class _MatchedStore:
         offset: int = 0,
         embeddings: bool = False,
     ) -> Rows:
-        rows = self._inner.get(embeddings=True)
         if self._prepare is not None:
-            self._prepare(rows)
-        position = {row_id: index for index, row_id in enumerate(rows.ids)}
-        chosen = (
-            range(len(rows.ids))
-            if ids is None
-            else [position[i] for i in dict.fromkeys(ids) if i in position]
-        )
-        kept = [i for i in chosen if self._matcher(rows.metadatas[i], where)]
+            self._prepare(self._inner.get())
+        rows = self._inner.get(ids=ids, embeddings=embeddings)
+        kept = [i for i in range(len(rows.ids)) if self._matcher(rows.metadatas[i], where)]
         kept = kept[offset : None if limit is None else offset + limit]
         vectors = None
-        if embeddings:
-            assert rows.embeddings is not None
+        if rows.embeddings is not None:
             vectors = rows.embeddings[kept] if kept else np.zeros((0, 0), np.float32)
         return Rows(
             tuple(rows.ids[i] for i in kept),
@@ -98,8 +91,7 @@ class _LooseTenant(KnowledgeBase):
     def __init__(self, store: VectorStore, **kwargs: Any) -> None:
         super().__init__(_MatchedStore(store, self._matches, self._prepare), **kwargs)
 
-    def _prepare(self, rows: Rows) -> None:
-        return None
+    _prepare: Callable[[Rows], None] | None = None
 
     def _in_scope(self, metadata: Mapping[str, Any], tenants: Sequence[str]) -> bool:
         return metadata.get("tenantId") in tenants
