@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import rfc8785
 
-from kbconform.conformance import Canaries, Principals
+from kbconform.conformance import Canaries, Principals, record
 from kbconform.contract import is_valid
 from kbconform.errors import ContractViolation, Forbidden, NotFound
 
@@ -121,3 +121,99 @@ def test_export_and_restore_are_for_operators_only(
             fresh.restore(member, exported)
     assert list(fresh.export(principals.operator)) == []
     assert fresh.restore(principals.operator, exported) == len(exported) > 0
+
+
+@pytest.mark.kbconform(id="backup-06", level="L3")
+def test_a_restored_visibility_change_is_read_on_the_next_call(
+    kbconform_backend: Any, kbconform_principals: Principals
+) -> None:
+    """A team chunk that another agent of acme has read is restored private: from the next call
+    that agent gets NotFound and lists only the other chunk, while its origin agent still reads it
+    as private; restored team again, the other agent reads it again (control)."""
+    principals = kbconform_principals
+    acme, operator = principals.acme, principals.operator
+    other = acme.with_agent("agent-other")
+    backend = kbconform_backend
+    notes, guide = backend.ingest(
+        acme,
+        [
+            record("docs/notes.md", "the agent's notes", tenant="acme"),
+            record("docs/guide.md", "a guide", tenant="acme"),
+        ],
+    ).ids
+
+    def listed(principal: Any) -> set[str]:
+        return {h.id for h in backend.list(principal, 100, 0)}
+
+    assert backend.get(other, notes).document == "the agent's notes"
+    assert listed(other) == {notes, guide}
+    [team] = [dict(r) for r in backend.export(operator) if r["id"] == notes]
+    private = {**team, "metadata": {**team["metadata"], "visibility": "private"}}
+    assert backend.restore(operator, [private]) == 1
+    with pytest.raises(NotFound):
+        backend.get(other, notes)
+    assert listed(other) == {guide}
+    assert backend.get(acme, notes).metadata.get("visibility") == "private"
+    assert listed(acme) == {notes, guide}
+    assert backend.restore(operator, [team]) == 1
+    assert backend.get(other, notes).metadata.get("visibility") == team["metadata"]["visibility"]
+    assert listed(other) == {notes, guide}
+
+
+@pytest.mark.kbconform(id="backup-07", level="L3")
+def test_export_holds_exactly_every_stored_row(
+    kbconform_backend: Any, kbconform_principals: Principals
+) -> None:
+    """Three tenants write more than a hundred chunks; acme deletes some, beta rewrites some:
+    the operator's export holds each stored row once, with the text and identity the model says
+    and the metadata its owner reads, no deleted row and no row missing."""
+    principals = kbconform_principals
+    backend = kbconform_backend
+    model: dict[str, tuple[Any, str, str]] = {}  # id -> (owner, path, text)
+    stable = ["sourcePath", "kind", "name"]
+    for principal, count in ((principals.acme, 50), (principals.beta, 40), (principals.loner, 30)):
+        tenant = principal.tenant_id
+        records = [
+            record(f"docs/{n}.md", f"{tenant} page {n}", tenant=tenant, hashInputs=stable)
+            for n in range(count)
+        ]
+        for chunk, rec in zip(backend.ingest(principal, records).ids, records, strict=True):
+            model[chunk] = (principal, rec["sourcePath"], rec["content"])
+    gone = [f"docs/{n}.md" for n in range(0, 50, 7)]
+    deleted = backend.apply_deletion_signal(
+        principals.acme, {"repoSlug": "app", "deleted": [{"sourcePath": p} for p in gone]}
+    ).deleted_ids
+    assert {model[i][1] for i in deleted} == set(gone)
+    for chunk in deleted:
+        del model[chunk]
+    rewritten = [
+        record(f"docs/{n}.md", f"beta page {n}, rewritten", tenant="beta", hashInputs=stable)
+        for n in range(5)
+    ]
+    for chunk, rec in zip(backend.ingest(principals.beta, rewritten).ids, rewritten, strict=True):
+        model[chunk] = (principals.beta, rec["sourcePath"], rec["content"])
+    assert len(model) > 100
+    exported = list(backend.export(principals.operator))
+    assert sorted(r["id"] for r in exported) == sorted(model), "export is not every stored row, once each"
+    read = {
+        h.id: dict(h.metadata)
+        for p in (principals.acme, principals.beta, principals.loner)
+        for h in _pages(backend, p)
+    }
+    for row in exported:
+        owner, path, text = model[row["id"]]
+        assert row["document"] == text, f"{row['id']} exports stale text"
+        meta = row["metadata"]
+        assert (meta.get("tenantId"), meta.get("repoSlug"), meta.get("sourcePath")) == (
+            owner.tenant_id,
+            "app",
+            path,
+        )
+        assert meta == read[row["id"]], f"{row['id']} exports other metadata than its owner reads"
+
+
+def _pages(backend: Any, principal: Any) -> list[Any]:
+    hits: list[Any] = []
+    while page := list(backend.list(principal, 100, len(hits))):
+        hits += page
+    return hits

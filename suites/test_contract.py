@@ -121,3 +121,35 @@ def test_every_invalid_deletion_signal_is_refused_and_deletes_nothing(
     assert {hit.id for hit in backend.list(acme, 100, 0)} == set(written)
     assert len(backend.apply_deletion_signal(acme, tombstone).deleted_ids) == 1
     assert len(list(backend.list(acme, 100, 0))) == 1
+
+
+@pytest.mark.kbconform(id="contract-04", level="L0")
+def test_restore_refuses_a_record_without_a_scope_stamp_and_writes_nothing(
+    kbconform_backend: Any, kbconform_open: Any, kbconform_principals: Principals
+) -> None:
+    """The backend's own exported record without one of tenantId, repoSlug, sourcePath or
+    visibility (schema-valid, but a row nothing could scope), alone and after a good record, is
+    refused: nothing is stored and no member reads anything. The record itself restores and only
+    its tenant reads it (control)."""
+    principals = kbconform_principals
+    operator = principals.operator
+    source = kbconform_open()
+    source.ingest(principals.acme, [record("docs/a.md", "exported words", tenant="acme")])
+    [good] = [dict(r) for r in source.export(operator)]
+    backend = kbconform_backend
+    for stamp in ("tenantId", "repoSlug", "sourcePath", "visibility"):
+        unscoped = {
+            **good,
+            "id": f"unscoped-{stamp}",
+            "metadata": {k: v for k, v in good["metadata"].items() if k != stamp},
+        }
+        for batch in ([unscoped], [good, unscoped]):
+            with pytest.raises(ContractViolation):
+                backend.restore(operator, batch)
+        assert list(backend.export(operator)) == [], f"a restore without {stamp} left records behind"
+        for member in principals.members:
+            assert list(backend.list(member, 100, 0)) == [], f"{member.tenant_id} reads a row without {stamp}"
+    assert backend.restore(operator, [good]) == 1
+    assert [r["id"] for r in backend.export(operator)] == [good["id"]]
+    assert [h.id for h in backend.list(principals.acme, 100, 0)] == [good["id"]]
+    assert list(backend.list(principals.beta, 100, 0)) == []

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
 import pytest
+from hypothesis import strategies as st
 
 from kbconform.adapter import BackendOptions
 from kbconform.conformance import Principals, Run, record
-from kbconform.errors import ContractViolation, Forbidden, RevisionBoundaryUnavailable
+from kbconform.errors import ContractViolation, Forbidden, NotFound, RevisionBoundaryUnavailable
 
 BASE, HEAD = "a1b2c3d4e5f6", "0f9e8d7c6b5a"
 APP = ("docs/a.md", "docs/b.md", "docs/c.md", "docs/d.md")
@@ -230,3 +232,243 @@ def test_a_member_cannot_delete_shared_content(
     assert list(kbconform_backend.apply_deletion_signal(principals.shared_writer, signal).deleted_ids) == [
         chunk
     ]
+
+
+# -- the same paths in two repos, two chunks a file: exact deletes, exact deleted_ids -----------
+
+TWIN_REPOS = ("app", "app/web")  # one slug a prefix of the other
+TWIN_PATHS = ("docs/a.md", "docs/b.md", "docs/c.md")
+SECTIONS = ("intro", "usage")
+
+
+class Twins:
+    """acme and beta both hold docs/a-c.md in repos app and app/web, two sections a file.
+
+    ``rows`` is the model (id -> tenant, repo, path); ``apply`` compares the backend with it.
+    """
+
+    def __init__(self, backend: Any, principals: Principals) -> None:
+        self.backend, self.principals = backend, principals
+        self.rows: dict[str, tuple[str, str, str]] = {}
+        for principal in (principals.acme, principals.beta):
+            tenant = principal.tenant_id
+            records = [
+                record(path, f"{tenant} {repo} {path} {section}", tenant=tenant, repo=repo, name=section)
+                for repo in TWIN_REPOS
+                for path in TWIN_PATHS
+                for section in SECTIONS
+            ]
+            ids = backend.ingest(principal, records).ids
+            assert len(set(ids)) == len(records), "two sections of one file got one id"
+            for chunk, rec in zip(ids, records, strict=True):
+                self.rows[chunk] = (tenant, rec["repoSlug"], rec["sourcePath"])
+        for principal in (principals.acme, principals.beta):
+            assert self.listed(principal) == self.owned(principal.tenant_id), "the twins did not land"
+
+    def listed(self, principal: Any) -> set[str]:
+        return {hit.id for hit in self.backend.list(principal, 100, 0)}
+
+    def owned(self, tenant: str) -> set[str]:
+        return {i for i, (t, _, _) in self.rows.items() if t == tenant}
+
+    def apply(self, signal: dict[str, Any], deleted: set[tuple[str, str]]) -> None:
+        """As acme: exactly the chunks of ``deleted`` (repo, path) go and are reported, each once;
+        every other chunk of acme and all of beta's stay."""
+        expected = sorted(
+            i for i, (t, repo, path) in self.rows.items() if t == "acme" and (repo, path) in deleted
+        )
+        result = self.backend.apply_deletion_signal(self.principals.acme, signal)
+        assert sorted(result.deleted_ids) == expected, f"deleted_ids for {signal}"
+        for chunk in expected:
+            del self.rows[chunk]
+        assert self.listed(self.principals.acme) == self.owned("acme"), f"acme's chunks after {signal}"
+        assert self.listed(self.principals.beta) == self.owned("beta"), "acme's signal deleted beta's chunks"
+
+
+@pytest.fixture
+def twins(kbconform_backend: Any, kbconform_principals: Principals) -> Twins:
+    return Twins(kbconform_backend, kbconform_principals)
+
+
+@pytest.mark.kbconform(id="delete-10", level="L3")
+def test_a_tombstone_deletes_its_path_in_its_own_repo_only(twins: Twins) -> None:
+    """docs/a.md tombstoned in app: both its sections go and are reported; app/web's docs/a.md
+    stays; then the tombstone in app/web deletes that one (control)."""
+    twins.apply({"deleted": [{"sourcePath": "docs/a.md", "repoSlug": "app"}]}, {("app", "docs/a.md")})
+    twins.apply({"repoSlug": "app/web", "deleted": [{"sourcePath": "docs/a.md"}]}, {("app/web", "docs/a.md")})
+
+
+@pytest.mark.kbconform(id="delete-12", level="L3")
+def test_a_manifest_reconciles_its_own_repo_and_not_the_same_paths_elsewhere(twins: Twins) -> None:
+    """A manifest of app listing docs/a.md deletes app's b and c; app/web's b and c, unlisted
+    there too, stay."""
+    twins.apply(
+        {"manifestSnapshot": {"repoSlug": "app", "pathsAfterPush": ["docs/a.md"]}},
+        {("app", "docs/b.md"), ("app", "docs/c.md")},
+    )
+
+
+@pytest.mark.kbconform(id="delete-13", level="L3")
+def test_an_empty_manifest_deletes_its_whole_repo_and_nothing_else(twins: Twins) -> None:
+    """``pathsAfterPush: []`` deletes every chunk of the repo in the requester's tenant; the
+    tenant's other repo and beta's same repo stay."""
+    twins.apply(
+        {"manifestSnapshot": {"repoSlug": "app/web", "pathsAfterPush": []}},
+        {("app/web", path) for path in TWIN_PATHS},
+    )
+
+
+NOTHING_MATCHES = {
+    "a tombstone of a path never written": {"deleted": [{"sourcePath": "docs/z.md", "repoSlug": "app"}]},
+    "a tombstone of a folder": {"repoSlug": "app", "deleted": [{"sourcePath": "docs"}]},
+    "a tombstone in a repo the tenant lacks": {"deleted": [{"sourcePath": "docs/a.md", "repoSlug": "lib"}]},
+    "an empty manifest of a repo the tenant lacks": {
+        "manifestSnapshot": {"repoSlug": "lib", "pathsAfterPush": []}
+    },
+    "a manifest listing every path": {
+        "manifestSnapshot": {"repoSlug": "app", "pathsAfterPush": list(TWIN_PATHS)}
+    },
+}
+
+
+@pytest.mark.kbconform(id="delete-14", level="L3")
+def test_a_signal_that_matches_nothing_deletes_nothing(twins: Twins) -> None:
+    """Each signal naming nothing stored reports and deletes nothing, in either tenant; a
+    tombstone that matches then deletes exactly its path (control)."""
+    for case, signal in NOTHING_MATCHES.items():
+        result = twins.backend.apply_deletion_signal(twins.principals.acme, signal)
+        assert list(result.deleted_ids) == [], f"{case} reported deletions"
+        assert twins.listed(twins.principals.acme) == twins.owned("acme"), f"{case} deleted acme's chunks"
+        assert twins.listed(twins.principals.beta) == twins.owned("beta"), f"{case} deleted beta's chunks"
+    twins.apply({"deleted": [{"sourcePath": "docs/c.md", "repoSlug": "app"}]}, {("app", "docs/c.md")})
+
+
+# -- a path matches itself only: no prefix, suffix, case or Unicode-normalization match ----------
+
+_SEGMENT = st.text(st.sampled_from("abcxyzABCXYZ019-_"), min_size=1, max_size=5)
+_COMPOSED = "éÅñöÇü"  # each has a different NFD form
+
+
+@st.composite
+def _tricky_paths(draw: st.DrawFn) -> str:
+    """A path in NFC with a cased ASCII letter and a precomposed letter in its last segment."""
+    folders = draw(st.lists(_SEGMENT, min_size=0, max_size=2))
+    stem = draw(_SEGMENT) + draw(st.sampled_from("aBzQ")) + draw(st.sampled_from(_COMPOSED)) + draw(_SEGMENT)
+    return "/".join([*folders, stem])
+
+
+def _neighbours(path: str) -> dict[str, str]:
+    """Paths a loose match confuses with ``path``, each a different path, by what they are."""
+    return {
+        "itself": path,
+        "a file it is a prefix of": f"{path}.md",
+        "a file in it as a folder": f"{path}/index.md",
+        "a path it is a suffix of": f"old/{path}",
+        "its case variant": path.swapcase(),
+        "its NFD form": unicodedata.normalize("NFD", path),
+    }
+
+
+@pytest.mark.kbconform(id="delete-11", level="L3")
+def test_a_tombstone_matches_its_path_exactly(
+    kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
+) -> None:
+    """Generated paths beside their prefix, suffix, case and NFD neighbours: tombstoning the path
+    deletes it alone; tombstoning the NFD form then deletes that one alone (control)."""
+    acme = kbconform_principals.acme
+
+    @kbconform_run.given(path=_tricky_paths())
+    def check(path: str) -> None:
+        backend = kbconform_open()
+        try:
+            family = _neighbours(path)
+            assert len(set(family.values())) == len(family), family
+            written = dict(
+                zip(
+                    backend.ingest(
+                        acme, [record(p, f"{what}: {p}", tenant="acme") for what, p in family.items()]
+                    ).ids,
+                    family.values(),
+                    strict=True,
+                )
+            )
+            for what in ("itself", "its NFD form"):
+                gone = family[what]
+                result = backend.apply_deletion_signal(
+                    acme, {"deleted": [{"sourcePath": gone, "repoSlug": "app"}]}
+                )
+                expected = {i for i, p in written.items() if p == gone}
+                assert set(result.deleted_ids) == expected, f"tombstoning {what} {gone!r} reported others"
+                written = {i: p for i, p in written.items() if p != gone}
+                left = {hit.metadata["sourcePath"] for hit in backend.list(acme, 100, 0)}
+                assert left == set(written.values()), (
+                    f"tombstoning {what} {gone!r} deleted {set(written.values()) - left}"
+                )
+        finally:
+            kbconform_run.close(backend)
+
+    check()
+
+
+# -- a deleted chunk is gone through every read facade ------------------------------------------
+
+
+def _shown(backend: Any, facade: str, principal: Any, texts: dict[str, str]) -> set[str] | int:
+    """Which of ``texts`` (id -> stored text, first word a unique token) ``facade`` shows; count
+    gives its number. Every text a facade returns must be the model's for its id."""
+    if facade == "count":
+        return int(backend.count(principal))
+    found: set[str] = set()
+    if facade == "get":
+        for chunk in texts:
+            try:
+                hit = backend.get(principal, chunk)
+            except NotFound:
+                continue
+            assert hit.document == texts[chunk], f"get({chunk}) reads {hit.document!r}"
+            found.add(chunk)
+        return found
+    hits: list[Any] = []
+    if facade == "list":
+        hits = list(backend.list(principal, 100, 0))
+    for text in texts.values():
+        if facade == "query":
+            hits += backend.query(principal, text, len(texts), None)
+        elif facade == "ask":
+            answer = backend.ask(principal, text, len(texts))
+            hits += answer.sources
+            words = set(answer.text.split())
+            found |= {chunk for chunk, stored in texts.items() if stored.split()[0] in words}
+    for hit in hits:
+        assert hit.document == texts.get(hit.id), f"{facade} gave {hit.id} with {hit.document!r}"
+        found.add(hit.id)
+    return found
+
+
+@pytest.mark.kbconform(id="delete-15", level="L3")
+def test_a_deleted_chunk_is_gone_through_every_read_facade(
+    kbconform_facade: str, kbconform_run: Run, kbconform_backend: Any, kbconform_principals: Principals
+) -> None:
+    """Three chunks read through the facade (control: all three), a tombstone on one: the facade
+    shows the other two and nothing of the deleted one, by id or by text."""
+    acme = kbconform_principals.acme
+    rng = kbconform_run.rng("delete-15")
+    names = ("kept", "also-kept", "deleted")
+    tokens = {name: f"kbc{rng.getrandbits(48):012x}" for name in names}
+    records = [
+        record(f"docs/{name}.md", f"{tokens[name]} release notes for the {name} page", tenant="acme")
+        for name in names
+    ]
+    ids = dict(zip(names, kbconform_backend.ingest(acme, records).ids, strict=True))
+    texts = {ids[name]: rec["content"] for name, rec in zip(names, records, strict=True)}
+    before = _shown(kbconform_backend, kbconform_facade, acme, texts)
+    assert before == (3 if kbconform_facade == "count" else set(texts)), (
+        f"{kbconform_facade} before the delete"
+    )
+    deleted = kbconform_backend.apply_deletion_signal(
+        acme, {"deleted": [{"sourcePath": "docs/deleted.md", "repoSlug": "app"}]}
+    )
+    assert list(deleted.deleted_ids) == [ids["deleted"]]
+    after = _shown(kbconform_backend, kbconform_facade, acme, texts)
+    kept = set(texts) - {ids["deleted"]}
+    assert after == (2 if kbconform_facade == "count" else kept), f"{kbconform_facade} after the delete"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -9,7 +10,7 @@ from hypothesis import strategies as st
 
 from kbconform.conformance import Principals, Run, record
 from kbconform.errors import Forbidden, NotFound, SpoofRejected
-from kbconform.identity import chunk_id
+from kbconform.identity import Principal, chunk_id
 
 PATHS = st.from_regex(r"[a-z]{1,8}(/[a-z0-9_-]{1,8}){0,2}\.(md|py)", fullmatch=True)
 CONTENT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=80)
@@ -151,3 +152,134 @@ def test_another_agent_never_overwrites_a_private_chunk(
     [landed] = backend.ingest(other, [colliding("docs/team.md", "team notes, revised")]).ids
     assert landed == team_id
     assert backend.get(acme, team_id).document == "team notes, revised"
+
+
+SLUGS = st.from_regex(r"[a-z0-9]{1,6}(/[a-z0-9]{1,6})?", fullmatch=True)
+#: hashInputs that leave out sourcePath: only the server's repo keeps two repos' copies apart.
+REPOLESS = st.sampled_from(
+    [["content"], ["kind", "name", "content"], ["name", "content"], ["content", "parserId"]]
+)
+
+
+@pytest.mark.kbconform(id="shadow-05", level="L1")
+def test_the_same_record_in_two_repos_of_one_tenant_is_two_chunks(
+    kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
+) -> None:
+    """Whatever its hashInputs, one record sent for two repos of acme (in one batch or two) lands
+    as two chunks, each read back with its own repo; sending it again to one repo keeps its id
+    (control: equal records in one repo are one chunk)."""
+    acme = kbconform_principals.acme
+
+    @kbconform_run.given(
+        repos=st.lists(SLUGS, min_size=2, max_size=2, unique=True),
+        hash_inputs=REPOLESS,
+        path=PATHS,
+        content=CONTENT,
+        together=st.booleans(),
+    )
+    def check(repos: list[str], hash_inputs: list[str], path: str, content: str, together: bool) -> None:
+        backend = kbconform_open()
+        try:
+            records = [
+                record(path, content, tenant="acme", repo=repo, hashInputs=hash_inputs) for repo in repos
+            ]
+            if together:
+                ids = list(backend.ingest(acme, records).ids)
+            else:
+                ids = [backend.ingest(acme, [rec]).ids[0] for rec in records]
+            assert ids[0] != ids[1], f"the record in repos {repos} got one id"
+            assert _listed(backend, acme) == set(ids)
+            for chunk, repo in zip(ids, repos, strict=True):
+                hit = backend.get(acme, chunk)
+                assert (hit.document, hit.metadata.get("repoSlug")) == (content, repo), (
+                    f"{repo}'s copy was overwritten"
+                )
+            assert list(backend.ingest(acme, [records[0]]).ids) == [ids[0]]
+            assert _listed(backend, acme) == set(ids)
+        finally:
+            kbconform_run.close(backend)
+
+    check()
+
+
+PART = st.from_regex(r"[a-z0-9]{1,5}", fullmatch=True)
+
+
+@pytest.mark.kbconform(id="shadow-06", level="L1")
+def test_id_parts_that_concatenate_alike_never_collide(
+    kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
+) -> None:
+    """Tenant ``a-b`` with repo ``c`` and tenant ``a`` with repo ``b-c``, then repo ``a/b`` with
+    path ``c.md`` and repo ``a`` with path ``b/c.md`` in one tenant: the same content gets
+    distinct ids, both writes land, and each reads back its own (and not the other's) chunk."""
+
+    @kbconform_run.given(a=PART, b=PART, c=PART, content=CONTENT)
+    def check(a: str, b: str, c: str, content: str) -> None:
+        backend = kbconform_open()
+        try:
+            left, right = Principal(f"{a}-{b}", "agent-left"), Principal(a, "agent-right")
+            [left_id] = backend.ingest(
+                left, [record("docs/x.md", content, tenant=left.tenant_id, repo=c)]
+            ).ids
+            [right_id] = backend.ingest(right, [record("docs/x.md", content, tenant=a, repo=f"{b}-{c}")]).ids
+            assert left_id != right_id, "tenant and repo concatenate to one id"
+            for principal, chunk, foreign, repo in (
+                (left, left_id, right_id, c),
+                (right, right_id, left_id, f"{b}-{c}"),
+            ):
+                hit = backend.get(principal, chunk)
+                assert (hit.document, hit.metadata.get("repoSlug")) == (content, repo)
+                assert _listed(backend, principal) == {chunk}
+                with pytest.raises(NotFound):
+                    backend.get(principal, foreign)
+            acme = kbconform_principals.acme
+            split = [
+                record(f"{c}.md", content, tenant="acme", repo=f"{a}/{b}"),
+                record(f"{b}/{c}.md", content, tenant="acme", repo=a, name=f"{c}.md"),
+            ]
+            ids = list(backend.ingest(acme, split).ids)
+            assert ids[0] != ids[1], "repo and path concatenate to one id"
+            for chunk, rec in zip(ids, split, strict=True):
+                hit = backend.get(acme, chunk)
+                assert (hit.metadata.get("repoSlug"), hit.metadata.get("sourcePath")) == (
+                    rec["repoSlug"],
+                    rec["sourcePath"],
+                )
+        finally:
+            kbconform_run.close(backend)
+
+    check()
+
+
+@pytest.mark.kbconform(id="shadow-07", level="L1")
+def test_re_ingesting_replaces_changed_content_and_keeps_identical_content(
+    kbconform_run: Run, kbconform_backend: Any, kbconform_principals: Principals
+) -> None:
+    """A record whose id leaves out its content: sent again unchanged it keeps its id and every
+    stored value (``ingestedAt`` included); sent with new text it keeps its id, reads back with
+    the new text, and a query for the new text finds it first, ahead of a chunk sharing half the
+    words (control), while no read returns the old text."""
+    acme = kbconform_principals.acme
+    backend = kbconform_backend
+    rng = kbconform_run.rng("shadow-07")
+    words = [f"w{rng.getrandbits(40):010x}" for _ in range(10)]
+    old_text, new_text = " ".join(words[:4]), " ".join(words[4:8])
+    page = record("docs/page.md", old_text, tenant="acme", hashInputs=["sourcePath", "kind", "name"])
+    decoy = record("docs/decoy.md", " ".join(words[4:6] + words[8:]), tenant="acme")
+    page_id, decoy_id = backend.ingest(acme, [page, decoy]).ids
+    first = backend.get(acme, page_id)
+    time.sleep(0.02)  # a rewrite would stamp a later ingestedAt
+    assert list(backend.ingest(acme, [page]).ids) == [page_id]
+    again = backend.get(acme, page_id)
+    assert (again.document, dict(again.metadata)) == (old_text, dict(first.metadata)), (
+        "identical content was rewritten"
+    )
+    assert list(backend.ingest(acme, [{**page, "content": new_text}]).ids) == [page_id]
+    assert backend.get(acme, page_id).document == new_text, "the new text did not replace the old"
+    [top, *_] = backend.query(acme, new_text, 2, None)
+    assert (top.id, top.document) == (page_id, new_text), "a query for the new text does not find it first"
+    assert {h.id for h in backend.query(acme, new_text, 2, None)} == {page_id, decoy_id}
+    stale = [h.id for h in backend.query(acme, old_text, 2, None) if h.document == old_text]
+    listed = {h.id: h.document for h in backend.list(acme, 100, 0)}
+    assert stale == [], "a query still returns the old text"
+    assert listed == {page_id: new_text, decoy_id: decoy["content"]}

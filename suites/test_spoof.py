@@ -135,3 +135,54 @@ def test_a_member_of_the_shared_namespace_cannot_write_into_it(
     [written] = kbconform_backend.ingest(principals.shared_writer, [curated]).ids
     assert [h.id for h in _listed(kbconform_backend, principals.acme)] == [written]
     assert [h.id for h in _listed(kbconform_backend, principals.loner)] == []
+
+
+#: customMeta claims named like each identity and stamped field, with a valid value the server
+#: would never store for acme's record docs/claim-<field>.md in repo app.
+NAMED_LIKE_STAMPS: dict[str, Any] = {
+    "tenantId": "beta",
+    "repoSlug": "beta-secrets",
+    "rootKind": "external-source",
+    "sourcePath": "docs/clean.md",
+    "visibility": "public",
+    "originAgentIdentity": "agent-beta",
+    "tenantConfigVersion": "spoofed-config-9",
+    "ingestedAt": "2001-01-01T00:00:00.000Z",
+}
+
+
+@pytest.mark.kbconform(id="spoof-06", level="L1", requires="spoof-overwrite")
+def test_custom_meta_named_like_a_stamp_never_changes_the_stored_stamps(
+    kbconform_open: Any, kbconform_principals: Principals
+) -> None:
+    """One record per identity or stamped field claims it in customMeta, written by an agent and
+    by a principal without one: through get, each stores its own tenant, repo, path and root
+    kind, the origin agent of the principal (none when the principal has none), and the
+    visibility and config version of a clean record of the same batch (control)."""
+    acme = kbconform_principals.acme
+    for principal in (acme, acme.with_agent(None)):
+        backend = kbconform_open(BackendOptions(spoof_mode="overwrite"))
+        clean = record("docs/clean.md", "a clean chunk", tenant="acme")
+        claims = {
+            key: record(f"docs/claim-{key}.md", f"claims {key}", tenant="acme", customMeta={key: value})
+            for key, value in NAMED_LIKE_STAMPS.items()
+        }
+        clean_id, *claim_ids = backend.ingest(principal, [clean, *claims.values()]).ids
+        server = backend.get(principal, clean_id).metadata
+        assert server.get("tenantId") == "acme"
+        assert server.get("originAgentIdentity") == principal.agent_identity
+        for (key, claim), chunk in zip(claims.items(), claim_ids, strict=True):
+            stored = backend.get(principal, chunk).metadata
+            expected = {
+                "tenantId": "acme",
+                "repoSlug": "app",
+                "sourcePath": claim["sourcePath"],
+                "rootKind": "bare-repo",
+                "originAgentIdentity": principal.agent_identity,
+                "visibility": server.get("visibility"),
+                "tenantConfigVersion": server.get("tenantConfigVersion"),
+            }
+            assert {k: stored.get(k) for k in expected} == expected, f"customMeta.{key} changed the stamps"
+            assert stored.get("ingestedAt") != NAMED_LIKE_STAMPS["ingestedAt"]
+        assert {h.id for h in _listed(backend, principal)} == {clean_id, *claim_ids}
+        assert _listed(backend, kbconform_principals.beta) == [], "the claimed tenant reads the chunks"
