@@ -15,6 +15,7 @@ run's seed.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -56,6 +57,7 @@ RESTORE_CHANGES = (
     "drop kind",
     "drop tenantId",
     "drop visibility",
+    "private ownerless",
 )
 BOUNDARIES = (("1a2b3c4", "5d6e7f8"), ("0000aaa", "0000bbb"), ("deadbee", "feedbee"))
 WORDS = "deploy billing config rotate keys service notes release"
@@ -85,6 +87,18 @@ class SignalSpec:
     manifest: tuple[int, tuple[int, ...]] | None = None
     boundary: int | None = None
     files: tuple[int, ...] = ()
+
+
+RECORDS = st.builds(
+    RecordSpec,
+    repo=st.integers(0, 2),
+    path=st.integers(0, len(PATHS) - 1),
+    new_content=st.booleans(),
+    hash_inputs=st.integers(0, len(HASH_INPUTS) - 1),
+    spoof=st.sampled_from(SPOOFS),
+    identity_keys=st.booleans(),
+)
+FAULTS = st.none() | st.integers(0, 3)
 
 
 @dataclass
@@ -161,8 +175,27 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
 
     # -- setup -----------------------------------------------------------------------------------
 
-    @initialize(world=worlds(), shared=st.lists(st.booleans(), min_size=9, max_size=9), deleted=st.data())
-    def open_backend(self, world: World, shared: list[bool], deleted: st.DataObject) -> None:
+    @initialize(
+        world=worlds(),
+        shared=st.lists(st.booleans(), min_size=9, max_size=9),
+        deleted=st.data(),
+        population=st.lists(st.lists(RECORDS, min_size=1, max_size=3), min_size=12, max_size=12),
+        private=st.lists(
+            st.tuples(st.integers(0, 10_000), st.sampled_from(["private", "private ownerless", "public"])),
+            min_size=1,
+            max_size=4,
+        ),
+    )
+    def open_backend(
+        self,
+        world: World,
+        shared: list[bool],
+        deleted: st.DataObject,
+        population: list[list[RecordSpec]],
+        private: list[tuple[int, str | None]],
+    ) -> None:
+        """A backend with the world's names: every user writes a few records, then an operator
+        exports and restores some of them as private (with and without an owner) or public."""
         self.world = world
         for tenant in world.tenants:
             self.users += [User(tenant, agent) for agent in world.agents]
@@ -188,6 +221,12 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
             store_fails=self.fault if "fault-injection" in self.features else None,
         )
         self.backend = self.run.open(options)
+        for index, specs in enumerate(population[: len(self.users)]):
+            self.ingest(index, specs, None)
+        operator = next(i for i, u in enumerate(self.users) if u.role == "operator")
+        self.export(operator, None)
+        if self.exported:
+            self.restore(operator, private, None)
 
     def teardown(self) -> None:
         if self.backend is not None:
@@ -198,20 +237,21 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
     def _principal(self, index: int) -> Principal:
         return self.users[index % len(self.users)].principal(self.shared)
 
-    def _call(self, principal: Principal, fault: int | None, inputs: str, call: Callable[[], Any]) -> Any:
-        """Call the backend; a KbconformError comes back as the value, checked for foreign data."""
+    def _call(self, principal: Principal, fault: int | None, inputs: object, call: Callable[[], Any]) -> Any:
+        """Call the backend; a KbconformError comes back as the value, checked for foreign data
+        beyond what the caller sent (``inputs``)."""
         self.fault.at, self.fault.calls = (fault if "fault-injection" in self.features else None), 0
         try:
             return call()
         except KbconformError as error:
-            self._clean(error, principal, inputs)
+            self._clean(error, principal, json.dumps(inputs, ensure_ascii=False, default=str))
             return error
         finally:
             self.fault.at = None
 
     def _clean(self, error: KbconformError, principal: Principal, inputs: str) -> None:
-        """No error text carries a chunk the caller may not read: its id (unless the caller named
-        it), its token, its path (unless the caller named it or reads a chunk at that path)."""
+        """No error text carries a chunk the caller may not read: its id, its text, its path;
+        unless the caller sent it (or, for a path, reads a chunk at that path)."""
         text = f"{error} {error!r}"
         readable = self.policy.scope(principal)
         own_paths = {row.path for row in readable.values()}
@@ -290,30 +330,15 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
 
     # -- rules -----------------------------------------------------------------------------------
 
-    @rule(
-        user=st.integers(0, 11),
-        specs=st.lists(
-            st.builds(
-                RecordSpec,
-                repo=st.integers(0, 2),
-                path=st.integers(0, len(PATHS) - 1),
-                new_content=st.booleans(),
-                hash_inputs=st.integers(0, len(HASH_INPUTS) - 1),
-                spoof=st.sampled_from(SPOOFS),
-                identity_keys=st.booleans(),
-            ),
-            min_size=1,
-            max_size=6,
-        ),
-        fault=st.none() | st.integers(0, 3),
-    )
+    @rule(user=st.integers(0, 11), specs=st.lists(RECORDS, min_size=1, max_size=6), fault=FAULTS)
     def ingest(self, user: int, specs: list[RecordSpec], fault: int | None) -> None:
         principal = self._principal(user)
         budget = self.policy.spoof_budget(principal)
         spoofing = budget is None or budget >= sum(1 for s in specs if s.spoof)
         records = [self._record(principal, spec, spoofing) for spec in specs]
         expected = self.policy.ingest(principal, records, self.mode)
-        outcome = self._call(principal, fault, "", lambda: self.backend.ingest(principal, records))
+        sent = (records, self.policy.ids_for(principal, records))
+        outcome = self._call(principal, fault, sent, lambda: self.backend.ingest(principal, records))
         if self._failed(outcome, fault, expected):
             return
         assert not isinstance(expected, Refused)
@@ -346,7 +371,8 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
             for n in range(size)
         ]
         expected = self.policy.ingest(principal, records, self.mode)
-        outcome = self._call(principal, fault, "", lambda: self.backend.ingest(principal, records))
+        sent = (records, self.policy.ids_for(principal, records))
+        outcome = self._call(principal, fault, sent, lambda: self.backend.ingest(principal, records))
         if self._failed(outcome, fault, expected):
             return
         assert not isinstance(expected, Refused)
@@ -375,30 +401,34 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         principal = self._principal(user)
         assert self.world is not None
         world = self.world
-        repos, paths = world.repos, world.paths
+        repos, pool = world.repos, world.paths
+
+        def paths(index: int) -> str:
+            return pool[index % len(pool)]
+
         signal: dict[str, Any] = {"repoSlug": repos[spec.repo]}
         if spec.tombstones:
             signal["deleted"] = [
-                {"sourcePath": paths[p]} if r is None else {"sourcePath": paths[p], "repoSlug": repos[r]}
+                {"sourcePath": paths(p)} if r is None else {"sourcePath": paths(p), "repoSlug": repos[r]}
                 for r, p in spec.tombstones
             ]
         if spec.manifest is not None:
             repo, kept = spec.manifest
             signal["manifestSnapshot"] = {
                 "repoSlug": repos[repo],
-                "pathsAfterPush": sorted({paths[p] for p in kept}),
+                "pathsAfterPush": sorted({paths(p) for p in kept}),
             }
         if spec.boundary is not None and self.resolver is not None:
             signal["baseRevision"], signal["headRevision"] = BOUNDARIES[spec.boundary]
         if len(signal) == 1:
-            signal["manifestSnapshot"] = {"repoSlug": repos[spec.repo], "pathsAfterPush": list(paths)}
+            signal["manifestSnapshot"] = {"repoSlug": repos[spec.repo], "pathsAfterPush": list(pool)}
         if spec.files:
-            signal["files"] = [{"sourcePath": paths[p]} for p in sorted(set(spec.files))]
+            signal["files"] = [{"sourcePath": p} for p in sorted({paths(i) for i in spec.files})]
         assert is_valid(signal, "deletion-signal-v1"), f"the machine built an invalid signal: {signal}"
         resolved = self.resolver.paths if self.resolver is not None else None
         expected = self.policy.deletion(principal, signal, resolved)
         outcome = self._call(
-            principal, fault, "", lambda: self.backend.apply_deletion_signal(principal, signal)
+            principal, fault, signal, lambda: self.backend.apply_deletion_signal(principal, signal)
         )
         if self._failed(outcome, fault, expected):
             return
@@ -445,11 +475,14 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
             metadata = dict(chosen["metadata"])
             if change in ("private", "team", "public"):
                 metadata["visibility"] = change
+            elif change == "private ownerless":
+                metadata["visibility"] = "private"
+                metadata.pop("originAgentIdentity", None)
             elif change is not None:
                 metadata.pop(change.removeprefix("drop "), None)
             records.append({**chosen, "metadata": metadata})
         expected = self.policy.restore(principal, records)
-        outcome = self._call(principal, fault, "", lambda: self.backend.restore(principal, records))
+        outcome = self._call(principal, fault, records, lambda: self.backend.restore(principal, records))
         if self._failed(outcome, fault, expected):
             return
         assert not isinstance(expected, Refused)

@@ -175,6 +175,10 @@ class Policy:
             return chunk_id(record, key[0], key[1], profile)  # type: ignore[arg-type]  # a declared profile
         return self.ids_by_key.get(key)
 
+    def ids_for(self, principal: Principal, records: Sequence[Mapping[str, Any]]) -> list[str | None]:
+        """The id each record gets under ``principal`` (None: not known before the call)."""
+        return [self._id(r, _key(r, principal.tenant_id)) for r in records]
+
     def ingest(
         self, principal: Principal, records: Sequence[Mapping[str, Any]], mode: str
     ) -> Refused | Ingest:

@@ -40,6 +40,9 @@ class Run:
     call_timeout: float = DEFAULT_CALL_TIMEOUT
     _caller: Caller = field(default=None, repr=False)  # type: ignore[assignment]  # set below
     _open: list[Guarded] = field(default_factory=list, repr=False)
+    #: Whether Hypothesis shrinks a failure to its shortest form (off: report the first failure
+    #: found, as a mutant run does, where only the verdict matters).
+    shrink: bool = True
 
     def __post_init__(self) -> None:
         if self._caller is None:
@@ -54,10 +57,11 @@ class Run:
         profile: ProfileName,
         level: str,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        shrink: bool = True,
     ) -> Run:
         caller = Caller(call_timeout)
         adapter, manifest = caller.call(f"loading the adapter {spec}", load_adapter, spec)
-        return cls(adapter, manifest, seed, profile, level, call_timeout, caller)
+        return cls(adapter, manifest, seed, profile, level, call_timeout, caller, shrink=shrink)
 
     def open(self, options: BackendOptions | None = None) -> Backend:
         """A fresh, empty backend; closed by :meth:`close` (the fixtures do it)."""
@@ -97,8 +101,10 @@ class Run:
         return random.Random(int.from_bytes(digest[:8], "big"))
 
     def _settings(self) -> hypothesis.settings:
+        phases = [phase for phase in hypothesis.Phase if self.shrink or phase is not hypothesis.Phase.shrink]
         return hypothesis.settings(
             PROFILES[self.profile],
+            phases=phases,
             deadline=None,
             database=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

@@ -16,21 +16,26 @@ from hypothesis import strategies as st
 
 from kbconform.identity import RESERVED_FIELDS
 
-#: Source paths that collide under common mistakes: prefixes (``docs`` and ``docs/a``, ``docs/a``
-#: and ``docs/a.md`` and ``docs/ab.md``), case, NFC and NFD forms of one name, and characters that
-#: mean something to SQL, regular expressions, globs, JSON paths and filter languages.
-PATHS: tuple[str, ...] = (
-    "docs/a.md",
-    "docs/A.md",
-    "docs/a",
-    "docs/ab.md",
-    "docs",
-    "docs/caf\u00e9.md",
-    "docs/cafe\u0301.md",
+#: Families of source paths that collide under a common mistake: case, prefixes (of a name and
+#: of a directory), NFC and NFD forms of one name, suffixes.
+PATH_FAMILIES: tuple[tuple[str, ...], ...] = (
+    ("docs/a.md", "docs/A.md"),
+    ("docs/a", "docs/a.md", "docs/ab.md"),
+    ("docs/caf\u00e9.md", "docs/cafe\u0301.md"),
+    ("docs", "docs/a.md", "docs/a/b.md"),
+    ("a.md", "old/a.md"),
+)
+#: Paths with characters that mean something to SQL, regular expressions, globs, JSON paths and
+#: filter languages.
+METACHARACTER_PATHS: tuple[str, ...] = (
     'docs/it\'s "quoted".md',
     "docs/x' OR '1'='1.md",
     "docs/a.*$[0].md",
     "docs/$ne/%_?.md",
+)
+#: Every adversarial path.
+PATHS: tuple[str, ...] = tuple(
+    dict.fromkeys(p for family in (*PATH_FAMILIES, METACHARACTER_PATHS) for p in family)
 )
 
 #: Values that look like operators, queries and paths to a filter that builds strings.
@@ -78,14 +83,18 @@ def _valid_tenant(name: str) -> bool:
 def worlds(draw: st.DrawFn) -> World:
     """Three tenants and three repositories where ``tenant + '-' + repo`` collides across pairs
     and one tenant id is a prefix of another: ``b``, ``b-p``, ``bp`` (or ``p-b``), with repos
-    ``app``, ``p-app`` and ``app/docs``."""
+    ``app``, ``p-app`` and ``app/docs``; paths from two collision families and a metacharacter
+    path or two, so that colliding paths meet often."""
     base = draw(st.from_regex(r"[a-z][a-z0-9]{1,5}", fullmatch=True))
     part = draw(st.from_regex(r"[a-z0-9]{1,3}", fullmatch=True))
     third = draw(st.sampled_from([f"{base}{part}", f"{part}-{base}", f"{base}-{part}-{part}"]))
     tenants = (base, f"{base}-{part}", third)
     assert all(_valid_tenant(t) for t in tenants)
     assert len(set(tenants)) == 3
-    return World(tenants, ("app", f"{part}-app", "app/docs"))
+    families = draw(st.lists(st.sampled_from(PATH_FAMILIES), min_size=2, max_size=2, unique=True))
+    odd = draw(st.lists(st.sampled_from(METACHARACTER_PATHS), min_size=1, max_size=2, unique=True))
+    paths = tuple(dict.fromkeys(p for family in (*families, odd) for p in family))
+    return World(tenants, ("app", f"{part}-app", "app/docs"), paths)
 
 
 #: A string drawn from the hostile values, or any printable text.
