@@ -18,6 +18,7 @@ import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, ClassVar
 
 import pytest
@@ -557,9 +558,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         who = f"{principal.tenant_id}/{principal.agent_identity}"
         if facade == "get":
             for chunk in sorted(self.seen | (set(self.policy.rows) - self.bulk)):
-                got = self._call(
-                    principal, fault, chunk, lambda chunk=chunk: self.backend.get(principal, chunk)
-                )
+                got = self._call(principal, fault, chunk, partial(self.backend.get, principal, chunk))
                 if fault is not None and isinstance(got, BackendUnavailable):
                     continue
                 if chunk in scope:
@@ -572,9 +571,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
             found: list[Any] = []
             page = max(1, len(scope) // 2 + 1)
             for offset in itertools.count(0, page):
-                got = self._call(
-                    principal, fault, "", lambda offset=offset: self.backend.list(principal, page, offset)
-                )
+                got = self._call(principal, fault, "", partial(self.backend.list, principal, page, offset))
                 if fault is not None and isinstance(got, BackendUnavailable):
                     return
                 assert not isinstance(got, KbconformError), f"{who} list failed: {got!r}"
