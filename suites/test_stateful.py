@@ -164,7 +164,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         }
         self.shared = manifest.shared_namespace
         self.fault = Fault()
-        self.policy = Policy(manifest)
+        self.policy = Policy.for_manifest(manifest)
         self.users: list[User] = []
         self.world: World | None = None
         self.resolver: Resolver | None = None

@@ -1,8 +1,9 @@
-"""What the suites write and expect: principals, parsed-chunk records, and the canary model.
+"""What the suites write and expect: principals, parsed-chunk records, and the seeded canaries.
 
-Expected results always come from :class:`Canaries`, an in-memory model of what was written,
-never from the backend. A model whose expected set is empty or is everything refuses to answer
-(:meth:`Canaries.readable_by`), so a check against it cannot pass vacuously.
+Expected results always come from the policy model (:class:`~kbconform.conformance.Policy`), never
+from the backend: :class:`Canaries` is the seeded data as the model holds it, plus each chunk's
+record and unique token. A check whose expected set is empty or is everything refuses to answer
+(:meth:`Canaries.readable_by`), so it cannot pass vacuously.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbconform.adapter import Backend, Manifest
+from kbconform.conformance._model import Policy, Refused
 from kbconform.identity import Principal
 
 TOPIC = "deploy the billing service with the shared config file and rotate the keys"
@@ -93,13 +95,15 @@ class Canary:
 
 @dataclass
 class Canaries:
-    """The model of a seeded backend: every canary chunk, by id and by tenant."""
+    """A seeded backend: every canary chunk, by id, and the policy model that holds them."""
 
     principals: Principals
     chunks: dict[str, Canary] = field(default_factory=dict)
+    policy: Policy = field(default_factory=Policy)
 
-    def add(self, canary: Canary) -> None:
-        self.chunks[canary.id] = canary
+    def __post_init__(self) -> None:
+        if self.principals.shared and not self.policy.shared:
+            self.policy.shared = frozenset({self.principals.shared})
 
     def owned_by(self, tenant: str) -> set[str]:
         return {i for i, c in self.chunks.items() if c.tenant == tenant}
@@ -110,7 +114,7 @@ class Canaries:
         Refuses (AssertionError) an expected set that is empty or is every chunk: such a check
         could not tell a leaking backend from a correct one.
         """
-        expected = {i for i, c in self.chunks.items() if c.tenant in principal.readable_tenants}
+        expected = set(self.policy.scope(principal))
         assert expected, f"the model expects nothing for {principal.tenant_id}: the check would be vacuous"
         assert expected != set(self.chunks), (
             f"the model expects everything for {principal.tenant_id}: the check could not see a leak"
@@ -153,13 +157,14 @@ def seed_canaries(backend: Backend, principals: Principals, rng: random.Random) 
             record(f"docs/{label}-{n}.md", f"{token} {TOPIC} {label} note {n}", tenant=tenant)
             for n, token in enumerate(tokens)
         ]
-        result = backend.ingest(writer, records)
-        ids = list(result.ids)
-        assert len(ids) == len(records), f"ingest returned {len(ids)} ids for {len(records)} records"
-        assert len(set(ids)) == len(ids), "ingest returned one id for two different records"
-        assert not (set(ids) & set(model.chunks)), "ingest gave two tenants' chunks the same id"
+        plan = model.policy.ingest(writer, records, "overwrite")
+        assert not isinstance(plan, Refused), f"the model refuses the seed of {tenant}: {plan}"
+        ids = [str(i) for i in backend.ingest(writer, records).ids]
+        problems = model.policy.check_ids(plan, ids)
+        assert not problems, "; ".join(problems)
+        model.policy.commit_ingest(plan, ids)
         for chunk_id, token, rec in zip(ids, tokens, records, strict=True):
-            model.add(Canary(tenant, rec, token, chunk_id))
+            model.chunks[chunk_id] = Canary(tenant, rec, token, chunk_id)
     for canary in model.chunks.values():  # setup asserts too: a seed that wrote nothing fails here
         owner = principals.shared_writer if canary.tenant == principals.shared else None
         owner = owner or next(p for p in principals.members if p.tenant_id == canary.tenant)

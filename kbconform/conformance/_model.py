@@ -108,7 +108,11 @@ def _key(record: Mapping[str, Any], tenant: str) -> Key:
 class Policy:
     """The exact model of the isolation policy for one backend."""
 
-    manifest: Manifest
+    #: The shared namespaces, the declared id profile (None: ids are learned), and the number
+    #: of spoofed records after which a principal is switched to reject mode (None: never).
+    shared: frozenset[str] = frozenset()
+    id_profile: str | None = None
+    escalation_threshold: int | None = None
     rows: dict[str, Row] = field(default_factory=dict)
     #: Ids learned (or computed) per identity key, and back: the backend is held to them.
     ids_by_key: dict[Key, str] = field(default_factory=dict)
@@ -116,18 +120,16 @@ class Policy:
     #: Spoofed records per (tenant, agent): escalation switches a principal to reject mode.
     spoofs: Counter[tuple[str, str | None]] = field(default_factory=Counter)
 
-    @property
-    def shared(self) -> frozenset[str]:
-        namespace = self.manifest.shared_namespace
-        return frozenset({namespace}) if namespace else frozenset()
-
-    @property
-    def escalation_threshold(self) -> int | None:
-        escalation = self.manifest.feature("escalation")
-        if isinstance(escalation, Mapping):
-            threshold = escalation.get("threshold")
-            return int(threshold) if isinstance(threshold, int) else None
-        return None
+    @classmethod
+    def for_manifest(cls, manifest: Manifest) -> Policy:
+        """The model of a backend with this manifest's shared namespace, id profile and escalation."""
+        namespace = manifest.shared_namespace
+        threshold = None
+        if manifest.supports("escalation"):
+            escalation = manifest.feature("escalation")
+            if isinstance(escalation, Mapping) and isinstance(escalation.get("threshold"), int):
+                threshold = int(escalation["threshold"])
+        return cls(frozenset({namespace}) if namespace else frozenset(), manifest.id_profile, threshold)
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -170,7 +172,7 @@ class Policy:
         return max(0, threshold - 1 - self.spoofs[(principal.tenant_id, principal.agent_identity)])
 
     def _id(self, record: Mapping[str, Any], key: Key) -> str | None:
-        profile = self.manifest.id_profile
+        profile = self.id_profile
         if profile is not None:
             return chunk_id(record, key[0], key[1], profile)  # type: ignore[arg-type]  # a declared profile
         return self.ids_by_key.get(key)
