@@ -264,8 +264,8 @@ class KnowledgeBase:
                 self._pending.append(undo)
                 raise BackendUnavailable(
                     operation,
-                    f"{reason}; the rollback failed too and is replayed before any later call "
-                    "(which raises this error until the store answers)",
+                    f"{reason}; the rollback failed too: every later call replays it first, and "
+                    "raises BackendUnavailable until the store answers",
                 ) from error
             except BaseException:
                 self._pending.append(undo)
