@@ -11,7 +11,7 @@ from kbconform.errors import ContractViolation, Forbidden, SpoofRejected
 from kbconform.identity import Principal
 from kbconform_reference import KnowledgeBase, Settings
 from kbconform_reference.stores import VectorStore
-from tests.reference.conftest import ACME, BETA, READER, SHARED_WRITER, chunk
+from tests.reference.conftest import ACME, BETA, OPERATOR, READER, SHARED_WRITER, chunk
 
 
 class Clock:
@@ -147,6 +147,21 @@ def test_re_ingesting_identical_content_changes_nothing(store: VectorStore) -> N
     [metadata] = stored(kb).values()
     assert (metadata["ingestedAt"], metadata["line_start"]) == ("2026-01-01T00:00:00.000Z", 5)
     assert kb.ingest(ACME, [chunk("a.md", "changed")]).ids != first.ids
+
+
+def test_a_rewrite_replaces_the_whole_metadata(kb: KnowledgeBase) -> None:
+    """A re-ingest without an agent drops the first writer's originAgentIdentity, and a restore
+    without it drops it too: no stamp of an earlier write survives (Chroma merges metadata on
+    upsert). The first write has it (control)."""
+    [chunk_id] = kb.ingest(ACME.with_agent("agent-7"), [chunk()]).ids
+    assert stored(kb)[chunk_id]["originAgentIdentity"] == "agent-7"
+    kb.ingest(ACME.with_agent(None), [chunk()])
+    assert "originAgentIdentity" not in stored(kb)[chunk_id]
+    kb.ingest(ACME.with_agent("agent-7"), [chunk()])
+    [record] = [r for r in kb.export(OPERATOR) if r["id"] == chunk_id]
+    record["metadata"] = {k: v for k, v in record["metadata"].items() if k != "originAgentIdentity"}
+    assert kb.restore(OPERATOR, [record]) == 1
+    assert "originAgentIdentity" not in stored(kb)[chunk_id]
 
 
 def test_the_same_content_in_two_tenants_is_two_chunks(kb: KnowledgeBase) -> None:

@@ -184,13 +184,25 @@ class ChromaStore:
         vectors = np.asarray(embeddings, dtype=np.float32)
         for start in range(0, len(ids), self.max_batch):
             end = start + self.max_batch
+            page = list(ids[start:end])
+            # Chroma merges an upsert's metadata into the stored one: a key the new metadata
+            # lacks would survive (a stale originAgentIdentity). A None value removes it.
+            stale = {i: set(m) for i, m in zip(*self._stored_keys(page), strict=True)}
+            replaced = [
+                {**m, **dict.fromkeys(stale.get(i, set()) - set(m))}
+                for i, m in zip(page, metadatas[start:end], strict=True)
+            ]
             with self._bounded():
                 self._collection.upsert(
-                    ids=list(ids[start:end]),
+                    ids=page,
                     embeddings=vectors[start:end],
                     documents=list(documents[start:end]),
-                    metadatas=[dict(m) for m in metadatas[start:end]],
+                    metadatas=replaced,  # a None value deletes the key
                 )
+
+    def _stored_keys(self, ids: Sequence[str]) -> tuple[Sequence[str], Sequence[Metadata]]:
+        rows = self.get(ids=ids)
+        return rows.ids, rows.metadatas
 
     def get(
         self,
