@@ -601,16 +601,17 @@ class KnowledgeBase:
         if problems:
             raise ContractViolation(contract="backup-record-v1", problems=tuple(problems))
         if records:
+            last = builtins.list({r["id"]: r for r in records}.values())  # one id twice: the last lands
             written = Rows(
-                tuple(r["id"] for r in records),
-                tuple(r["document"] for r in records),
-                tuple(r["metadata"] for r in records),
-                np.asarray([r["embedding"] for r in records], dtype=np.float32),
+                tuple(r["id"] for r in last),
+                tuple(r["document"] for r in last),
+                tuple(r["metadata"] for r in last),
+                np.asarray([r["embedding"] for r in last], dtype=np.float32),
             )
             with self._writing:
                 self._settle("restore")
                 with self._store_call("restore"):  # the undo log: every row the batch overwrites
-                    prior = self.store.get(ids=builtins.list(dict.fromkeys(written.ids)), embeddings=True)
+                    prior = self.store.get(ids=builtins.list(written.ids), embeddings=True)
                 self._apply("restore", prior, write=written)
         return len(records)
 

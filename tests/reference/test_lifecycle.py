@@ -218,6 +218,24 @@ def test_restore_validates_every_record_before_writing_any(kb: KnowledgeBase) ->
     assert kb.restore(OPERATOR, [good]) == 1
 
 
+def test_one_id_twice_in_a_restore_is_one_row_the_last_landing(kb: KnowledgeBase) -> None:
+    """Chroma refuses duplicate ids in one call; the reference writes the last record of an id
+    (as ingest does), in every store mode. A batch of distinct ids lands as given (control)."""
+    [chunk_id] = kb.ingest(ACME, [chunk()]).ids
+    [record] = kb.export(OPERATOR)
+    first = {**record, "document": "first"}
+    last = {**record, "document": "last", "metadata": {**record["metadata"], "visibility": "private"}}
+    assert kb.restore(OPERATOR, [first, last]) == 2
+    [restored] = kb.export(OPERATOR)
+    assert (restored["id"], restored["document"], restored["metadata"]["visibility"]) == (
+        chunk_id,
+        "last",
+        "private",
+    )
+    assert kb.restore(OPERATOR, [record]) == 1
+    assert kb.export(OPERATOR)[0]["document"] == record["document"]
+
+
 def test_only_an_operator_exports_and_restores(kb: KnowledgeBase) -> None:
     """Members are refused with KB_FORBIDDEN."""
     for call in (lambda: kb.export(ACME), lambda: kb.restore(ACME, [])):
