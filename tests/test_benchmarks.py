@@ -40,3 +40,16 @@ def test_the_overhead_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> N
     assert figures["query_ratio"] > 0
     assert figures["recall_at_10_min"] == 1.0
     assert figures["smallest_tenant_share"] < 0.01
+
+
+def test_the_state_machine_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
+    """The L4 machine runs on the in-memory reference and reports its time and calls."""
+    spec = importlib.util.spec_from_file_location("state_machine_benchmark", BENCHMARKS / "state_machine.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    figures = module.main(["--seed", "5", "--json", str(tmp_path / "s.json")])
+    assert set(figures) == {"seconds", "backend_calls", "model_ratio"}
+    assert figures["backend_calls"] > 1000
+    assert (tmp_path / "s.json").exists()
