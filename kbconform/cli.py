@@ -177,15 +177,24 @@ def _parser() -> argparse.ArgumentParser:
 
     mutants = commands.add_parser(
         "mutants",
-        help="run the suites against every mutant; exit 1 if one survives",
-        description="Runs the suites against every installed mutant set (entry-point group "
-        "kbconform.mutants; the reference registers 'reference'). Each mutant is a backend with one "
-        "invariant broken; it is killed when every suite test named for it fails. A smoke (accept "
-        "everything, reject everything) is killed when the run fails. Exit 0 when every mutant is "
-        "killed, 1 when one survives or gives no sound report, 2 when no set can be loaded.",
+        help="run every mutant against the tests named to kill it; exit 1 if one survives",
+        description="Runs every installed mutant set (entry-point group kbconform.mutants; the "
+        "reference registers 'reference'). Each mutant is a backend with one invariant broken; it "
+        "is killed when every suite test named for it (its killers) fails. By default each "
+        "mutant's run selects only its killers (a partial run, which earns no level); a smoke "
+        "(accept everything, reject everything) names none, runs every test and is killed when "
+        "the run fails. --full runs every test against every mutant and lists all it fails. A "
+        "killer that passes, is skipped, does not run or is not in the suites' catalogue leaves "
+        "its mutant alive, and the output says which. Exit 0 when every mutant is killed, 1 when "
+        "one survives or gives no sound report, 2 when no set can be loaded.",
     )
     mutants.add_argument("--json", metavar="PATH", help="write {'mutants': [...]} here")
     mutants.add_argument("--seed", type=int, default=0, help="seed for every run (default 0)")
+    mutants.add_argument(
+        "--full",
+        action="store_true",
+        help="run every suite test against each mutant, not only its killers (slower)",
+    )
     mutants.add_argument(
         "--set",
         action="append",
@@ -193,6 +202,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         dest="sets",
         help="run only this mutant set (repeatable; default: every installed set)",
+    )
+    mutants.add_argument(
+        "--mutant",
+        action="append",
+        default=[],
+        metavar="NAME",
+        dest="names",
+        help="run only the mutant of this name (repeatable; default: every mutant of the sets)",
     )
     mutants.add_argument(
         "--jobs", type=_positive_int, default=2, metavar="N", help="mutants run at once (default 2)"
@@ -542,17 +559,22 @@ def _verify(arguments: argparse.Namespace) -> int:
         _print_problems(error.problems)
         return EXIT_INVALID
     manifest = data["manifest"]
+    chosen = reports.selection(data)
     print(
         f"{arguments.report}: valid: suites {data['suiteVersion']} ({data['testListHash'][:19]}...), "
         f"{manifest['adapter']['name']} {manifest['adapter']['version']} on {manifest['backend']['name']} "
         f"{manifest['backend']['version']}, {len(data['tests'])} tests, highest level earned: "
         f"{reports.earned(data) or 'none'}"
+        + ("" if chosen is None else f"; partial: a run of {len(chosen)} selected tests earns no level")
     )
     return _replay(arguments, data) if arguments.replay else EXIT_OK
 
 
 def _replay(arguments: argparse.Namespace, claimed: dict[str, Any]) -> int:
-    """Rerun the report's tests as it records them; exit 1 when any outcome differs."""
+    """Rerun the report's tests as it records them (a partial run's selection only); exit 1
+    when any outcome differs."""
+    from kbconform import report as reports
+
     adapter = claimed["config"]["adapter"]
     if arguments.call_timeout is None:  # the report's deadline, unless the command says otherwise
         arguments.call_timeout = claimed["execution"]["callTimeout"]
@@ -565,6 +587,7 @@ def _replay(arguments: argparse.Namespace, claimed: dict[str, Any]) -> int:
         level=claimed["level"],
         seed=claimed["seed"],
         profile=claimed["profile"],
+        select=reports.selection(claimed),
         extra=["-q"],
     )
     differences = _differences(claimed, outcome.report) if outcome.report else []
@@ -608,9 +631,18 @@ def _mutants(arguments: argparse.Namespace) -> int:
 
     if arguments.json:
         check_output_path(arguments.json)
+    started = time.perf_counter()
     try:
         with runner.interruptible():
-            results = runner.run_mutants(seed=arguments.seed, workers=arguments.jobs, sets=arguments.sets)
+            results = runner.run_mutants(
+                seed=arguments.seed,
+                workers=arguments.jobs,
+                sets=arguments.sets,
+                full=arguments.full,
+                names=arguments.names,
+            )
+    except runner.RunError as error:
+        raise UsageError(str(error)) from None
     except ContractViolation as error:
         print(f"kbconform: error: {error.code}: no mutants to run", file=sys.stderr)
         _print_problems(error.problems)
@@ -623,9 +655,8 @@ def _mutants(arguments: argparse.Namespace) -> int:
         state = "killed" if result.killed else "SURVIVED"
         shown = ", ".join(result.killed_by[:4]) + (" ..." if len(result.killed_by) > 4 else "")
         print(f"{result.name:<{width}}  {state:<8}  {shown or '-'}")
-        missing = sorted(set(result.expected) - set(result.killed_by))
-        if missing:
-            print(f"{'':<{width}}  expected to fail but passed: {', '.join(missing)}")
+        for why in result.unmet:
+            print(f"{'':<{width}}  not killed: {why}")
     if arguments.json:
         data = {
             "mutants": [
@@ -633,8 +664,11 @@ def _mutants(arguments: argparse.Namespace) -> int:
                     "name": r.name,
                     "set": r.source,
                     "breaks": r.breaks,
+                    "mode": r.mode,
+                    "killers": r.expected,
                     "killed": r.killed,
                     "killed_by": r.killed_by,
+                    "unmet": r.unmet,
                     **({"error": r.error} if r.error is not None else {}),
                 }
                 for r in results
@@ -642,7 +676,13 @@ def _mutants(arguments: argparse.Namespace) -> int:
         }
         reports.write(arguments.json, json.dumps(data, indent=2) + "\n")
     survivors = [r.name for r in results if not r.killed]
-    print(f"\n{len(results) - len(survivors)} of {len(results)} mutants killed")
+    how = (
+        "every test against each" if arguments.full else "each against its killers; smokes against every test"
+    )
+    print(
+        f"\n{len(results) - len(survivors)} of {len(results)} mutants killed ({how}); "
+        f"{time.perf_counter() - started:.1f} s"
+    )
     return EXIT_OK if not survivors else EXIT_INVALID
 
 

@@ -30,6 +30,7 @@ _RESULTS = pytest.StashKey[dict[str, dict[str, Any]]]()
 _DECLINED = pytest.StashKey[dict[str, str]]()
 _REPORT = pytest.StashKey[dict[str, Any]]()
 _SPEC = pytest.StashKey[str]()
+_SELECTION = pytest.StashKey["frozenset[str] | None"]()
 _PROPERTY = "kbconform"
 # The plugin's fixtures: a suite test must get these, not an override from a conftest or plugin.
 _OWN_FIXTURES = (
@@ -73,6 +74,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="SECONDS",
         help="deadline for each call into the adapter; a call that overruns fails its test (default: 60)",
+    )
+    group.addoption(
+        "--kbconform-only",
+        action="append",
+        default=None,
+        metavar="ID",
+        help="run only the suite test with this stable id (repeatable; e.g. 'leak-01[query]'); the "
+        "report says the run is partial, and it earns no level",
     )
     parser.addini("kbconform_adapter", "default for --kbconform-adapter (MODULE:FACTORY)", default="")
     parser.addini("kbconform_profile", "default for --kbconform-profile (quick or thorough)", default="quick")
@@ -126,6 +135,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--kbconform-adapter={spec}: {error}") from None
     config.stash[_RUN] = run
     config.stash[_SPEC] = spec
+    config.stash[_SELECTION] = _selection(config)
     config.stash[_RESULTS] = {}
     config.stash[_DECLINED] = {}
     config.pluginmanager.register(_Gatherer(config.stash[_RESULTS]), "kbconform-gatherer")
@@ -134,6 +144,23 @@ def pytest_configure(config: pytest.Config) -> None:
         config.args[:] = [suites]
     elif not any(Path(arg.split("::")[0]).resolve().is_relative_to(suites) for arg in config.args):
         config.args.append(suites)
+
+
+def _selection(config: pytest.Config) -> frozenset[str] | None:
+    """The stable ids ``--kbconform-only`` selects (None: every test); an id the installed
+    catalogue lacks is a usage error."""
+    chosen = config.getoption("kbconform_only")
+    if chosen is None:
+        return None
+    from kbconform.report import suite_version, unknown_ids
+
+    unknown = unknown_ids(chosen)
+    if unknown:
+        raise pytest.UsageError(
+            f"--kbconform-only: not a test id of the suites {suite_version()} (suites/catalogue.json): "
+            + ", ".join(repr(stable) for stable in unknown)
+        )
+    return frozenset(chosen)
 
 
 def _call_timeout(config: pytest.Config) -> float:
@@ -185,15 +212,15 @@ def _case(item: pytest.Item) -> pytest.Mark | None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """``kbconform_facade`` runs once per declared read facade, ``kbconform_spoof_mode`` per mode."""
+    """``kbconform_facade`` runs once per declared read facade, ``kbconform_spoof_mode`` per mode
+    (:data:`kbconform._capabilities.AXES`)."""
+    from kbconform._capabilities import AXES
+
     run = metafunc.config.stash.get(_RUN, None)
-    declared = {
-        "kbconform_facade": run.manifest.read_facades if run else ("query", "get", "list"),
-        "kbconform_spoof_mode": run.manifest.spoof_modes if run else ("overwrite",),
-    }
-    for name, values in declared.items():
-        if name in metafunc.fixturenames:
-            metafunc.parametrize(name, values, ids=list(values))
+    for axis in AXES:
+        if axis.fixture in metafunc.fixturenames:
+            values = axis.values(run.manifest.raw if run else None)
+            metafunc.parametrize(axis.fixture, values, ids=list(values))
 
 
 def _requires(mark: pytest.Mark) -> tuple[str, ...]:
@@ -202,13 +229,15 @@ def _requires(mark: pytest.Mark) -> tuple[str, ...]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep the suite tests up to the run's level, refuse shared ids and overridden fixtures,
-    and skip, with the manifest's reason, each test needing a capability the manifest declines."""
+    """Keep the suite tests up to the run's level (and of its selection), refuse shared ids and
+    overridden fixtures, and skip, with the manifest's reason, each test needing a capability
+    the manifest declines."""
     run = config.stash.get(_RUN, None)
     if run is None:
         return
-    from kbconform.adapter import CAPABILITIES
+    from kbconform._capabilities import CAPABILITIES, skip_reason
 
+    chosen = config.stash[_SELECTION]
     limit = LEVELS.index(run.level)
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
@@ -223,23 +252,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(f"kbconform: {item.nodeid} and {seen[stable]} share the id {stable!r}")
         seen[stable] = item.nodeid
         _check_fixtures(item)
-        if LEVELS.index(level) > limit:
+        if LEVELS.index(level) > limit or (chosen is not None and stable not in chosen):
             drop.append(item)
             continue
         keep.append(item)
-        reasons = []
-        for capability in _requires(mark):
+        required = _requires(mark)
+        for capability in required:
             if capability not in CAPABILITIES:
                 raise pytest.UsageError(
                     f"kbconform: {item.nodeid} requires {capability!r}; "
                     f"expected one of {', '.join(CAPABILITIES)}"
                 )
-            reason = run.manifest.declines(capability)
-            if reason is not None:
-                reasons.append(f"{capability} not offered: {reason}")
-        if reasons:
-            config.stash[_DECLINED][item.nodeid] = "; ".join(reasons)
-            item.add_marker(pytest.mark.skip(reason="; ".join(reasons)))
+        reason = skip_reason(run.manifest.raw, required)
+        if reason is not None:
+            config.stash[_DECLINED][item.nodeid] = reason
+            item.add_marker(pytest.mark.skip(reason=reason))
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
@@ -279,10 +306,12 @@ def _entry(item: pytest.Item, mark: pytest.Mark) -> dict[str, Any]:
     required = _requires(mark)
     if required:
         entry["requires"] = list(required)
+    from kbconform._capabilities import AXES
+
     params = getattr(getattr(item, "callspec", None), "params", {})
-    for name, key in (("kbconform_facade", "facade"), ("kbconform_spoof_mode", "spoofMode")):
-        if name in params:
-            entry[key] = params[name]
+    for axis in AXES:
+        if axis.fixture in params:
+            entry[axis.key] = params[axis.fixture]
     return entry
 
 
@@ -380,7 +409,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         profile=run.profile,
         level=run.level,
         results=config.stash[_RESULTS].values(),
-        execution=_execution(config, run.call_timeout),
+        execution=_execution(config, run.call_timeout, config.stash[_SELECTION]),
     )
     config.stash[_REPORT] = report
     completeness = report["completeness"]
@@ -391,9 +420,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         reports.write(path, json.dumps(report, indent=2, sort_keys=True) + "\n")
 
 
-def _execution(config: pytest.Config, call_timeout: float) -> dict[str, Any]:
+def _execution(config: pytest.Config, call_timeout: float, chosen: frozenset[str] | None) -> dict[str, Any]:
     """How the suites ran: every plugin pytest loaded besides its own, whether installed plugins
-    were loaded automatically, the number of pytest-xdist workers, the call deadline."""
+    were loaded automatically, the number of pytest-xdist workers, the call deadline, and the
+    tests a partial run selected (None: all)."""
     plugins: set[str] = set()
     distributed = set()
     for plugin, dist in config.pluginmanager.list_plugin_distinfo():
@@ -415,6 +445,7 @@ def _execution(config: pytest.Config, call_timeout: float) -> dict[str, Any]:
         "plugins": sorted(plugins),
         "workers": int(workers or 0),
         "callTimeout": call_timeout,
+        "selection": None if chosen is None else sorted(chosen),
     }
 
 
@@ -440,6 +471,13 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.line(
             f"suite tests absent from the test list of suites {report['suiteVersion']}: "
             + _listing(completeness["unknown"])
+        )
+    chosen = reports.selection(report)
+    if chosen is not None:
+        terminalreporter.section("kbconform: partial run", sep="=", yellow=True)
+        terminalreporter.line(
+            f"only the {len(chosen)} tests --kbconform-only selected ran: the report says so, and "
+            "it earns no level: " + _listing(chosen)
         )
     terminalreporter.section("kbconform", sep="-")
     terminalreporter.line(reports.table(report))

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import rfc8785
 
+from kbconform._capabilities import applies
 from kbconform._levels import LEVELS
 from kbconform._resources import data_dir
 from kbconform.errors import ContractViolation, Problem
@@ -171,18 +172,22 @@ def suite_version() -> str:
     return importlib.metadata.version("kbconform")
 
 
-def applies(entry: Mapping[str, Any], manifest: Mapping[str, Any], level: str) -> bool:
-    """Whether a run at ``level`` against ``manifest`` must have the test ``entry``."""
-    return (
-        LEVELS.index(entry["level"]) <= LEVELS.index(level)
-        and entry.get("facade", "query") in manifest["readFacades"]
-        and entry.get("spoofMode", manifest["spoofModes"][0]) in manifest["spoofModes"]
-    )
+def expected(
+    manifest: Mapping[str, Any], level: str, selected: Iterable[str] | None = None
+) -> list[dict[str, Any]]:
+    """The catalogue entries a run at ``level`` against ``manifest`` must report; of a partial
+    run, those of them it ``selected``."""
+    chosen = None if selected is None else set(selected)
+    return [
+        dict(entry)
+        for entry in catalogue()
+        if applies(entry, manifest, level) and (chosen is None or entry["id"] in chosen)
+    ]
 
 
-def expected(manifest: Mapping[str, Any], level: str) -> list[dict[str, Any]]:
-    """The catalogue entries a run at ``level`` against ``manifest`` must report."""
-    return [dict(entry) for entry in catalogue() if applies(entry, manifest, level)]
+def unknown_ids(ids: Iterable[str]) -> list[str]:
+    """The ``ids`` the installed catalogue does not list, sorted."""
+    return sorted(set(ids) - {entry["id"] for entry in catalogue()})
 
 
 def redact(value: Any) -> Any:
@@ -206,14 +211,15 @@ def redact(value: Any) -> Any:
     return value
 
 
-def levels(tests: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+def levels(tests: Iterable[Mapping[str, Any]], *, partial: bool = False) -> dict[str, dict[str, Any]]:
     """Counts per level; a level is earned when it has tests and every test in it and in every
-    lower level passed (a declined feature's skip counts against it)."""
+    lower level passed (a declined feature's skip counts against it). A ``partial`` run (of a
+    selection of tests) earns no level."""
     counts: dict[str, Counter[str]] = {level: Counter() for level in LEVELS}
     for test in tests:
         counts[test["level"]][test["status"]] += 1
     verdicts: dict[str, dict[str, Any]] = {}
-    clean_below = True
+    clean_below = not partial
     for level in LEVELS:
         count = counts[level]
         clean = sum(count.values()) == count["pass"]
@@ -223,6 +229,12 @@ def levels(tests: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
         }
         clean_below = clean_below and clean
     return verdicts
+
+
+def selection(report: Mapping[str, Any]) -> list[str] | None:
+    """The test ids a partial run selected, or None for a full run."""
+    chosen = report["execution"].get("selection")
+    return None if chosen is None else list(chosen)
 
 
 def build(
@@ -236,9 +248,11 @@ def build(
     execution: Mapping[str, Any],
 ) -> dict[str, Any]:
     """The report of a run: ``results`` are the entries the plugin recorded. Every expected test
-    without a result is added as an error."""
+    without a result is added as an error. ``execution["selection"]`` (None: every test) names
+    the tests a partial run selected: only they are expected, and no level is earned."""
+    chosen = execution.get("selection")
     tests = {entry["id"]: dict(entry) for entry in results}
-    wanted = expected(manifest, level)
+    wanted = expected(manifest, level, chosen)
     missing = sorted(entry["id"] for entry in wanted if entry["id"] not in tests)
     for entry in wanted:
         if entry["id"] in missing:
@@ -264,8 +278,8 @@ def build(
             "platform": platform.platform(terse=True),
             **{name: importlib.metadata.version(name) for name in ("pytest", "hypothesis")},
         },
-        "execution": dict(execution),
-        "levels": levels(listed),
+        "execution": {**execution, "selection": None if chosen is None else sorted(set(chosen))},
+        "levels": levels(listed, partial=chosen is not None),
         "completeness": {"missing": missing, "unknown": sorted(set(tests) - known)},
         "tests": listed,
     }
@@ -274,8 +288,10 @@ def build(
 def verify(report: object) -> None:
     """Raise ContractViolation (``KB_REPORT_INVALID``) unless ``report`` is a valid report-v1 of
     the installed suites (version and test-list hash) from a complete run: every test its
-    manifest and level select, no other, none recorded as missing, and the levels its tests earn.
-    A report of a failing run can be valid: this checks the evidence, not the verdict."""
+    manifest and level select (of a partial run: and its selection names), no other, none
+    recorded as missing, and the levels its tests earn (none, for a partial run). A report of a
+    failing run can be valid: this checks the evidence, not the verdict; :func:`selection` says
+    whether it is partial."""
     from kbconform.contract import validate
 
     try:
@@ -308,13 +324,22 @@ def verify(report: object) -> None:
     repeated = sorted(i for i, n in Counter(ids).items() if n > 1)
     if repeated:
         differs("/tests", "tests", "each stable id once", f"repeated: {', '.join(repeated)}")
-    wanted = {entry["id"]: entry for entry in expected(report["manifest"], report["level"])}
+    chosen = selection(report)
+    if chosen is not None:
+        strangers = unknown_ids(chosen)
+        if strangers:
+            want = "a selection of tests the suite lists"
+            differs("/execution/selection", "selection", want, f"unknown: {', '.join(strangers)}")
+    wanted = {entry["id"]: entry for entry in expected(report["manifest"], report["level"], chosen)}
     missing = sorted(set(wanted) - set(ids))
     if missing:
-        differs("/tests", "completeness", "every test of the suite", f"missing: {', '.join(missing)}")
+        want = "every test of the suite" if chosen is None else "every selected test"
+        differs("/tests", "completeness", want, f"missing: {', '.join(missing)}")
     unknown = sorted(set(ids) - set(wanted))
     if unknown:
-        want = f"only tests the suite lists for level {report['level']} and this manifest"
+        want = f"only tests the suite lists for level {report['level']} and this manifest" + (
+            "" if chosen is None else ", of those selected"
+        )
         differs("/tests", "completeness", want, f"unknown: {', '.join(unknown)}")
     recorded = report["completeness"]["missing"] + report["completeness"]["unknown"]
     if recorded:
@@ -329,7 +354,7 @@ def verify(report: object) -> None:
         if entry is not None and (test["suite"], test["level"]) != (entry["suite"], entry["level"]):
             want = f"suite {entry['suite']} at {entry['level']}"
             differs(f"/tests/{index}", "tests", want, f"suite {test['suite']} at {test['level']}")
-    earned = levels(report["tests"])
+    earned = levels(report["tests"], partial=chosen is not None)
     if report["levels"] != earned:
         given = ", ".join(lv for lv, v in earned.items() if v["earned"]) or "none"
         claimed = ", ".join(lv for lv, v in report["levels"].items() if v["earned"]) or "none"
@@ -376,6 +401,9 @@ def table(report: Mapping[str, Any]) -> str:
     missing = report["completeness"]["missing"]
     if missing:
         lines.append(f"incomplete: {len(missing)} suite tests did not run")
+    chosen = selection(report)
+    if chosen is not None:
+        lines.append(f"partial: a run of {len(chosen)} selected tests, which earns no level")
     return "\n".join(lines)
 
 
@@ -394,7 +422,12 @@ def summary(report: Mapping[str, Any]) -> str:
         f"{len(failing)} failing, {len(skipped)} skipped of {len(report['tests'])} tests.",
         "",
         f"Suites {report['suiteVersion']} (`{report['testListHash'][:19]}`), level {report['level']}, "
-        f"profile {report['profile']}, seed `{report['seed']}`.",
+        f"profile {report['profile']}, seed `{report['seed']}`."
+        + (
+            ""
+            if selection(report) is None
+            else f" A partial run of {len(selection(report) or ())} selected tests: it earns no level."
+        ),
         "",
         "| level | suite | " + " | ".join(_SHOWN) + " |",
         "|---|---|" + "---:|" * len(_SHOWN),

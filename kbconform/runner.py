@@ -79,12 +79,18 @@ def run_suites(
     call_timeout: float | None = None,
     run_timeout: float = DEFAULT_RUN_TIMEOUT,
     workers: int = 0,
+    select: Sequence[str] | None = None,
     extra: Sequence[str] = (),
     stream: bool = False,
 ) -> Outcome:
-    """Run the suites against ``adapter`` in a fresh pytest process; judge it by its report."""
+    """Run the suites against ``adapter`` in a fresh pytest process; judge it by its report.
+
+    ``select`` (stable test ids) makes a partial run of those tests only: its report says so and
+    earns no level. ``kbconform run`` never selects."""
     if workers and importlib.util.find_spec("xdist") is None:
         raise RunError("--workers needs pytest-xdist: pip install 'kbconform[xdist]'")
+    if select is not None and not select:
+        raise RunError("a partial run needs at least one test id to select")
     if not run_timeout > 0:
         raise RunError(f"the run deadline must be a positive number of seconds; got {run_timeout!r}")
     seed = random.SystemRandom().randrange(2**32) if seed is None else seed
@@ -110,6 +116,7 @@ def run_suites(
             *(["--kbconform-level", level] if level else []),
             *(["--kbconform-profile", profile] if profile else []),
             *([f"--kbconform-call-timeout={call_timeout}"] if call_timeout is not None else []),
+            *(f"--kbconform-only={stable}" for stable in select or ()),
             *(["-p", "xdist", "-n", str(workers)] if workers else []),
             *extra,
         ]
@@ -128,7 +135,7 @@ def run_suites(
     if overran:
         problems.append(f"the run did not finish within its deadline of {run_timeout:g} s and was stopped")
     if data:
-        problems += _soundness(data, adapter=adapter, seed=seed, level=level, profile=profile)
+        problems += _soundness(data, adapter=adapter, seed=seed, level=level, profile=profile, select=select)
     return Outcome(returncode, data, output, tuple(problems))
 
 
@@ -154,7 +161,13 @@ def _read_report(path: Path) -> tuple[dict[str, Any], list[str]]:
 
 
 def _soundness(
-    report: Mapping[str, Any], *, adapter: str, seed: int, level: str | None, profile: str | None
+    report: Mapping[str, Any],
+    *,
+    adapter: str,
+    seed: int,
+    level: str | None,
+    profile: str | None,
+    select: Sequence[str] | None,
 ) -> list[str]:
     """Why ``report`` is not the sound report of the run asked for (empty when it is)."""
     from kbconform.report import verify
@@ -168,6 +181,7 @@ def _soundness(
         "seed": (report["seed"], seed),
         "level": (report["level"], level or "L4"),
         "profile": (report["profile"], profile or report["profile"]),
+        "selection": (report["execution"]["selection"], None if select is None else sorted(set(select))),
     }
     return [
         f"the report's {name} is {got!r}, not {want!r}" for name, (got, want) in asked.items() if got != want
@@ -265,6 +279,9 @@ def interruptible() -> Iterator[None]:
 
 @dataclass(frozen=True, slots=True)
 class MutantResult:
+    """One mutant's run. ``killed_by`` lists the tests that failed (of a killer-only run: the
+    named killers that failed); ``unmet`` says, for each named killer that did not fail, why."""
+
     name: str
     breaks: str
     killed: bool
@@ -272,27 +289,63 @@ class MutantResult:
     expected: list[str]
     error: str | None = None  # the suites did not run, or gave no sound report: why
     source: str = ""
+    mode: str = "killers"  # "killers": only the named killers ran; "full": every test did
+    unmet: list[str] = field(default_factory=list)
 
 
-def run_mutants(seed: int = 0, workers: int = 2, sets: Sequence[str] = ()) -> list[MutantResult]:
-    """Run the suites against every registered mutant (of ``sets`` only, when given); a mutant
-    is killed when every test named for it fails (a smoke: when the run fails at all)."""
+def run_mutants(
+    seed: int = 0,
+    workers: int = 2,
+    sets: Sequence[str] = (),
+    *,
+    full: bool = False,
+    names: Sequence[str] = (),
+) -> list[MutantResult]:
+    """Run every registered mutant (of ``sets``, and named ``names``, when given) and decide
+    whether it is killed: when every test named for it fails (a smoke: when the run fails).
+
+    By default each mutant's run selects only its named killers (a partial run); a smoke, which
+    names none, runs every test. ``full`` runs every test against every mutant and reports each
+    failure. A killer the catalogue lacks, or that passes, is skipped, or does not run, leaves
+    the mutant alive, and ``unmet`` says which and why."""
     from kbconform.mutants import discover
+    from kbconform.report import unknown_ids
 
     mutants = discover(sets)
+    if names:
+        unknown = sorted(set(names) - {mutant.name for mutant in mutants})
+        if unknown:
+            raise RunError(f"no mutant named {', '.join(unknown)} in the sets installed")
+        mutants = tuple(mutant for mutant in mutants if mutant.name in names)
 
     def one(mutant: Any) -> MutantResult:
-        outcome = run_suites(mutant.adapter, seed=seed)
         named = (mutant.name, mutant.breaks)
+        killers = list(mutant.killers)
+        mode = "full" if full or mutant.smoke else "killers"
+        strangers = unknown_ids(killers)
+        if strangers:
+            why = "names killers the suites' catalogue lacks: " + ", ".join(strangers)
+            return MutantResult(*named, False, [], killers, why, mutant.source, mode, [why])
+        outcome = run_suites(mutant.adapter, seed=seed, select=None if mode == "full" else killers)
         if outcome.verdict == "error":
             why = "\n".join(outcome.problems) or "\n".join(outcome.output.strip().splitlines()[-5:])
-            return MutantResult(*named, False, [], list(mutant.killers), why or "no output", mutant.source)
+            return MutantResult(*named, False, [], killers, why or "no output", mutant.source, mode)
         failed = outcome.failed
         if mutant.smoke:
-            killed = outcome.verdict == "fail"
+            unmet = [] if outcome.verdict == "fail" else ["every test passed: a smoke must fail the run"]
         else:
-            killed = bool(failed) and set(mutant.killers) <= set(failed)
-        return MutantResult(*named, killed, failed, list(mutant.killers), source=mutant.source)
+            tests = {test["id"]: test for test in outcome.report["tests"]}
+            unmet = [_unmet(stable, tests.get(stable)) for stable in killers if stable not in failed]
+        return MutantResult(*named, not unmet, failed, killers, None, mutant.source, mode, unmet)
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(one, mutants))
+
+
+def _unmet(stable: str, test: Mapping[str, Any] | None) -> str:
+    """Why the killer ``stable`` did not kill its mutant, given its entry in the report."""
+    if test is None:
+        return f"{stable} did not run (the manifest or the level does not select it)"
+    if test["status"] == "skip":
+        return f"{stable} was skipped ({test.get('reason', 'declined')})"
+    return f"{stable} {'passed' if test['status'] == 'pass' else 'did not run'}"

@@ -3,15 +3,8 @@
 See :mod:`kbconform.adapter._protocol` for the specification of every member.
 """
 
-from kbconform.adapter._manifest import (
-    CAPABILITIES,
-    FEATURES,
-    Capability,
-    Feature,
-    Manifest,
-    check_backend,
-    load_adapter,
-)
+from kbconform._capabilities import CAPABILITIES, FEATURES, Capability, Feature
+from kbconform.adapter._manifest import Manifest, check_backend, load_adapter
 from kbconform.adapter._protocol import (
     Adapter,
     AnswerView,

@@ -5,8 +5,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any
 
+from kbconform import _capabilities
+from kbconform._capabilities import Capability, Feature
 from kbconform.adapter._protocol import (
     Adapter,
     Backend,
@@ -18,11 +20,6 @@ from kbconform.adapter._protocol import (
 from kbconform.contract import validate
 from kbconform.errors import ContractViolation, Problem
 
-Feature = Literal["client-where", "revision-boundary", "fault-injection", "escalation", "workspace-scan"]
-FEATURES: tuple[Feature, ...] = get_args(Feature)
-# What a suite test may require: an optional feature, or a shape the manifest declares.
-Capability = Literal[Feature, "shared-namespace", "id-profile", "spoof-overwrite", "spoof-reject"]
-CAPABILITIES: tuple[Capability, ...] = get_args(Capability)
 _OPTIONAL_FACADES = {"count": SupportsCount, "ask": SupportsAsk}
 
 
@@ -70,21 +67,10 @@ class Manifest:
         """Why the manifest does not offer ``capability``, or None when it does.
 
         A feature is declined by a reason string in ``features``; the shared namespace and the
-        id profile by ``null``; a spoof mode by leaving it out of ``spoofModes``.
+        id profile by ``null``; a spoof mode by leaving it out of ``spoofModes``
+        (:func:`kbconform._capabilities.declines`, the rule the suites and reports use).
         """
-        if capability == "shared-namespace":
-            return None if self.shared_namespace else "the manifest declares sharedNamespace: null"
-        if capability == "id-profile":
-            return (
-                None
-                if self.id_profile
-                else "the manifest declares idProfile: null (the ids are the backend's own)"
-            )
-        if capability in ("spoof-overwrite", "spoof-reject"):
-            mode = capability.removeprefix("spoof-")
-            return None if mode in self.spoof_modes else f"spoofModes does not declare {mode}"
-        value = self.raw["features"][capability]
-        return value if isinstance(value, str) else None
+        return _capabilities.declines(self.raw, capability)
 
     def feature(self, feature: Feature) -> Any:
         """A supported feature's parameters (``True`` for a plain flag)."""

@@ -14,35 +14,37 @@ pytest_plugins = ["pytester"]
 
 TINY = (Path(__file__).parent / "tiny_adapter.py").read_text(encoding="utf-8")
 
+
+def _declined() -> set[str]:
+    """The catalogue ids a run of the tiny adapter reports as skipped, by the one rule."""
+    from kbconform import _capabilities as rule
+    from kbconform import report as reports
+    from tests.plugin.tiny_adapter import MANIFEST
+
+    return {
+        entry["id"]
+        for entry in reports.expected(MANIFEST, "L4")
+        if rule.skip_reason(MANIFEST, entry.get("requires", ())) is not None
+    }
+
+
 #: What the tiny adapter declines: tests needing an optional feature it declares unsupported,
 #: and the reject-mode test (it declares overwrite only).
-DECLINED = {
-    "closed-02",
-    "delete-04",
-    "delete-05",
-    "delete-07",
-    "spoof-03",
-    "spoof-04",
-    "bytes-02[custom]",
-    "bytes-02[mini]",
-    "bytes-03",
-    *(
-        f"leak-03[{shape}]"
-        for shape in (
-            "a $not operator",
-            "a repoSlug negation",
-            "a tenantId equality",
-            "a tenantId list",
-            "a tenantId negation",
-            "a visibility negation",
-            "an $or around a tenantId",
-            "an empty $and",
-            "an empty $or",
-            "an empty clause",
-            "an originAgentIdentity equality",
-        )
-    ),
-}
+DECLINED = _declined()
+
+
+def test_the_declined_tests_are_those_needing_what_the_tiny_manifest_declines() -> None:
+    """Control for the rule, worked out by hand: every feature the tiny manifest gives a reason
+    for, and spoof-reject (it declares overwrite only), declines the tests requiring it."""
+    from kbconform import report as reports
+    from tests.plugin.tiny_adapter import MANIFEST
+
+    features: Any = MANIFEST["features"]
+    refused = {name for name, value in features.items() if isinstance(value, str)}
+    refused.add("spoof-reject")
+    by_hand = {e["id"] for e in reports.catalogue() if refused & set(e.get("requires", ()))}
+    assert {"closed-02", "spoof-03", "spoof-04", "bytes-03", "leak-03[an empty clause]"} <= by_hand
+    assert by_hand == DECLINED
 
 
 def _run(pytester: pytest.Pytester, factory: str, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
@@ -71,16 +73,10 @@ def test_a_tiny_adapter_passes_every_suite_and_declines_only_what_it_declared(
     assert {status for test, status in statuses.items() if test not in DECLINED} == {"pass"}
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*client-where not offered: the tiny adapter passes no where clauses*"])
-    assert {entry["suite"] for entry in report["tests"]} == {
-        "contract",
-        "backup",
-        "byte-equivalence",
-        "cross-tenant-leak",
-        "deletion",
-        "fail-closed",
-        "shadow-ids",
-        "spoof",
-    }
+    from kbconform import report as reports
+
+    assert {entry["suite"] for entry in report["tests"]} == {e["suite"] for e in reports.catalogue()}
+    assert {"contract", "spoof", "cross-tenant-leak", "backup"} <= {e["suite"] for e in report["tests"]}
 
 
 @pytest.mark.parametrize(
@@ -120,6 +116,78 @@ def test_a_level_runs_only_the_tests_up_to_it(pytester: pytest.Pytester) -> None
     assert {entry["suite"] for entry in report["tests"]} == {"contract", "spoof", "shadow-ids"}
     result.stdout.fnmatch_lines(["*deselected*"])
     assert result.ret == 0
+
+
+def test_only_selects_tests_by_stable_id_and_the_report_says_the_run_is_partial(
+    pytester: pytest.Pytester,
+) -> None:
+    """--kbconform-only runs the named tests alone (parametrized ids one by one); the report
+    records the selection, is complete against it, verifies, and earns no level although every
+    test passed (control: the same tests fail against a leaky backend)."""
+    from kbconform import report as reports
+
+    chosen = ["leak-01[list]", "closed-03", "contract-01"]
+    result, report = _run(pytester, "make", *(f"--kbconform-only={stable}" for stable in chosen))
+    assert sorted(entry["id"] for entry in report["tests"]) == sorted(chosen)
+    assert {entry["status"] for entry in report["tests"]} == {"pass"}
+    assert report["execution"]["selection"] == sorted(chosen)
+    assert report["completeness"] == {"missing": [], "unknown": []}
+    assert not any(verdict["earned"] for verdict in report["levels"].values())
+    reports.verify(report)
+    result.stdout.fnmatch_lines(["*kbconform: partial run*", "*partial: a run of 3 selected tests*"])
+    assert result.ret == 0
+    result, report = _run(pytester, "leaky", *(f"--kbconform-only={stable}" for stable in chosen[:2]))
+    assert {entry["id"]: entry["status"] for entry in report["tests"]} == dict.fromkeys(chosen[:2], "fail")
+    assert result.ret == 1
+
+
+def test_only_refuses_an_id_the_catalogue_lacks(pytester: pytest.Pytester) -> None:
+    """A selected id that is not a stable test id (a typo, a bare parametrized id) is a usage
+    error before anything runs, and no report is written."""
+    result, report = _run(pytester, "make", "--kbconform-only=leak-04", "--kbconform-only=leak-01")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--kbconform-only: not a test id of the suites*'leak-01'*"])
+    assert report == {}
+
+
+def test_the_manifest_decides_parametrization_skips_and_expected_tests_by_one_rule() -> None:
+    """kbconform._capabilities is the one rule: the axes' values are the manifest's lists, a
+    catalogue entry is expected exactly when its facade and spoof mode are among them, and the
+    Manifest declines what skip_reason skips."""
+    from kbconform import _capabilities as rule
+    from kbconform import report as reports
+    from kbconform.adapter import CAPABILITIES, Manifest
+
+    manifest = {
+        "manifestVersion": "1",
+        "adapter": {"name": "one-rule", "version": "1"},
+        "backend": {"name": "memory", "version": "1"},
+        "readFacades": ["query", "get", "list", "count"],
+        "isolationModel": "metadata-filter",
+        "spoofModes": ["overwrite"],
+        "sharedNamespace": None,
+        "idProfile": "kbconform-v1",
+        "features": {
+            "client-where": "no client filters",
+            "revision-boundary": True,
+            "fault-injection": True,
+            "escalation": {"threshold": 3, "windowSeconds": 60},
+            "workspace-scan": True,
+        },
+    }
+    values = {axis.key: axis.values(manifest) for axis in rule.AXES}
+    assert values == {"facade": ("query", "get", "list", "count"), "spoofMode": ("overwrite",)}
+    for entry in reports.catalogue():
+        runs = all(entry.get(key, values[key][0]) in values[key] for key in values)
+        assert rule.applies(entry, manifest, "L4") == runs, entry["id"]
+    declared = Manifest.from_mapping(manifest)
+    for capability in CAPABILITIES:
+        reason = rule.skip_reason(manifest, [capability])
+        assert declared.supports(capability) == (reason is None), capability
+    assert rule.skip_reason(manifest, ["spoof-reject", "client-where"]) == (
+        "spoof-reject not offered: spoofModes does not declare reject; "
+        "client-where not offered: no client filters"
+    )
 
 
 @pytest.mark.parametrize(

@@ -37,6 +37,8 @@ TINY_MANIFEST: dict[str, Any] = {
     "config": {"url": "http://kb:s3cret@127.0.0.1:8000/v1", "apiKey": "abc", "collection": "kb"},
 }
 EXECUTION = {"pluginAutoload": False, "plugins": [], "workers": 0, "callTimeout": 60.0}
+#: The levels the catalogue has tests in for the tiny manifest, lowest first.
+WITH_TESTS = sorted({entry["level"] for entry in reports.expected(TINY_MANIFEST, "L4")})
 
 
 def _report(status: str = "pass", level: str = "L4", **changes: str) -> dict[str, Any]:
@@ -107,12 +109,12 @@ def test_a_test_without_a_result_is_an_error_and_missing() -> None:
 @pytest.mark.parametrize(
     ("tamper", "expected"),
     [
-        (lambda r: r["tests"].pop(0), "missing: backup-01"),
+        (lambda r: r["tests"].pop(0), "missing: {first}"),
         (lambda r: r["tests"].append({**r["tests"][0], "id": "leak-99"}), "unknown: leak-99"),
-        (lambda r: r["tests"].append(r["tests"][0]), "repeated: backup-01"),
+        (lambda r: r["tests"].append(r["tests"][0]), "repeated: {first}"),
         (lambda r: r.update(suiteVersion="0.0.1"), "/suiteVersion: expected"),
         (lambda r: r.update(testListHash="sha256:" + "0" * 64), "/testListHash: expected"),
-        (lambda r: r["tests"][0].update(level="L1"), "suite backup at L3; got suite backup at L1"),
+        (lambda r: r["tests"][0].update(level="L1"), "suite {suite} at L3; got suite {suite} at L1"),
         (lambda r: r["tests"][0].update(status="fail"), "/levels: expected the verdicts its tests give"),
         (lambda r: r["manifest"].pop("features"), "/manifest/features: expected"),
         (lambda r: r["tests"][0].update(status="passed"), "/tests/0/status"),
@@ -122,13 +124,15 @@ def test_a_test_without_a_result_is_an_error_and_missing() -> None:
 def test_the_verifier_rejects_a_tampered_report(tamper: Any, expected: str) -> None:
     report = _report()
     reports.verify(copy.deepcopy(report))  # control
+    first = report["tests"][0]
+    assert first["level"] == "L3"  # the tamper that moves it to L1 relies on this
     tamper(report)
-    assert expected in _rejection(report)
+    assert expected.format(first=first["id"], suite=first["suite"]) in _rejection(report)
 
 
 def test_a_level_is_earned_only_when_it_and_every_lower_level_pass() -> None:
     """A declined test at L1 costs L1 and every level above it; a level with no tests is never earned."""
-    assert [lv for lv, v in _report()["levels"].items() if v["earned"]] == ["L0", "L1", "L2", "L3"]
+    assert [lv for lv, v in _report()["levels"].items() if v["earned"]] == WITH_TESTS
     skipped = _report(**{"spoof-03": "skip"})
     assert [lv for lv, v in skipped["levels"].items() if v["earned"]] == ["L0"]
     assert skipped["levels"]["L1"]["skip"] == 1
@@ -136,7 +140,7 @@ def test_a_level_is_earned_only_when_it_and_every_lower_level_pass() -> None:
     assert [lv for lv, v in failing_l3["levels"].items() if v["earned"]] == ["L0", "L1", "L2"]
     failing_l0 = _report(**{"contract-01": "fail"})
     assert [lv for lv, v in failing_l0["levels"].items() if v["earned"]] == []
-    assert not _report()["levels"]["L4"]["earned"]  # no L4 tests
+    assert not _report(level="L1")["levels"]["L2"]["earned"]  # no L2 tests in an L1 run
 
 
 def test_secrets_in_the_adapter_config_are_redacted() -> None:
@@ -158,7 +162,7 @@ def test_secrets_in_the_adapter_config_are_redacted() -> None:
 @pytest.mark.parametrize(
     ("changes", "message", "color"),
     [
-        ({}, "L3", "brightgreen"),
+        ({}, WITH_TESTS[-1], "brightgreen"),
         ({"spoof-03": "skip"}, "L0", "yellow"),
         ({"contract-02": "error"}, "no level | 1 failing", "red"),
         ({"backup-01": "fail", "backup-02": "error"}, "L2 | 2 failing", "red"),
@@ -201,3 +205,85 @@ def test_kbconform_run_refuses_an_output_path_it_cannot_write_before_running(
     code = main(["run", "--adapter", "nowhere:nothing", "--summary", str(tmp_path / "no" / "s.md")])
     assert code == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+# -- partial runs (a selection of tests) ------------------------------------------------------
+
+
+def _partial(selection: list[str], **changes: str) -> dict[str, Any]:
+    results = [
+        {**entry, "status": changes.get(entry["id"], "pass")}
+        for entry in reports.expected(TINY_MANIFEST, "L4", selection)
+    ]
+    return reports.build(
+        adapter="tiny:make",
+        manifest=TINY_MANIFEST,
+        seed=7,
+        profile="quick",
+        level="L4",
+        results=results,
+        execution={**EXECUTION, "selection": selection},
+    )
+
+
+def test_a_partial_report_is_complete_against_its_selection_and_earns_no_level() -> None:
+    """Only the selected tests (that the manifest selects) are expected; a partial run of passing
+    tests verifies and earns nothing; a full run records a null selection (control)."""
+    report = _partial(["leak-04", "contract-01", "leak-01[count]"])
+    assert [t["id"] for t in report["tests"]] == ["contract-01", "leak-04"]  # no count facade
+    assert report["execution"]["selection"] == ["contract-01", "leak-01[count]", "leak-04"]
+    assert report["completeness"] == {"missing": [], "unknown": []}
+    assert not any(verdict["earned"] for verdict in report["levels"].values())
+    assert report["levels"]["L0"]["pass"] == 1
+    assert is_valid(report, "report-v1")
+    reports.verify(report)
+    assert reports.selection(report) == ["contract-01", "leak-01[count]", "leak-04"]
+    assert "partial: a run of 3 selected tests, which earns no level" in reports.table(report)
+    assert "A partial run of 3 selected tests: it earns no level." in reports.summary(report)
+    assert reports.badge(report)["message"] == "no level"
+    assert _report()["execution"]["selection"] is None
+    assert reports.selection(_report()) is None
+
+
+@pytest.mark.parametrize(
+    ("tamper", "expected"),
+    [
+        (lambda r: r["levels"]["L0"].update(earned=True), "/levels: expected the verdicts its tests give"),
+        (lambda r: r["tests"].pop(0), "expected every selected test; got missing: contract-01"),
+        (
+            lambda r: r["tests"].append({**r["tests"][0], "id": "leak-02", "suite": "cross-tenant-leak"}),
+            "of those selected; got unknown: leak-02",
+        ),
+        (
+            lambda r: r["execution"].update(selection=["contract-01", "leak-04", "leak-99"]),
+            "/execution/selection: expected a selection of tests the suite lists; got unknown: leak-99",
+        ),
+        (lambda r: r["execution"].update(selection=None), "expected every test of the suite; got missing"),
+    ],
+    ids=[
+        "a level claimed",
+        "a selected test dropped",
+        "a test beyond the selection",
+        "an unknown id",
+        "made full",
+    ],
+)
+def test_the_verifier_rejects_a_tampered_partial_report(tamper: Any, expected: str) -> None:
+    report = _partial(["contract-01", "leak-04"])
+    reports.verify(copy.deepcopy(report))  # control
+    tamper(report)
+    assert expected in _rejection(report)
+
+
+def test_kbconform_verify_says_a_report_is_partial(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "partial.json"
+    path.write_text(json.dumps(_partial(["contract-01", "leak-04"])), encoding="utf-8")
+    assert main(["verify", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "valid" in out
+    assert "highest level earned: none; partial: a run of 2 selected tests earns no level" in out
+    path.write_text(json.dumps(_report()), encoding="utf-8")
+    assert main(["verify", str(path)]) == 0
+    assert "selected tests" not in capsys.readouterr().out  # control: a full run

@@ -1,0 +1,97 @@
+"""What a manifest offers, decided in one place.
+
+From an adapter-manifest-v1 declaration follow: the read facades and spoof modes the suite
+tests are parametrized over (:data:`AXES`), why a capability is declined (:func:`declines`,
+:func:`skip_reason`), and which catalogue entries a run must report (:func:`applies`). The
+plugin parametrizes and skips by these functions, :class:`kbconform.adapter.Manifest` answers
+by them, and the report computes its expected tests by them, so the three cannot disagree.
+
+Standard library only: the pytest plugin imports this when an adapter is set, the report at
+load time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from kbconform._levels import LEVELS
+
+Feature = Literal["client-where", "revision-boundary", "fault-injection", "escalation", "workspace-scan"]
+FEATURES: tuple[Feature, ...] = get_args(Feature)
+# What a suite test may require: an optional feature, or a shape the manifest declares.
+Capability = Literal[Feature, "shared-namespace", "id-profile", "spoof-overwrite", "spoof-reject"]
+CAPABILITIES: tuple[Capability, ...] = get_args(Capability)
+
+
+@dataclass(frozen=True, slots=True)
+class Axis:
+    """A dimension the suite tests are parametrized over, taken from the manifest.
+
+    ``fixture`` is the parameter a suite test asks for, ``key`` the catalogue's (and report's)
+    key for the value it ran with, ``field`` the manifest's list of values, ``unset`` the values
+    without a manifest, and ``default`` the value a test without the parameter runs in
+    (``None``: the manifest's first).
+    """
+
+    fixture: str
+    key: str
+    field: str
+    unset: tuple[str, ...]
+    default: str | None = None
+
+    def values(self, manifest: Mapping[str, Any] | None) -> tuple[str, ...]:
+        """The values the tests asking for ``fixture`` run with, one test each."""
+        return self.unset if manifest is None else tuple(manifest[self.field])
+
+    def runs_in(self, entry: Mapping[str, Any], manifest: Mapping[str, Any]) -> bool:
+        """Whether the catalogue ``entry`` runs at all against ``manifest`` on this axis."""
+        value = entry.get(self.key, self.default or manifest[self.field][0])
+        return value in manifest[self.field]
+
+
+AXES = (
+    Axis("kbconform_facade", "facade", "readFacades", ("query", "get", "list"), default="query"),
+    Axis("kbconform_spoof_mode", "spoofMode", "spoofModes", ("overwrite",)),
+)
+
+
+def declines(manifest: Mapping[str, Any], capability: str) -> str | None:
+    """Why ``manifest`` does not offer ``capability``, or None when it does.
+
+    A feature is declined by a reason string in ``features``; the shared namespace and the id
+    profile by ``null``; a spoof mode by leaving it out of ``spoofModes``. ``capability`` is
+    one of :data:`CAPABILITIES`.
+    """
+    if capability == "shared-namespace":
+        return None if manifest["sharedNamespace"] else "the manifest declares sharedNamespace: null"
+    if capability == "id-profile":
+        return (
+            None
+            if manifest["idProfile"]
+            else "the manifest declares idProfile: null (the ids are the backend's own)"
+        )
+    if capability in ("spoof-overwrite", "spoof-reject"):
+        mode = capability.removeprefix("spoof-")
+        return None if mode in manifest["spoofModes"] else f"spoofModes does not declare {mode}"
+    value = manifest["features"][capability]
+    return value if isinstance(value, str) else None
+
+
+def skip_reason(manifest: Mapping[str, Any], required: Iterable[str]) -> str | None:
+    """Why a test requiring ``required`` is skipped against ``manifest``, or None if it runs."""
+    reasons = []
+    for capability in required:
+        reason = declines(manifest, capability)
+        if reason is not None:
+            reasons.append(f"{capability} not offered: {reason}")
+    return "; ".join(reasons) or None
+
+
+def applies(entry: Mapping[str, Any], manifest: Mapping[str, Any], level: str) -> bool:
+    """Whether a run at ``level`` against ``manifest`` must report the catalogue ``entry`` (a
+    test whose required capability is declined is reported, as a skip)."""
+    return LEVELS.index(entry["level"]) <= LEVELS.index(level) and all(
+        axis.runs_in(entry, manifest) for axis in AXES
+    )
