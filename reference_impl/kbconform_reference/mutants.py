@@ -25,6 +25,7 @@ from kbconform.errors import BackendUnavailable, Forbidden, KbconformError, NotF
 from kbconform.identity import Principal, legacy_id
 from kbconform_reference import _mutants_faults as _faults
 from kbconform_reference import _mutants_lifecycle as _lifecycle
+from kbconform_reference import _mutants_proof as _proof
 from kbconform_reference import _mutants_read as _read
 from kbconform_reference import _mutants_state as _state
 from kbconform_reference import read_filter
@@ -461,7 +462,10 @@ MUTANTS: tuple[Mutant, ...] = (
         "accepts-everything", AcceptsEverything, "smoke: every call succeeds, nothing is kept", (), smoke=True
     ),
     Mutant("rejects-everything", RejectsEverything, "smoke: every call is refused", (), smoke=True),
-    *(Mutant(*entry) for entry in (*_read.MUTANTS, *_lifecycle.MUTANTS, *_faults.MUTANTS, *_state.MUTANTS)),
+    *(
+        Mutant(*entry)
+        for entry in (*_read.MUTANTS, *_lifecycle.MUTANTS, *_faults.MUTANTS, *_state.MUTANTS, *_proof.MUTANTS)
+    ),
 )
 
 
