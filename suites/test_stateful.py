@@ -169,7 +169,8 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         self.world: World | None = None
         self.resolver: Resolver | None = None
         self.seen: set[str] = set()
-        self.bulk: set[str] = set()  # ids of big batches: get reads a few of them per step
+        self.bulk: set[str] = set()
+        self.checks = 0  # invariant passes so far  # ids of big batches: get reads a few of them per step
         self.exported: list[Mapping[str, Any]] = []
         self.tokens = itertools.count()
         self.backend: Any = None
@@ -509,9 +510,10 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         """A client where clause with an adversarial value narrows within scope, exactly."""
         if "client-where" not in self.features:
             return
-        principal = self._principal(user)
         assert self.world is not None
-        value = self.world.paths[path % len(self.world.paths)]
+        self._where(self._principal(user), self.world.paths[path % len(self.world.paths)], fault)
+
+    def _where(self, principal: Principal, value: str, fault: int | None) -> None:
         scope = self.policy.scope(principal)
         expected = {i for i, row in scope.items() if row.path == value}
         where = {"sourcePath": {"$in": [value]}}
@@ -552,6 +554,10 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
                 self.compared[0] += 1
             for facade in sorted(self.facades):
                 self._read(principal, facade, None)
+            if "client-where" in self.features and self.world is not None:
+                paths = self.world.paths  # each principal a path per step, in turn: all of them over a run
+                self._where(principal, paths[(self.checks + index) % len(paths)], None)
+        self.checks += 1
 
     def _read(self, principal: Principal, facade: str, fault: int | None) -> None:
         scope = self.policy.scope(principal)

@@ -137,6 +137,9 @@ class RestoreRestampsOrigin(KnowledgeBase):
 
 
 _STATE = ("state-01[overwrite]", "state-01[reject]")
+#: Reject mode refuses every spoofed batch, so its world is smaller: some states are found there
+#: only for some seeds, and a mutant names only the mode that finds it at every seed.
+_OVERWRITE = ("state-01[overwrite]",)
 
 MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
     (
@@ -149,13 +152,13 @@ MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
         "agentless-reads-ownerless-private",
         AgentlessReadsOwnerlessPrivate,
         "a principal without an agent reads private rows without an origin agent (None == None)",
-        _STATE,
+        _OVERWRITE,
     ),
     (
         "ownerless-private-read-as-team",
         OwnerlessPrivateReadAsTeam,
         "a private row without an origin agent is read as a team row",
-        _STATE,
+        _OVERWRITE,
     ),
     (
         "where-ignores-case",
