@@ -359,6 +359,58 @@ class TamperedPrincipal(KnowledgeBase):
         return principal  # checked once, when it was made
 
 
+class WhereUnchecked(KnowledgeBase):
+    """The client clause is AND-combined with the scope as it came, never checked."""
+
+    def query(
+        self, principal: Principal, text: str, n_results: int = 10, where: Mapping[str, Any] | None = None
+    ) -> builtins.list[Hit]:
+        if where is None:
+            return super().query(principal, text, n_results)
+        checked = self._authenticated(principal, "query")
+        scoped = {"$and": [*read_filter.scope(checked), where]}
+        embedding = np.asarray(self.embedder([text]), dtype=np.float32)[0]
+        with self._store_call("query"):
+            found = self.store.query(embedding, n_results, scoped)
+        return self._checked(checked, "query", (_hit(m) for m in found))
+
+
+class GetByIdUnscoped(KnowledgeBase):
+    """Ids are taken as unguessable: get looks the id up without the tenant scope (visibility
+    is still checked)."""
+
+    def get(self, principal: Principal, chunk_id: str) -> Hit:
+        checked = self._authenticated(principal, "get")
+        with self._store_call("get"):
+            rows = self.store.get(ids=[chunk_id])
+        for hit in _hits(rows):
+            if read_filter.in_scope(checked, {**hit.metadata, "tenantId": checked.tenant_id}):
+                return hit
+        raise NotFound(chunk_id)
+
+
+class AskSearchesUnfiltered(KnowledgeBase):
+    def ask(self, principal: Principal, question: str, n_results: int = 5) -> Answer:
+        self._authenticated(principal, "ask")
+        embedding = np.asarray(self.embedder([question]), dtype=np.float32)[0]
+        with self._store_call("ask"):
+            hits = [_hit(m) for m in self.store.query(embedding, n_results, None)]
+        return Answer(question, "\n\n".join(h.document for h in hits if h.document), tuple(hits))
+
+
+class PrincipalCoerced(KnowledgeBase):
+    """A tenant id string, or a mapping of a principal's fields (a decoded session), is turned
+    into a Principal instead of refused."""
+
+    @staticmethod
+    def _authenticated(principal: object, operation: str) -> Principal:
+        if isinstance(principal, str):
+            principal = Principal(principal)
+        elif isinstance(principal, Mapping):
+            principal = Principal(**principal)
+        return KnowledgeBase._authenticated(principal, operation)
+
+
 def _hit(match: Match) -> Hit:
     return Hit(match.id, match.document, dict(match.metadata), 1.0 - match.distance)
 
@@ -368,6 +420,21 @@ def _hits(rows: Rows) -> builtins.list[Hit]:
 
 
 _FACADES = ("query", "get", "list", "count", "ask")
+_WIDENING = (
+    "a $not operator",
+    "a repoSlug negation",
+    "a tenantId equality",
+    "a tenantId list",
+    "a tenantId negation",
+    "a tenantId two levels down",
+    "a visibility negation",
+    "a visibility three levels down",
+    "an $or around a tenantId",
+    "an empty $and",
+    "an empty $or",
+    "an empty clause",
+    "an originAgentIdentity equality",
+)
 
 MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
     (
@@ -462,5 +529,29 @@ MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
             "closed-01[a Principal changed in place to an invalid tenant id]",
             "closed-01[a Principal changed in place to read a mutable set]",
         ),
+    ),
+    (
+        "where-unchecked",
+        WhereUnchecked,
+        "a client where clause is AND-combined with the scope unchecked: reserved keys and bad shapes pass",
+        tuple(f"leak-03[{shape}]" for shape in _WIDENING),
+    ),
+    (
+        "get-by-id-unscoped",
+        GetByIdUnscoped,
+        "get looks an id up without the tenant scope: a foreign id reads",
+        ("leak-01[get]",),
+    ),
+    (
+        "ask-searches-unfiltered",
+        AskSearchesUnfiltered,
+        "ask answers from an unfiltered search of every tenant",
+        ("leak-01[ask]",),
+    ),
+    (
+        "principal-coerced",
+        PrincipalCoerced,
+        "a tenant id string or a mapping of a principal's fields is coerced into a Principal",
+        ("closed-01[a dict that looks like a principal]", "closed-01[a tenant id string]"),
     ),
 )
