@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from kbconform.errors import NotFound
+from kbconform.errors import NotFound, RevisionBoundaryUnavailable
 from kbconform.identity import RESERVED_FIELDS, Principal, chunk_id
 from kbconform_reference import deletion, read_filter
 from kbconform_reference.service import DeletionResult, Hit, IngestResult, KnowledgeBase
@@ -164,6 +164,64 @@ class NoMatchDeletesTenant(KnowledgeBase):
         return result
 
 
+class TombstoneRepoDefaultsToLegacy(KnowledgeBase):
+    """A tombstone without its own repoSlug goes to the pre-repo default repo, not the signal's."""
+
+    def apply_deletion_signal(self, principal: Principal, signal: Mapping[str, Any]) -> DeletionResult:
+        if not isinstance(signal, Mapping) or not isinstance(signal.get("deleted"), list):
+            return super().apply_deletion_signal(principal, signal)
+        deleted = [{"repoSlug": "default", **e} if isinstance(e, Mapping) else e for e in signal["deleted"]]
+        return super().apply_deletion_signal(principal, {**signal, "deleted": deleted})
+
+
+class _Resolved:
+    """A resolver seen through a mutant's mistake."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+
+class _SwappedRevisions(_Resolved):
+    def deleted_paths(self, repo_slug: str, base: str, head: str) -> Any:
+        return self.inner.deleted_paths(repo_slug, head, base)  # (head, base): the diff read backwards
+
+
+class _SkippedWhenUnavailable(_Resolved):
+    def deleted_paths(self, repo_slug: str, base: str, head: str) -> Any:
+        if self.inner is None:
+            return []
+        try:
+            return self.inner.deleted_paths(repo_slug, base, head)
+        except RevisionBoundaryUnavailable:
+            return []  # logged upstream as a warning, and the push goes on
+
+
+class RevisionsSwapped(KnowledgeBase):
+    """The resolver is asked for (head, base) instead of (base, head)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.resolver is not None:
+            self.resolver = _SwappedRevisions(self.resolver)
+
+
+class UnresolvableBoundarySkipped(KnowledgeBase):
+    """A boundary the resolver cannot resolve (or no resolver) counts as no deleted paths."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.resolver = _SkippedWhenUnavailable(self.resolver)
+
+
+class ManifestOverridesTombstones(KnowledgeBase):
+    """A manifest is taken as the whole truth: a push that carries one has its tombstones dropped."""
+
+    def apply_deletion_signal(self, principal: Principal, signal: Mapping[str, Any]) -> DeletionResult:
+        if isinstance(signal, Mapping) and "manifestSnapshot" in signal and "deleted" in signal:
+            signal = {k: v for k, v in signal.items() if k != "deleted"}
+        return super().apply_deletion_signal(principal, signal)
+
+
 # -- deletion: what deleted_ids says ------------------------------------------------------------
 
 
@@ -263,6 +321,26 @@ class CountCacheOutlivesDelete(_CacheForgottenByDelete):
         return cached
 
 
+class ListCacheOutlivesDelete(_CacheForgottenByDelete):
+    def list(
+        self, principal: Any, limit: int = 100, offset: int = 0, where: Any = None
+    ) -> builtins.list[Hit]:
+        if not isinstance(principal, Principal):
+            return super().list(principal, limit, offset, where)
+        key = (
+            principal.tenant_id,
+            principal.agent_identity,
+            principal.readable_tenants,
+            limit,
+            offset,
+            json.dumps(where),
+        )
+        if key not in self.cache:
+            self.cache[key] = super().list(principal, limit, offset, where)
+        cached: builtins.list[Hit] = self.cache[key]
+        return builtins.list(cached)
+
+
 # -- re-ingest ----------------------------------------------------------------------------------
 
 
@@ -329,6 +407,39 @@ class DashJoinedIds(_JoinedIds):
 
 class SlashJoinedIds(_JoinedIds):
     separator = "/"
+
+
+class _TenantScopedLookups:
+    """A store whose lookups by id see only ``tenant``'s rows while ``tenant`` is set."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.tenant: str | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def get(self, *, ids: Any = None, where: Any = None, **kwargs: Any) -> Rows:
+        if self.tenant is not None and ids is not None and where is None:
+            where = {"tenantId": {"$eq": self.tenant}}
+        rows: Rows = self._inner.get(ids=ids, where=where, **kwargs)
+        return rows
+
+
+class TakenIdLookedUpInTenant(KnowledgeBase):
+    """ingest looks up the ids it will write within the writer's tenant only: an id another
+    tenant holds reads as free, and the write takes it over."""
+
+    def __init__(self, store: Any, **kwargs: Any) -> None:
+        self.scoped = _TenantScopedLookups(store)
+        super().__init__(self.scoped, **kwargs)
+
+    def ingest(self, principal: Any, records: Sequence[Mapping[str, Any]], **kwargs: Any) -> IngestResult:
+        self.scoped.tenant = principal.tenant_id if isinstance(principal, Principal) else None
+        try:
+            return super().ingest(principal, records, **kwargs)
+        finally:
+            self.scoped.tenant = None
 
 
 # -- stamping -----------------------------------------------------------------------------------
@@ -445,6 +556,48 @@ class ExportKeepsDeletedRows(KnowledgeBase):
 class ExportFirstPageOnly(KnowledgeBase):
     def export(self, principal: Any) -> builtins.list[dict[str, Any]]:
         return super().export(principal)[:100]  # one page of the store's listing
+
+
+class NullDocumentRestoredEmpty(KnowledgeBase):
+    """restore writes a null document as "" (the store's text column is NOT NULL)."""
+
+    def restore(self, principal: Any, records: Iterable[Mapping[str, Any]]) -> int:
+        return super().restore(
+            principal,
+            [
+                {**r, "document": ""} if isinstance(r, Mapping) and r.get("document", "") is None else r
+                for r in records
+            ],
+        )
+
+
+class RestoreWarmsGetCache(KnowledgeBase):
+    """restore warms a cache by id that get serves from: rows an operator restored are not
+    checked against the reader's scope."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.warm: dict[str, Hit] = {}
+
+    def restore(self, principal: Any, records: Iterable[Mapping[str, Any]]) -> int:
+        records = builtins.list(records)
+        written = super().restore(principal, records)
+        self.warm.update({r["id"]: Hit(r["id"], r["document"], dict(r["metadata"])) for r in records})
+        return written
+
+    def ingest(self, principal: Any, records: Sequence[Mapping[str, Any]], **kwargs: Any) -> IngestResult:
+        self.warm.clear()
+        return super().ingest(principal, records, **kwargs)
+
+    def apply_deletion_signal(self, principal: Principal, signal: Mapping[str, Any]) -> DeletionResult:
+        self.warm.clear()
+        return super().apply_deletion_signal(principal, signal)
+
+    def get(self, principal: Any, chunk_id: str) -> Hit:
+        self._authenticated(principal, "get")
+        if chunk_id in self.warm:
+            return self.warm[chunk_id]
+        return super().get(principal, chunk_id)
 
 
 MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
@@ -603,5 +756,53 @@ MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
         ExportFirstPageOnly,
         "export returns the first page of 100 rows",
         ("backup-07",),
+    ),
+    (
+        "tombstone-repo-defaults-to-legacy",
+        TombstoneRepoDefaultsToLegacy,
+        "a tombstone without a repoSlug names the legacy default repo, not the signal's repoSlug",
+        ("delete-02",),
+    ),
+    (
+        "revisions-swapped",
+        RevisionsSwapped,
+        "the resolver is asked for the revision boundary as (head, base)",
+        ("delete-04", "delete-07"),
+    ),
+    (
+        "unresolvable-boundary-skipped",
+        UnresolvableBoundarySkipped,
+        "a revision boundary that cannot be resolved (or no resolver) counts as no deleted paths",
+        ("delete-05",),
+    ),
+    (
+        "manifest-overrides-tombstones",
+        ManifestOverridesTombstones,
+        "a push with a manifest snapshot drops its tombstones: a tombstoned path the manifest lists stays",
+        ("delete-07",),
+    ),
+    (
+        "list-cache-outlives-delete",
+        ListCacheOutlivesDelete,
+        "list pages are cached, and deletion signals do not clear the cache",
+        ("delete-15[list]",),
+    ),
+    (
+        "taken-id-looked-up-in-tenant",
+        TakenIdLookedUpInTenant,
+        "ingest looks its ids up within the writer's tenant: an id another tenant holds is taken over",
+        ("shadow-03",),
+    ),
+    (
+        "null-document-restored-empty",
+        NullDocumentRestoredEmpty,
+        "restore writes a null document as an empty string",
+        ("backup-02",),
+    ),
+    (
+        "restore-warms-get-cache",
+        RestoreWarmsGetCache,
+        "restore warms a get cache by id that skips the reader's scope: restored foreign ids read",
+        ("backup-04",),
     ),
 )
