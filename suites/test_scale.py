@@ -43,7 +43,8 @@ def test_a_tenant_past_the_exact_search_threshold_changes_no_ones_scope(
     """bulk holds 2,500 chunks, acme 5 near-identical ones. acme's query (its exact top-k, each
     canary first for its own text), list, count and get return exactly its rows and no bulk id
     reads for it; bulk's top-k for acme's own texts is k of bulk's chunks (none of acme's, none
-    missing), bulk's own text finds its chunk first, and bulk counts and lists all of its rows."""
+    missing), its own texts find k of its own chunks (an approximate search ranks as it may, scope
+    is exact), and bulk counts and lists all of its rows."""
     rng = kbconform_run.rng("scale-01")
     backend = kbconform_backend
     facades = kbconform_run.manifest.read_facades
@@ -76,10 +77,10 @@ def test_a_tenant_past_the_exact_search_threshold_changes_no_ones_scope(
         hits = [h.id for h in backend.query(bulk, text, K, None)]
         assert len(hits) == K, f"bulk's query returned {len(hits)} of {K} (a filter after top-k?)"
         assert set(hits) <= big, f"bulk's query returned acme's chunks {sorted(set(hits) - big)}"
-    for index in rng.sample(range(BIG), 3):
-        chunk_id = big_ids[index]
-        hits = [h.id for h in backend.query(bulk, big_texts[index], K, None)]
-        assert hits[:1] == [chunk_id], f"bulk's top hit for {chunk_id}'s own text is {hits[:1]}"
+    for index in rng.sample(range(BIG), 3):  # past the threshold a search may be approximate:
+        hits = [h.id for h in backend.query(bulk, big_texts[index], K, None)]  # scope, not rank
+        assert len(hits) == K, f"bulk's query for its own text returned {len(hits)} of {K}"
+        assert set(hits) <= big, f"bulk's query returned acme's chunks {sorted(set(hits) - big)}"
     if "count" in facades:
         assert backend.count(bulk) == BIG
     seen: list[str] = []
