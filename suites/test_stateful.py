@@ -170,7 +170,10 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         self.resolver: Resolver | None = None
         self.seen: set[str] = set()
         self.bulk: set[str] = set()
-        self.checks = 0  # invariant passes so far  # ids of big batches: get reads a few of them per step
+        self.checks = 0  # invariant passes so far
+        #: Ids a step wrote, deleted or restored, or all when rights changed: get reads them as
+        #: every principal after the step; every other id in turn, a third of them per step.
+        self.touched: set[str] = set()  # ids of big batches: get reads a few of them per step
         self.exported: list[Mapping[str, Any]] = []
         self.tokens = itertools.count()
         self.backend: Any = None
@@ -228,7 +231,14 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         operator = next(i for i, u in enumerate(self.users) if u.role == "operator")
         self.export(operator, None)
         if self.exported:
-            self.restore(operator, private, None)
+            # Each tenant's first two rows become private and private without an owner, then
+            # the drawn picks change more: the corners of the visibility rule exist from step 0.
+            ordered = {r["id"]: n for n, r in enumerate(self.exported)}
+            corners: list[tuple[int, str | None]] = []
+            for tenant in world.tenants:
+                own = sorted(i for i, row in self.policy.rows.items() if row.tenant == tenant)
+                corners += zip((ordered[i] for i in own[:2]), ("private", "private ownerless"), strict=False)
+            self.restore(operator, [*corners, *private], None)
 
     def teardown(self) -> None:
         if self.backend is not None:
@@ -350,6 +360,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         warned = {(w.field, w.chunk_id) for w in outcome.warnings}
         assert warned == self.policy.expected_warnings(expected, ids), f"warnings {sorted(warned)}"
         self.policy.commit_ingest(expected, ids)
+        self.touched |= set(ids)
         self.seen |= set(ids)
 
     @rule(
@@ -381,6 +392,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         ids = [str(i) for i in outcome.ids]
         assert not self.policy.check_ids(expected, ids)
         self.policy.commit_ingest(expected, ids)
+        self.touched |= set(ids)
         self.seen |= set(ids[:2])
         self.bulk |= set(ids[2:])
 
@@ -441,6 +453,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
             f"kept {sorted(expected - deleted)} it must delete"
         )
         self.policy.commit_deletion(expected)
+        self.touched |= expected
 
     @rule(user=st.integers(0, 11), fault=st.none() | st.integers(0, 2))
     def export(self, user: int, fault: int | None) -> None:
@@ -490,6 +503,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         assert not isinstance(expected, Refused)
         assert outcome == len(records), f"restore says {outcome} for {len(records)} records"
         self.policy.commit_restore(expected)
+        self.touched |= {row.id for row in expected}
         self.seen |= {r["id"] for r in records}
 
     @rule(user=st.integers(0, 11))
@@ -497,6 +511,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         """A right granted or revoked takes effect on the next call."""
         chosen = self.users[user % len(self.users)]
         chosen.reads_shared = not chosen.reads_shared
+        self.touched |= set(self.policy.rows)
 
     @rule(user=st.integers(0, 11), agent=st.sampled_from(["agent", "agent-2", "agent-3", None]))
     def change_agent(self, user: int, agent: str | None) -> None:
@@ -504,6 +519,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         chosen = self.users[user % len(self.users)]
         if chosen.role == "member":
             chosen.agent = agent
+            self.touched |= set(self.policy.rows)
 
     @rule(user=st.integers(0, 11), path=st.integers(0, 10), fault=st.none() | st.integers(0, 2))
     def query_where(self, user: int, path: int, fault: int | None) -> None:
@@ -558,12 +574,15 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
                 paths = self.world.paths  # each principal a path per step, in turn: all of them over a run
                 self._where(principal, paths[(self.checks + index) % len(paths)], None)
         self.checks += 1
+        self.touched = set()
 
     def _read(self, principal: Principal, facade: str, fault: int | None) -> None:
         scope = self.policy.scope(principal)
         who = f"{principal.tenant_id}/{principal.agent_identity}"
         if facade == "get":
-            for chunk in sorted(self.seen | (set(self.policy.rows) - self.bulk)):
+            known = sorted(self.seen | (set(self.policy.rows) - self.bulk))
+            turn = [c for n, c in enumerate(known) if fault is not None or n % 3 == self.checks % 3]
+            for chunk in sorted({*turn, *(self.touched & set(known))}):
                 got = self._call(principal, fault, chunk, partial(self.backend.get, principal, chunk))
                 if fault is not None and isinstance(got, BackendUnavailable):
                     continue

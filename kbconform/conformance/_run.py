@@ -18,7 +18,7 @@ from kbconform.conformance._deadline import DEFAULT_CALL_TIMEOUT, Caller, Guarde
 ProfileName = Literal["quick", "thorough"]
 PROFILES: dict[str, hypothesis.settings] = {
     # quick: for every CI run; thorough: for a nightly job.
-    "quick": hypothesis.settings(max_examples=8, stateful_step_count=20),
+    "quick": hypothesis.settings(max_examples=8, stateful_step_count=10),
     "thorough": hypothesis.settings(max_examples=100, stateful_step_count=40),
 }
 
