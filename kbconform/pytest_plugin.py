@@ -83,6 +83,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run only the suite test with this stable id (repeatable; e.g. 'leak-01[query]'); the "
         "report says the run is partial, and it earns no level",
     )
+    group.addoption(
+        "--kbconform-no-shrink",
+        action="store_true",
+        default=False,
+        help="report the first failing example Hypothesis finds without shrinking it (faster when "
+        "only the verdict matters, as in a mutant's run)",
+    )
     parser.addini("kbconform_adapter", "default for --kbconform-adapter (MODULE:FACTORY)", default="")
     parser.addini("kbconform_profile", "default for --kbconform-profile (quick or thorough)", default="quick")
     parser.addini("kbconform_call_timeout", "default for --kbconform-call-timeout (seconds)", default="")
@@ -130,6 +137,7 @@ def pytest_configure(config: pytest.Config) -> None:
             profile=profile,
             level=config.getoption("kbconform_level") or "L4",
             call_timeout=timeout,
+            shrink=not config.getoption("kbconform_no_shrink"),
         )
     except (ContractViolation, DeadlineExceeded) as error:
         raise pytest.UsageError(f"--kbconform-adapter={spec}: {error}") from None
@@ -141,7 +149,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_Gatherer(config.stash[_RESULTS]), "kbconform-gatherer")
     suites = str(_suites_dir())
     if config.args_source != pytest.Config.ArgsSource.ARGS:
-        config.args[:] = [suites]
+        config.args[:] = _modules(config.stash[_SELECTION]) or [suites]
     elif not any(Path(arg.split("::")[0]).resolve().is_relative_to(suites) for arg in config.args):
         config.args.append(suites)
 
@@ -161,6 +169,18 @@ def _selection(config: pytest.Config) -> frozenset[str] | None:
             + ", ".join(repr(stable) for stable in unknown)
         )
     return frozenset(chosen)
+
+
+def _modules(chosen: frozenset[str] | None) -> list[str]:
+    """The suite modules holding the ``chosen`` tests (none for a full run): a partial run
+    collects only those, which spares it importing the others."""
+    if chosen is None:
+        return []
+    from kbconform.report import catalogue
+
+    suites = {entry["suite"] for entry in catalogue() if entry["id"] in chosen}
+    files = [_suites_dir() / f"test_{suite.replace('-', '_')}.py" for suite in sorted(suites)]
+    return [str(path) for path in files] if all(path.is_file() for path in files) else []
 
 
 def _call_timeout(config: pytest.Config) -> float:

@@ -80,13 +80,15 @@ def run_suites(
     run_timeout: float = DEFAULT_RUN_TIMEOUT,
     workers: int = 0,
     select: Sequence[str] | None = None,
+    shrink: bool = True,
     extra: Sequence[str] = (),
     stream: bool = False,
 ) -> Outcome:
     """Run the suites against ``adapter`` in a fresh pytest process; judge it by its report.
 
     ``select`` (stable test ids) makes a partial run of those tests only: its report says so and
-    earns no level. ``kbconform run`` never selects."""
+    earns no level. ``kbconform run`` never selects. ``shrink=False`` reports Hypothesis's first
+    failing example unshrunk (a mutant's run, where only the verdict matters)."""
     if workers and importlib.util.find_spec("xdist") is None:
         raise RunError("--workers needs pytest-xdist: pip install 'kbconform[xdist]'")
     if select is not None and not select:
@@ -117,6 +119,7 @@ def run_suites(
             *(["--kbconform-profile", profile] if profile else []),
             *([f"--kbconform-call-timeout={call_timeout}"] if call_timeout is not None else []),
             *(f"--kbconform-only={stable}" for stable in select or ()),
+            *([] if shrink else ["--kbconform-no-shrink"]),
             *(["-p", "xdist", "-n", str(workers)] if workers else []),
             *extra,
         ]
@@ -326,7 +329,9 @@ def run_mutants(
         if strangers:
             why = "names killers the suites' catalogue lacks: " + ", ".join(strangers)
             return MutantResult(*named, False, [], killers, why, mutant.source, mode, [why])
-        outcome = run_suites(mutant.adapter, seed=seed, select=None if mode == "full" else killers)
+        outcome = run_suites(
+            mutant.adapter, seed=seed, select=None if mode == "full" else killers, shrink=False
+        )
         if outcome.verdict == "error":
             why = "\n".join(outcome.problems) or "\n".join(outcome.output.strip().splitlines()[-5:])
             return MutantResult(*named, False, [], killers, why or "no output", mutant.source, mode)

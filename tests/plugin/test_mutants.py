@@ -4,37 +4,100 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from kbconform import mutants, runner
 from kbconform.cli import main
+from kbconform.mutants import MutantSpec
 from kbconform_reference.mutants import MUTANTS
 
 
-def test_every_mutant_is_killed_and_both_smokes_fail(
+def _entries(path: Path) -> dict[str, dict[str, Any]]:
+    return {entry["name"]: entry for entry in json.loads(path.read_text(encoding="utf-8"))["mutants"]}
+
+
+def test_every_mutant_is_killed_by_its_killers_and_both_smokes_fail(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """kbconform mutants exits 0 only because each of the 21 broken backends fails the suites,
-    each of them in every test named for it; the JSON says so per mutant."""
+    """kbconform mutants exits 0 only because each broken backend fails every test named for
+    it, in a run of those tests alone; the smokes, naming none, fail a run of every test."""
     assert len([m for m in MUTANTS if not m.smoke]) >= 15
     assert {m.name for m in MUTANTS if m.smoke} == {"accepts-everything", "rejects-everything"}
     assert main(["mutants", "--json", str(tmp_path / "mutants.json")]) == 0
-    data = json.loads((tmp_path / "mutants.json").read_text(encoding="utf-8"))
-    by_name = {entry["name"]: entry for entry in data["mutants"]}
+    by_name = _entries(tmp_path / "mutants.json")
     assert set(by_name) == {m.name for m in MUTANTS}
     for mutant in MUTANTS:
         entry = by_name[mutant.name]
-        assert entry["killed"] is True, mutant.name
-        assert set(mutant.killers) <= set(entry["killed_by"]), mutant.name
-        assert entry["killed_by"], mutant.name
+        assert (entry["killed"], entry["unmet"]) == (True, []), mutant.name
+        assert entry["mode"] == ("full" if mutant.smoke else "killers"), mutant.name
+        assert entry["killers"] == list(mutant.killers), mutant.name
+        if mutant.smoke:
+            assert len(entry["killed_by"]) > 10, mutant.name
+        else:  # only the killers ran, and each failed
+            assert entry["killed_by"] == sorted(set(mutant.killers)), mutant.name
     assert f"{len(MUTANTS)} of {len(MUTANTS)} mutants killed" in capsys.readouterr().out
+
+
+def test_full_mode_runs_every_test_against_each_mutant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--full (two mutants chosen with --mutant) lists every test a mutant fails, its killers
+    among them; the default mode runs the same mutants against their killers alone."""
+    chosen = ["existence-oracle", "unfiltered-list"]
+    names = [arg for name in chosen for arg in ("--mutant", name)]
+    assert main(["mutants", "--full", *names, "--json", str(tmp_path / "full.json")]) == 0
+    assert main(["mutants", *names, "--json", str(tmp_path / "fast.json")]) == 0
+    assert "2 of 2 mutants killed" in capsys.readouterr().out
+    full, fast = _entries(tmp_path / "full.json"), _entries(tmp_path / "fast.json")
+    assert set(full) == set(fast) == set(chosen)
+    for name in chosen:
+        killers = set(full[name]["killers"])
+        assert (full[name]["mode"], fast[name]["mode"]) == ("full", "killers")
+        assert killers <= set(full[name]["killed_by"])
+        assert set(fast[name]["killed_by"]) == killers
+    assert "leak-01[list]" in full["unfiltered-list"]["killed_by"]
+
+
+def _spec(name: str, killers: tuple[str, ...], adapter: str) -> MutantSpec:
+    return MutantSpec(name, "test", killers, False, adapter, "reference")
+
+
+def test_a_mutant_survives_when_a_killer_passes_is_unknown_or_does_not_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Killed means every named killer failed: a killer that passes leaves the mutant alive
+    (control: the killer that fails is listed); a killer the catalogue lacks is refused before
+    any run; each says which killer and why."""
+    oracle = "kbconform_reference.mutants:by_name.existence_oracle"
+    specs = (
+        _spec("passes", ("leak-04", "leak-02"), oracle),
+        _spec("unknown", ("leak-04", "leak-99"), oracle),
+    )
+    monkeypatch.setattr(mutants, "discover", lambda sets=(): specs)
+    passes, unknown = runner.run_mutants()
+    assert (passes.killed, passes.killed_by, passes.unmet) == (False, ["leak-04"], ["leak-02 passed"])
+    assert passes.error is None
+    assert not unknown.killed
+    assert unknown.unmet == ["names killers the suites' catalogue lacks: leak-99"]
+    assert unknown.error == unknown.unmet[0]
+    skipped = {"id": "spoof-03", "status": "skip", "reason": "spoof-reject not offered"}
+    assert runner._unmet("spoof-03", skipped) == "spoof-03 was skipped (spoof-reject not offered)"
+    assert runner._unmet("leak-01[ask]", None).startswith("leak-01[ask] did not run")
+
+
+def test_an_unknown_mutant_name_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["mutants", "--mutant", "no-such-mutant"]) == 2
+    assert "no mutant named no-such-mutant" in capsys.readouterr().err
 
 
 def test_kbconform_run_passes_the_reference_and_fails_a_mutant(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    """run exits 0 on the reference (memory) with a table per level and suite and a report; it
-    exits 1 on a mutant, and the report names the failing test (control)."""
+    """run exits 0 on the reference (memory) with a table per level and suite and a report of a
+    full run (no selection: run never selects); it exits 1 on a mutant, and the report names
+    the failing test (control)."""
     report = tmp_path / "report.json"
     code = main(
         ["run", "--adapter", "kbconform_reference.adapter:memory", "--seed", "7", "--report", str(report)]
@@ -42,8 +105,11 @@ def test_kbconform_run_passes_the_reference_and_fails_a_mutant(
     out = capfd.readouterr().out
     assert code == 0, out
     assert "L2     cross-tenant-leak" in out
-    assert "every test passed or was declined; highest level earned: L3; seed 7" in out
-    assert {t["status"] for t in json.loads(report.read_text(encoding="utf-8"))["tests"]} == {"pass"}
+    assert "every test passed or was declined; highest level earned: L" in out
+    assert "; seed 7; " in out
+    data = json.loads(report.read_text(encoding="utf-8"))
+    assert {t["status"] for t in data["tests"]} == {"pass"}
+    assert data["execution"]["selection"] is None
     code = main(
         ["run", "--adapter", "kbconform_reference.mutants:by_name.existence_oracle", "--report", str(report)]
     )
@@ -53,3 +119,39 @@ def test_kbconform_run_passes_the_reference_and_fails_a_mutant(
         t["id"] for t in json.loads(report.read_text(encoding="utf-8"))["tests"] if t["status"] == "fail"
     }
     assert "leak-04" in failed
+
+
+def test_a_partial_report_is_not_the_sound_report_of_a_full_run() -> None:
+    """The runner checks that the report is of the run it asked for, selection included."""
+    report: dict[str, Any] = {
+        "config": {"adapter": "a:b"},
+        "seed": 1,
+        "level": "L4",
+        "profile": "quick",
+        "execution": {"selection": ["leak-04"]},
+    }
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("kbconform.report.verify", lambda report: None)
+        for select, problems in (
+            (["leak-04"], []),
+            (None, ["the report's selection is ['leak-04'], not None"]),
+        ):
+            found = runner._soundness(report, adapter="a:b", seed=1, level=None, profile=None, select=select)
+            assert found == problems
+
+
+def test_the_mutants_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
+    """A tiny run (one mutant, both modes) writes every figure; it is run, not timed."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "mutants.py"
+    spec = importlib.util.spec_from_file_location("mutants_benchmark", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    figures = module.main(["--mutant", "existence-oracle", "--json", str(tmp_path / "m.json")])
+    assert set(figures) == {"mutants", "jobs", "killers_s", "full_s", "speedup"}
+    assert figures["mutants"] == 1
+    assert all(value > 0 for value in figures.values())
+    assert (tmp_path / "m.json").exists()
