@@ -348,11 +348,15 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         budget = self.policy.spoof_budget(principal)
         spoofing = budget is None or budget >= sum(1 for s in specs if s.spoof)
         records = [self._record(principal, spec, spoofing) for spec in specs]
+        self.seen |= set(self._ingest(principal, records, fault))
+
+    def _ingest(self, principal: Principal, records: list[dict[str, Any]], fault: int | None) -> list[str]:
+        """Ingest, compare ids and warnings with the model, and commit; the ids that landed."""
         expected = self.policy.ingest(principal, records, self.mode)
         sent = (records, self.policy.ids_for(principal, records))
         outcome = self._call(principal, fault, sent, lambda: self.backend.ingest(principal, records))
         if self._failed(outcome, fault, expected):
-            return
+            return []
         assert not isinstance(expected, Refused)
         ids = [str(i) for i in outcome.ids]
         problems = self.policy.check_ids(expected, ids)
@@ -361,7 +365,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         assert warned == self.policy.expected_warnings(expected, ids), f"warnings {sorted(warned)}"
         self.policy.commit_ingest(expected, ids)
         self.touched |= set(ids)
-        self.seen |= set(ids)
+        return ids
 
     @rule(
         user=st.integers(0, 11),
@@ -383,16 +387,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
             )
             for n in range(size)
         ]
-        expected = self.policy.ingest(principal, records, self.mode)
-        sent = (records, self.policy.ids_for(principal, records))
-        outcome = self._call(principal, fault, sent, lambda: self.backend.ingest(principal, records))
-        if self._failed(outcome, fault, expected):
-            return
-        assert not isinstance(expected, Refused)
-        ids = [str(i) for i in outcome.ids]
-        assert not self.policy.check_ids(expected, ids)
-        self.policy.commit_ingest(expected, ids)
-        self.touched |= set(ids)
+        ids = self._ingest(principal, records, fault)
         self.seen |= set(ids[:2])
         self.bulk |= set(ids[2:])
 
