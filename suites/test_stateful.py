@@ -29,7 +29,7 @@ from kbconform.adapter import BackendOptions
 from kbconform.conformance import Policy, Refused, Run, differences, record
 from kbconform.conformance.strategies import PATHS, World, worlds
 from kbconform.contract import is_valid
-from kbconform.errors import BackendUnavailable, KbconformError, NotFound
+from kbconform.errors import BackendUnavailable, KbconformError, NotFound, RevisionBoundaryUnavailable
 from kbconform.identity import Principal
 
 HASH_INPUTS = (
@@ -138,8 +138,6 @@ class Resolver:
         self.paths = paths
 
     def deleted_paths(self, repo_slug: str, base: str, head: str, /) -> list[str]:
-        from kbconform.errors import RevisionBoundaryUnavailable
-
         found = self.paths.get((repo_slug, base, head))
         if found is None:
             raise RevisionBoundaryUnavailable("apply_deletion_signal", "unknown commits")

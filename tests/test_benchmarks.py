@@ -2,17 +2,24 @@
 
 import importlib.util
 from pathlib import Path
+from types import ModuleType
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
-def test_the_validation_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
-    """A tiny run accepts every record and writes every figure and ratio."""
-    spec = importlib.util.spec_from_file_location("validation_benchmark", BENCHMARKS / "validation.py")
+def _benchmark(script: str) -> ModuleType:
+    """A benchmark script loaded as a module."""
+    spec = importlib.util.spec_from_file_location(f"benchmark_{Path(script).stem}", BENCHMARKS / script)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def test_the_validation_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
+    """A tiny run accepts every record and writes every figure and ratio."""
+    module = _benchmark("validation.py")
     figures = module.main(["--records", "40", "--repeat", "1", "--json", str(tmp_path / "out.json")])
     assert set(figures) == {
         "kbconform_records_per_s",
@@ -27,11 +34,7 @@ def test_the_validation_benchmark_runs_and_writes_its_figures(tmp_path: Path) ->
 
 def test_the_overhead_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
     """A tiny run (Chroma embedded) writes the three headline figures; recall is exact."""
-    spec = importlib.util.spec_from_file_location("overhead_benchmark", BENCHMARKS / "overhead.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _benchmark("overhead.py")
     figures = module.main(
         ["--chunks", "300", "--tenants", "12", "--queries", "2", "--json", str(tmp_path / "o.json")]
     )
@@ -44,11 +47,7 @@ def test_the_overhead_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> N
 
 def test_the_state_machine_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
     """The L4 machine runs on the in-memory reference and reports its time and calls."""
-    spec = importlib.util.spec_from_file_location("state_machine_benchmark", BENCHMARKS / "state_machine.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _benchmark("state_machine.py")
     figures = module.main(["--seed", "5", "--json", str(tmp_path / "s.json")])
     assert set(figures) == {"seconds", "backend_calls", "model_ratio"}
     assert figures["backend_calls"] > 1000

@@ -3,7 +3,7 @@
 Real isolation bugs live where names collide under a common mistake: a tenant id that is a prefix
 of another (``acme``, ``acme-eu``), parts that join alike (tenant ``acme-x`` with repo ``y``, and
 ``acme`` with ``x-y``), paths that differ only by case, normalization, a suffix or a directory, the
-same path in several repositories and tenants, and values full of quote, SQL, regex, JSON-path and
+same path in several repositories and tenants, and paths full of quote, SQL, regex, JSON-path and
 operator characters. Every value here is valid under the contract's schemas: a backend must keep
 them apart exactly.
 """
@@ -13,8 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hypothesis import strategies as st
-
-from kbconform.identity import RESERVED_FIELDS
 
 #: Families of source paths that collide under a common mistake: case, prefixes (of a name and
 #: of a directory), NFC and NFD forms of one name, suffixes.
@@ -37,31 +35,6 @@ METACHARACTER_PATHS: tuple[str, ...] = (
 PATHS: tuple[str, ...] = tuple(
     dict.fromkeys(p for family in (*PATH_FAMILIES, METACHARACTER_PATHS) for p in family)
 )
-
-#: Values that look like operators, queries and paths to a filter that builds strings.
-HOSTILE_VALUES: tuple[str, ...] = (
-    "'",
-    '"',
-    "' OR '1'='1",
-    "'); DROP TABLE chunks; --",
-    ".*",
-    "^acme",
-    "$ne",
-    "$or",
-    '{"$gt": ""}',
-    "$.tenantId",
-    "..",
-    "%",
-    "_",
-    "*",
-    "\\",
-    "acme\u0000",
-    "ACME",
-    "acme ",
-)
-
-#: customMeta keys named like every identity and stamped field.
-IDENTITY_KEYS: tuple[str, ...] = (*sorted(RESERVED_FIELDS), "sourcePath", "rootKind", "id", "chunkId")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,10 +68,3 @@ def worlds(draw: st.DrawFn) -> World:
     odd = draw(st.lists(st.sampled_from(METACHARACTER_PATHS), min_size=1, max_size=2, unique=True))
     paths = tuple(dict.fromkeys(p for family in (*families, odd) for p in family))
     return World(tenants, ("app", f"{part}-app", "app/docs"), paths)
-
-
-#: A string drawn from the hostile values, or any printable text.
-hostile_text = st.one_of(
-    st.sampled_from(HOSTILE_VALUES).filter(lambda v: "\u0000" not in v),
-    st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=24),
-)

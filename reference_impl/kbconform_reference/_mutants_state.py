@@ -19,6 +19,7 @@ from kbconform.identity import Principal
 from kbconform_reference import read_filter
 from kbconform_reference.service import Hit, KnowledgeBase
 from kbconform_reference.stores import exact_top_k
+from kbconform_reference.stores._where import matches as where_matches
 
 
 class ScopedInPython(KnowledgeBase):
@@ -29,6 +30,7 @@ class ScopedInPython(KnowledgeBase):
 
     def _rows(self, principal: Any, operation: str, embeddings: bool = False) -> Any:
         principal = self._authenticated(principal, operation)
+        self._settle(operation)  # a rollback the store refused is replayed first, as the reference does
         with self._store_call(operation):
             rows = self.store.get(embeddings=embeddings)
         keep = [i for i, m in enumerate(rows.metadatas) if self.visible(principal, m)]
@@ -57,27 +59,13 @@ class ScopedInPython(KnowledgeBase):
     def query(self, principal: Any, text: str, n_results: int = 10, where: Any = None) -> builtins.list[Hit]:
         principal, rows, keep = self._rows(principal, "query", embeddings=True)
         if where is not None:
-            read_filter.check_where(where)
-            allowed = {i for i in keep if _matches(rows.metadatas[i], where)}
-            keep = [i for i in keep if i in allowed]
+            clause = {"$and": read_filter.check_where(where)}
+            keep = [i for i in keep if where_matches(rows.metadatas[i], clause)]
         with self._store_call("query"):
             scoped = self.store.get(ids=[rows.ids[i] for i in keep], embeddings=True)
         embedding = np.asarray(self.embedder([text]), dtype=np.float32)[0]
         matches = exact_top_k(scoped, embedding, n_results) if scoped.ids else []
         return [Hit(m.id, m.document, dict(m.metadata), 1.0 - m.distance) for m in matches]
-
-
-def _matches(metadata: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
-    """The client clauses the state machine sends: ``{key: value}`` and ``{key: {"$in": [...]}}``."""
-    for key, condition in where.items():
-        if key == "$and":
-            if not all(_matches(metadata, part) for part in condition):
-                return False
-            continue
-        values = condition["$in"] if isinstance(condition, Mapping) and "$in" in condition else [condition]
-        if metadata.get(key) not in values:
-            return False
-    return True
 
 
 class OperatorReadsEveryTenant(ScopedInPython):
