@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import rfc8785
 
-from kbconform.adapter import BackendOptions
+from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch
 from kbconform.conformance import Principals, Run, record, seed_canaries
 from kbconform.errors import BackendUnavailable, NotFound
 
@@ -39,21 +39,17 @@ class Fault:
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
+        self.switch = FaultSwitch()
         self.at: int | None = None
-        self.consulted = 0
-
-    def __call__(self) -> bool:
-        seen, self.consulted = self.consulted, self.consulted + 1
-        if self.at is None:
-            return False
-        return seen == self.at or (self.kind == "lasting" and seen > self.at)
 
     def open_at(self, k: int) -> None:
-        self.at, self.consulted = k, 0
+        self.at = k
+        self.switch.set(FaultPlan(k, None if self.kind == "lasting" else 1))
 
     def close(self) -> bool:
         """Close the switch; True when it failed a store call since :meth:`open_at`."""
-        fired = self.at is not None and self.consulted > self.at
+        consulted = self.switch.set(None)
+        fired = self.at is not None and consulted > self.at
         self.at = None
         return fired
 
@@ -147,7 +143,7 @@ def _every_fault(
     for k in range(MAX_CALLS):
         fault = Fault(kind)
         attempt = prepare(
-            open_backend(BackendOptions(spoof_mode=run.manifest.spoof_modes[0], store_fails=fault))
+            open_backend(BackendOptions(spoof_mode=run.manifest.spoof_modes[0], store_fails=fault.switch))
         )
         before = View(run, attempt.backend, principals, attempt.owners)
         fault.open_at(k)

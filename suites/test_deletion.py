@@ -3,35 +3,17 @@
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable
 from typing import Any
 
 import pytest
 from hypothesis import strategies as st
 
-from kbconform.adapter import BackendOptions
+from kbconform.adapter import BackendOptions, RevisionMap
 from kbconform.conformance import Principals, Run, record
 from kbconform.errors import ContractViolation, Forbidden, NotFound, RevisionBoundaryUnavailable
 
 BASE, HEAD = "a1b2c3d4e5f6", "0f9e8d7c6b5a"
 APP = ("docs/a.md", "docs/b.md", "docs/c.md", "docs/d.md")
-
-
-class Resolver:
-    """Revision resolution the suite controls: (repo, base, head) -> deleted paths."""
-
-    def __init__(self, deleted: dict[tuple[str, str, str], list[str]]) -> None:
-        self.deleted = deleted
-        self.calls: list[tuple[str, str, str]] = []
-
-    def deleted_paths(self, repo_slug: str, base: str, head: str) -> Iterable[str]:
-        self.calls.append((repo_slug, base, head))
-        try:
-            return list(self.deleted[(repo_slug, base, head)])
-        except KeyError:
-            raise RevisionBoundaryUnavailable(
-                "apply_deletion_signal", f"unknown revisions {base}..{head}"
-            ) from None
 
 
 class Layout:
@@ -109,7 +91,7 @@ def test_a_revision_boundary_deletes_what_the_resolver_reports(
     kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
     """The resolver's paths go; the resolver is asked for exactly that repo and revisions."""
-    resolver = Resolver({("app", BASE, HEAD): ["docs/c.md", "docs/gone-long-ago.md"]})
+    resolver = RevisionMap({("app", BASE, HEAD): ["docs/c.md", "docs/gone-long-ago.md"]})
     backend = kbconform_open(
         BackendOptions(spoof_mode=kbconform_run.manifest.spoof_modes[0], resolver=resolver)
     )
@@ -125,7 +107,7 @@ def test_a_revision_boundary_that_cannot_be_resolved_deletes_nothing(
     """No resolver, or unknown revisions: KB_REVISION_BOUNDARY_UNAVAILABLE and nothing deleted,
     even with a valid tombstone in the same push; the tombstone alone works (control)."""
     mode = kbconform_run.manifest.spoof_modes[0]
-    for resolver in (None, Resolver({})):
+    for resolver in (None, RevisionMap({})):
         backend = kbconform_open(BackendOptions(spoof_mode=mode, resolver=resolver))
         layout = Layout(backend, kbconform_principals)
         acme = kbconform_principals.acme
@@ -161,7 +143,7 @@ def test_precedence_boundary_then_tombstones_then_manifest_minus_files(
     kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
     """All three mechanisms in one push: the union of what each deletes, minus ``files``."""
-    resolver = Resolver({("app", BASE, HEAD): ["docs/a.md"]})
+    resolver = RevisionMap({("app", BASE, HEAD): ["docs/a.md"]})
     backend = kbconform_open(
         BackendOptions(spoof_mode=kbconform_run.manifest.spoof_modes[0], resolver=resolver)
     )

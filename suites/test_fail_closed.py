@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kbconform.adapter import BackendOptions
+from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch
 from kbconform.conformance import Canaries, Principals, record
 from kbconform.errors import BackendUnavailable, ContractViolation, Unauthenticated
 from kbconform.identity import Principal
@@ -98,22 +98,21 @@ def test_a_failing_store_gives_backend_unavailable_on_every_operation(
 ) -> None:
     """While the store fails, every operation raises KB_BACKEND_UNAVAILABLE (no partial data,
     no fallback); once it recovers, everything written before is there (control)."""
-    failing = [False]
+    switch = FaultSwitch()
     backend = kbconform_open(
-        BackendOptions(spoof_mode=kbconform_run.manifest.spoof_modes[0], store_fails=lambda: failing[0])
+        BackendOptions(spoof_mode=kbconform_run.manifest.spoof_modes[0], store_fails=switch)
     )
     principals = kbconform_principals
     written = [record(f"docs/acme-{n}.md", f"note {n}", tenant="acme") for n in range(3)]
     ids = list(backend.ingest(principals.acme, written).ids)
     backup = list(backend.export(principals.operator))
     operations = _operations(ids[0], "note 0", kbconform_run.manifest.read_facades, backup[:1])
-    failing[0] = True
+    switch.set(FaultPlan(0))
     for name, call in operations.items():
         principal = principals.operator if name in ("export", "restore") else principals.acme
         with pytest.raises(BackendUnavailable):
             call(backend, principal)
-        assert failing[0], f"{name} switched the fault off"
-    failing[0] = False
+    switch.set(None)
     assert {h.id for h in backend.list(principals.acme, 10, 0)} == set(ids)
 
 

@@ -25,11 +25,11 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from kbconform.adapter import BackendOptions
+from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch, RevisionMap
 from kbconform.conformance import Policy, Refused, Run, differences, record
 from kbconform.conformance.strategies import PATHS, World, worlds
 from kbconform.contract import is_valid
-from kbconform.errors import BackendUnavailable, KbconformError, NotFound, RevisionBoundaryUnavailable
+from kbconform.errors import BackendUnavailable, KbconformError, NotFound
 from kbconform.identity import Principal
 
 HASH_INPUTS = (
@@ -116,34 +116,6 @@ class User:
         return Principal(self.tenant, self.agent, namespaces, role=self.role)  # type: ignore[arg-type]
 
 
-class Fault:
-    """The backend's ``store_fails`` switch: armed at N, the (N+1)th store call and every later
-    one of the call fail; consulted once per store call."""
-
-    def __init__(self) -> None:
-        self.at: int | None = None
-        self.calls = 0
-
-    def __call__(self) -> bool:
-        if self.at is None:
-            return False
-        self.calls += 1
-        return self.calls > self.at
-
-
-class Resolver:
-    """A revision resolver over a fixed map of (repo, base, head) to deleted paths."""
-
-    def __init__(self, paths: Mapping[tuple[str, str, str], tuple[str, ...]]) -> None:
-        self.paths = paths
-
-    def deleted_paths(self, repo_slug: str, base: str, head: str, /) -> list[str]:
-        found = self.paths.get((repo_slug, base, head))
-        if found is None:
-            raise RevisionBoundaryUnavailable("apply_deletion_signal", "unknown commits")
-        return list(found)
-
-
 class KnowledgeBaseMachine(RuleBasedStateMachine):
     """The machine; :func:`machine_for` binds it to a run and a spoof mode."""
 
@@ -161,11 +133,11 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
             if manifest.supports(name)
         }
         self.shared = manifest.shared_namespace
-        self.fault = Fault()
+        self.fault = FaultSwitch()
         self.policy = Policy.for_manifest(manifest)
         self.users: list[User] = []
         self.world: World | None = None
-        self.resolver: Resolver | None = None
+        self.resolver: RevisionMap | None = None
         self.seen: set[str] = set()
         self.bulk: set[str] = set()
         self.checks = 0  # invariant passes so far
@@ -210,7 +182,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         resolver = None
         if "revision-boundary" in self.features:
             paths = st.lists(st.sampled_from(world.paths), max_size=3, unique=True).map(tuple)
-            self.resolver = Resolver(
+            self.resolver = RevisionMap(
                 {
                     (repo, base, head): deleted.draw(paths, label=f"deleted in {repo} {base}..{head}")
                     for repo in world.repos
@@ -250,14 +222,17 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
     def _call(self, principal: Principal, fault: int | None, inputs: object, call: Callable[[], Any]) -> Any:
         """Call the backend; a KbconformError comes back as the value, checked for foreign data
         beyond what the caller sent (``inputs``)."""
-        self.fault.at, self.fault.calls = (fault if "fault-injection" in self.features else None), 0
+        armed = fault if "fault-injection" in self.features else None
+        if armed is not None:  # the (armed+1)th store call of this call and every later one fail
+            self.fault.set(FaultPlan(armed))
         try:
             return call()
         except KbconformError as error:
             self._clean(error, principal, json.dumps(inputs, ensure_ascii=False, default=str))
             return error
         finally:
-            self.fault.at = None
+            if armed is not None:
+                self.fault.set(None)
 
     def _clean(self, error: KbconformError, principal: Principal, inputs: str) -> None:
         """No error text carries a chunk the caller may not read: its id, its text, its path;
@@ -432,7 +407,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         if spec.files:
             signal["files"] = [{"sourcePath": p} for p in sorted({paths(i) for i in spec.files})]
         assert is_valid(signal, "deletion-signal-v1"), f"the machine built an invalid signal: {signal}"
-        resolved = self.resolver.paths if self.resolver is not None else None
+        resolved = self.resolver.deleted if self.resolver is not None else None
         expected = self.policy.deletion(principal, signal, resolved)
         outcome = self._call(
             principal, fault, signal, lambda: self.backend.apply_deletion_signal(principal, signal)

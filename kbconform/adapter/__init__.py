@@ -4,6 +4,7 @@ See :mod:`kbconform.adapter._protocol` for the specification of every member.
 """
 
 from kbconform._capabilities import CAPABILITIES, FEATURES, Capability, Feature
+from kbconform.adapter._doubles import FaultPlan, FaultSwitch, RevisionMap
 from kbconform.adapter._manifest import Manifest, check_backend, load_adapter
 from kbconform.adapter._protocol import (
     Adapter,
@@ -30,10 +31,13 @@ __all__ = [
     "BackendOptions",
     "Capability",
     "DeletionResultView",
+    "FaultPlan",
+    "FaultSwitch",
     "Feature",
     "HitView",
     "IngestResultView",
     "Manifest",
+    "RevisionMap",
     "RevisionResolver",
     "SpoofMode",
     "SpoofWarningView",

@@ -121,6 +121,10 @@ class BackendOptions:
     consulted on its own, and so is every call of a rollback or a retry; so a switch that turns
     on at its Nth consultation starts a fault in the middle of a facade call, between two pages
     (the atomicity suite opens it at each call in turn).
+
+    The suites pass a :class:`~kbconform.adapter.RevisionMap` as ``resolver`` and a
+    :class:`~kbconform.adapter.FaultSwitch` as ``store_fails``: data that harness-v1 carries to
+    a backend in another process (``schemas/harness-v1.md``).
     """
 
     spoof_mode: SpoofMode = "overwrite"
