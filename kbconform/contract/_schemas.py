@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import urllib.parse
 from collections.abc import Mapping
 from functools import cache
 from types import MappingProxyType
@@ -68,20 +69,50 @@ def registry() -> referencing.Registry[Any]:
 def bundled(name: str) -> dict[str, Any]:
     """Schema ``name`` made self-contained: every cross-schema ``$ref`` inlined.
 
-    For tools that cannot resolve references (generators, other languages' validators).
+    For tools that cannot resolve references (generators, other languages' validators). An
+    inlined schema loses its ``$id``, ``$schema`` and ``$defs``; what its own local references
+    point at (``#/$defs/...``, possibly recursive) moves into the bundle's ``$defs`` as
+    ``<schema>.<definition>``, and those references follow it there.
     """
-    resolver = registry().resolver(base_uri=uri(name))
+    hoisted: dict[str, Any] = {}
 
-    def inline(node: Any, resolver: referencing._core.Resolver[Any]) -> Any:
+    def local(reference: str, base: str) -> str:
+        """The bundle's ``$defs`` key for local ``reference`` of the schema at ``base``."""
+        pointer = reference[1:].replace("/$defs/", ".").replace("/", ".")
+        return base.removeprefix(BASE_URI).removesuffix(SUFFIX) + pointer
+
+    def inline(node: Any, resolver: referencing._core.Resolver[Any], base: str | None) -> Any:
+        # base: the URI of the other schema ``node`` was inlined from; None within ``name`` itself.
         if isinstance(node, dict):
-            if "$ref" in node and not node["$ref"].startswith("#"):
-                resolved = resolver.lookup(node["$ref"])
-                target = inline(resolved.contents, resolved.resolver)
-                rest = {key: value for key, value in node.items() if key != "$ref"}
+            reference = node.get("$ref")
+            rest = {key: inline(value, resolver, base) for key, value in node.items() if key != "$ref"}
+            if isinstance(reference, str) and not reference.startswith("#"):
+                resolved = resolver.lookup(reference)
+                source = urllib.parse.urldefrag(urllib.parse.urljoin(base or uri(name), reference)).url
+                target = inline(resolved.contents, resolved.resolver, source)
+                if isinstance(target, dict):
+                    target = {key: value for key, value in target.items() if key not in _DOCUMENT_KEYS}
                 return {**target, **rest} if rest else target
-            return {key: inline(value, resolver) for key, value in node.items()}
+            if isinstance(reference, str) and base is not None:
+                key = local(reference, base)
+                if key not in hoisted:
+                    hoisted[key] = None  # taken: a recursive reference stops here
+                    resolved = resolver.lookup(reference)
+                    target = inline(resolved.contents, resolved.resolver, base)
+                    if isinstance(target, dict):
+                        target = {key: value for key, value in target.items() if key not in _DOCUMENT_KEYS}
+                    hoisted[key] = target
+                return {"$ref": "#/$defs/" + key, **rest}
+            return rest if reference is None else {"$ref": reference, **rest}
         if isinstance(node, list):
-            return [inline(item, resolver) for item in node]
+            return [inline(item, resolver, base) for item in node]
         return node
 
-    return inline(dict(load(name)), resolver)  # type: ignore[no-any-return]
+    schema: dict[str, Any] = inline(dict(load(name)), registry().resolver(base_uri=uri(name)), None)
+    if hoisted:
+        schema["$defs"] = {**schema.get("$defs", {}), **hoisted}
+    return schema
+
+
+#: What an inlined schema drops: it is no longer a document of its own.
+_DOCUMENT_KEYS = frozenset({"$id", "$schema", "$defs"})

@@ -143,9 +143,8 @@ def _problem(error: jsonschema.ValidationError) -> Problem:
     if keyword == "additionalProperties":
         allowed = sorted(subschema.get("properties", {}))
         extra = sorted(key for key in instance if key not in allowed)
-        return Problem(
-            pointer, keyword, "only the properties " + ", ".join(allowed), "unexpected " + ", ".join(extra)
-        )
+        expected = "only the properties " + ", ".join(allowed) if allowed else "an empty object"
+        return Problem(pointer, keyword, expected, "unexpected " + ", ".join(extra))
     if keyword == "const":
         return Problem(pointer, keyword, json.dumps(value), _show(instance))
     if keyword == "type":

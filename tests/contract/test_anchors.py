@@ -82,7 +82,16 @@ def test_a_forbidden_suffix_is_rejected_by_every_dialect(definition: Mapping[str
 
 
 def _accepted_value(definition: Mapping[str, Any]) -> str:
-    examples = ["client-tenant", "src/main.js", "1.0.0", "a1b2c3d", "content", "abc", "sha256:" + "0" * 64]
+    examples = [
+        "client-tenant",
+        "src/main.js",
+        "1.0.0",
+        "a1b2c3d",
+        "content",
+        "abc",
+        "sha256:" + "0" * 64,
+        "KB_NOT_FOUND",
+    ]
     value = next((e for e in examples if jsonschema.Draft202012Validator(definition).is_valid(e)), None)
     assert value is not None, f"no example fits {definition.get('description')}"
     return value
