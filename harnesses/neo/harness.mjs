@@ -1,0 +1,950 @@
+// kbconform harness-v1 (stdio) for Neo's real knowledge base: the npm package neo.mjs 13.1.0,
+// installed by ./install into ./node_modules.
+//
+// It drives Neo's own services (IngestionService, QueryService, SearchService, DocumentService,
+// DatabaseService) against a private `chroma run` server, one Chroma collection per backend,
+// and translates each kit call and each answer. It adds no check, filter or identity rule of
+// its own: whatever Neo answers is what the kit sees. README.md documents every mapping.
+//
+// stdout carries protocol responses only: everything else (console, Neo's logs, Chroma's output)
+// goes to stderr, the harness log.
+
+import {AsyncLocalStorage} from 'node:async_hooks';
+import {spawn}             from 'node:child_process';
+import fs                  from 'node:fs';
+import net                 from 'node:net';
+import os                  from 'node:os';
+import path                from 'node:path';
+import readline            from 'node:readline';
+import {fileURLToPath, pathToFileURL} from 'node:url';
+
+import {HashingEmbedding} from './embedding.mjs';
+
+// --- stdout belongs to the protocol ------------------------------------------------------------
+const protocolOut = process.stdout.write.bind(process.stdout);
+process.stdout.write = (chunk, encoding, callback) => process.stderr.write(chunk, encoding, callback);
+for (const method of ['log', 'info', 'warn', 'debug', 'trace', 'dir', 'table']) {
+    console[method] = (...args) => console.error(...args);
+}
+
+const HERE          = path.dirname(fileURLToPath(import.meta.url));
+const NEO_ROOT      = path.join(HERE, 'node_modules', 'neo.mjs');
+const HARNESS_NAME  = 'kbconform-harness-neo';
+const HARNESS_VER   = JSON.parse(fs.readFileSync(path.join(HERE, 'package.json'), 'utf8')).version;
+const PROTOCOL      = 'harness-v1';
+const DIMENSIONS    = 256;
+const CHROMA_START_DEADLINE_MS = Number(process.env.KBCONFORM_NEO_CHROMA_DEADLINE_MS || 60000);
+
+const log = (...parts) => process.stderr.write(`[neo-harness] ${parts.join(' ')}\n`);
+
+// --- errors --------------------------------------------------------------------------------------
+class HarnessError extends Error {
+    constructor(code, message) {
+        super(message);
+        this.code = code;
+    }
+}
+const internal = message => new HarnessError('KB_HARNESS_INTERNAL', message);
+const invalid  = message => new HarnessError('KB_HARNESS_REQUEST_INVALID', message);
+
+// Neo's error codes (thrown, or reported in an ingestion summary) and the kbconform code each means.
+const NEO_CODE_MAP = {
+    KB_TENANT_SPOOF_REJECTED          : 'KB_TENANT_SPOOF_REJECTED',
+    KB_INGEST_TENANT_MISMATCH         : 'KB_TENANT_SPOOF_REJECTED',
+    KB_REVISION_BOUNDARY_UNAVAILABLE  : 'KB_REVISION_BOUNDARY_UNAVAILABLE',
+    KB_REVISION_BOUNDARY_INVALID      : 'KB_REVISION_BOUNDARY_INVALID',
+    KB_TOMBSTONE_INVALID              : 'KB_TOMBSTONE_INVALID',
+    KB_MANIFEST_INVALID               : 'KB_MANIFEST_INVALID',
+    KB_DELETE_SIGNAL_INVALID          : 'KB_DELETE_SIGNAL_INVALID',
+    KB_PARSED_CHUNK_INVALID           : 'KB_CONTRACT_VIOLATION',
+    KB_PARSED_CHUNK_EMBEDDING_REJECTED: 'KB_CONTRACT_VIOLATION',
+    KB_FILE_PAYLOAD_INVALID           : 'KB_CONTRACT_VIOLATION',
+    KB_INGEST_FILES_INVALID           : 'KB_CONTRACT_VIOLATION',
+    KB_PARSER_NOT_REGISTERED          : 'KB_CONTRACT_VIOLATION',
+    KB_FILE_PARSE_FAILED              : 'KB_CONTRACT_VIOLATION',
+    KB_INGEST_INPUT_SIZE_EXCEEDED     : 'KB_CONTRACT_VIOLATION',
+    KB_TENANT_MANIFEST_INVALID        : 'KB_CONTRACT_VIOLATION',
+    KB_COLLECTION_SWAP_IN_PROGRESS    : 'KB_BACKEND_UNAVAILABLE',
+    KB_TENANT_MANIFEST_WRITE_FAILED   : 'KB_BACKEND_UNAVAILABLE'
+};
+// Codes Neo uses for "something failed underneath": what they mean depends on what the store did.
+const NEO_STORE_CODES = new Set([
+    'KB_VECTOR_EMBED_FAILED', 'KB_INGEST_FAILED', 'DATABASE_EXPORT_ERROR', 'DATABASE_IMPORT_ERROR'
+]);
+// Chroma client errors that say the store refused the request as invalid (4xx, client-side checks).
+const CHROMA_REFUSALS = new Set([
+    'ChromaClientError', 'ChromaValueError', 'InvalidArgumentError', 'InvalidCollectionError', 'ChromaUniqueError'
+]);
+// Chroma client errors that say the store could not answer.
+const CHROMA_FAILURES = new Set(['ChromaConnectionError', 'ChromaServerError']);
+
+/** The kbconform code of a Neo code, given what the store did during this request. */
+function codeFor(neoCode, call) {
+    if (neoCode && NEO_CODE_MAP[neoCode]) return NEO_CODE_MAP[neoCode];
+    if (!neoCode || NEO_STORE_CODES.has(neoCode)) {
+        if (call.storeFailures > 0) return 'KB_BACKEND_UNAVAILABLE';
+        if (call.storeRefusals > 0) return 'KB_CONTRACT_VIOLATION';
+    }
+    return 'KB_HARNESS_INTERNAL';
+}
+
+/** Maps an error Neo threw onto a kbconform code, keeping Neo's message. */
+function translateThrown(error, call, operation) {
+    if (error instanceof HarnessError) return error;
+    const message = String(error?.message ?? error);
+    if (operation === 'get' && /^Document with id '.*' not found\.$/s.test(message)) {
+        return new HarnessError('KB_NOT_FOUND', message);
+    }
+    if (operation === 'query' && message === 'A query string must be provided.') {
+        return new HarnessError('KB_CONTRACT_VIOLATION', message);
+    }
+    const code = codeFor(error?.code, call);
+    if (code === 'KB_HARNESS_INTERNAL') {
+        log(`${operation}: unexpected error from Neo:`, error?.stack || message);
+    }
+    return new HarnessError(code, message);
+}
+
+// --- per-request bookkeeping ---------------------------------------------------------------------
+// One kit request at a time; `requestScope` follows its async work into Neo and the Chroma client.
+const requestScope = new AsyncLocalStorage();
+
+function newCall(operation, backend, {internal: isInternal = false} = {}) {
+    return {
+        operation,
+        backend,
+        internal     : isInternal,
+        storeFailures: 0,
+        storeRefusals: 0,
+        upserted     : new Set(),
+        deleted      : [],
+        resolverCalls: [],
+        assigned     : new Map(),   // Neo's tenant-aware id per (repoSlug, hash, type, name, source)
+        normalized   : new Map(),   // record index -> Neo's normalized chunk
+        spoofWarnings: [],
+        lastQuery    : null
+    };
+}
+
+const consultSwitch = call => {
+    const backend = call?.backend;
+    if (!call || call.internal || !backend || !backend.faults) return false;
+    const seen = backend.consulted++;
+    const plan = backend.plan;
+    return Boolean(plan) && seen >= plan.pass && (plan.fail === null || seen < plan.pass + plan.fail);
+};
+
+// Every HTTP request the Chroma client sends is one store call: the fault switch is consulted
+// before it, and what the store answered is noted for error translation.
+const realFetch = globalThis.fetch;
+globalThis.fetch = async function harnessFetch(input, init) {
+    const call = requestScope.getStore();
+    if (consultSwitch(call)) {
+        call.storeFailures++;
+        throw new TypeError('fetch failed', {cause: new Error('store call failed by the kbconform fault plan')});
+    }
+    let response;
+    try {
+        response = await realFetch(input, init);
+    } catch (error) {
+        if (call) call.storeFailures++;
+        throw error;
+    }
+    if (call && !response.ok) {
+        if (response.status >= 500) call.storeFailures++;
+        else if (response.status !== 404) call.storeRefusals++;
+    }
+    return response;
+};
+
+// --- Chroma server ---------------------------------------------------------------------------------
+let scratchDir = null;
+let chroma     = null;   // {proc, port, watchdog, version}
+
+function findChroma() {
+    const configured = process.env.KBCONFORM_CHROMA;
+    if (configured) {
+        try {
+            fs.accessSync(configured, fs.constants.X_OK);
+            return configured;
+        } catch {
+            throw internal(`KBCONFORM_CHROMA is set to '${configured}', which is not an executable file.`);
+        }
+    }
+    for (const dir of (process.env.PATH || '').split(path.delimiter)) {
+        if (!dir) continue;
+        const candidate = path.join(dir, 'chroma');
+        try {
+            fs.accessSync(candidate, fs.constants.X_OK);
+            if (fs.statSync(candidate).isFile()) return candidate;
+        } catch {
+            // not here
+        }
+    }
+    throw internal('No Chroma server binary: set KBCONFORM_CHROMA to a `chroma` executable (pip install chromadb) or put `chroma` on PATH.');
+}
+
+function freePort() {
+    return new Promise((resolve, reject) => {
+        const server = net.createServer();
+        server.unref();
+        server.on('error', reject);
+        server.listen(0, '127.0.0.1', () => {
+            const {port} = server.address();
+            server.close(() => resolve(port));
+        });
+    });
+}
+
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
+
+async function heartbeat(port) {
+    try {
+        const response = await realFetch(`http://127.0.0.1:${port}/api/v2/heartbeat`, {signal: AbortSignal.timeout(2000)});
+        return response.ok;
+    } catch {
+        return false;
+    }
+}
+
+async function chromaVersion(binary) {
+    return new Promise(resolve => {
+        const proc = spawn(binary, ['--version'], {stdio: ['ignore', 'pipe', 'ignore']});
+        let out = '';
+        const timer = setTimeout(() => proc.kill('SIGKILL'), 10000);
+        proc.stdout.on('data', data => { out += data; });
+        proc.on('error', () => { clearTimeout(timer); resolve('unknown'); });
+        proc.on('close', () => { clearTimeout(timer); resolve(out.trim().replace(/^chroma\s+/i, '') || 'unknown'); });
+    });
+}
+
+async function startChroma() {
+    const binary  = findChroma();
+    const dataDir = path.join(scratchDir, 'chroma-data');
+    fs.mkdirSync(dataDir, {recursive: true});
+
+    let lastOutput = '';
+    for (let attempt = 1; attempt <= 3; attempt++) {
+        const port = await freePort();
+        const proc = spawn(binary, ['run', '--path', dataDir, '--host', '127.0.0.1', '--port', String(port)], {
+            cwd  : scratchDir,
+            stdio: ['ignore', 'pipe', 'pipe'],
+            env  : {...process.env, RUST_LOG: process.env.KBCONFORM_NEO_CHROMA_LOG || 'warn'}
+        });
+        let exited = null;
+        let output = '';
+        const forward = data => {
+            const text = data.toString();
+            output = (output + text).slice(-4000);
+            process.stderr.write(text.replace(/\x1b\[[0-9;]*m/g, '').replace(/^(?=.)/gm, '[chroma] '));
+        };
+        proc.stdout.on('data', forward);
+        proc.stderr.on('data', forward);
+        proc.on('error', error => { exited = `could not start: ${error.message}`; });
+        proc.on('exit', (code, signal) => { exited = exited || `exited (code ${code}, signal ${signal})`; });
+
+        const deadline = Date.now() + CHROMA_START_DEADLINE_MS;
+        while (!exited && Date.now() < deadline) {
+            if (await heartbeat(port)) {
+                const watchdog = startWatchdog(proc.pid);
+                chroma = {proc, port, watchdog, binary, version: await chromaVersion(binary)};
+                log(`chroma ${chroma.version} (${binary}) listening on 127.0.0.1:${port}, pid ${proc.pid}, data ${dataDir}`);
+                return;
+            }
+            await sleep(150);
+        }
+        lastOutput = output;
+        if (!exited) {
+            proc.kill('SIGKILL');
+            throw internal(`Chroma (${binary}) did not answer its heartbeat on 127.0.0.1:${port} within ${CHROMA_START_DEADLINE_MS} ms. Its output: ${output.slice(-800)}`);
+        }
+        log(`chroma on port ${port} ${exited}; attempt ${attempt} of 3`);
+    }
+    throw internal(`Chroma (${binary}) would not start. Its last output: ${lastOutput.slice(-800)}`);
+}
+
+// A watchdog outside the harness's process group stops Chroma if the harness dies without
+// cleaning up (killed with SIGKILL, for instance).
+function startWatchdog(chromaPid) {
+    const script = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ` +
+                   `kill -TERM ${chromaPid} 2>/dev/null; sleep 3; kill -KILL ${chromaPid} 2>/dev/null; exit 0`;
+    const watchdog = spawn('/bin/sh', ['-c', script], {detached: true, stdio: 'ignore'});
+    watchdog.unref();
+    return watchdog;
+}
+
+async function stopChroma() {
+    if (!chroma) return;
+    const {proc, watchdog} = chroma;
+    chroma = null;
+    try {
+        if (watchdog.exitCode === null) process.kill(watchdog.pid, 'SIGKILL');
+    } catch {
+        // already gone
+    }
+    if (proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = new Promise(resolve => proc.once('exit', resolve));
+    proc.kill('SIGTERM');
+    const done = await Promise.race([exited.then(() => true), sleep(5000).then(() => false)]);
+    if (!done) {
+        proc.kill('SIGKILL');
+        await Promise.race([exited, sleep(2000)]);
+    }
+    log(`chroma (pid ${proc.pid}) stopped`);
+}
+
+function stopChromaSync() {
+    if (!chroma) return;
+    try { process.kill(chroma.watchdog.pid, 'SIGKILL'); } catch { /* gone */ }
+    try { chroma.proc.kill('SIGKILL'); } catch { /* gone */ }
+    chroma = null;
+}
+
+function removeScratch() {
+    if (scratchDir) {
+        try {
+            fs.rmSync(scratchDir, {recursive: true, force: true});
+        } catch (error) {
+            log(`could not remove ${scratchDir}: ${error.message}`);
+        }
+        scratchDir = null;
+    }
+}
+
+// --- Neo -------------------------------------------------------------------------------------------
+let neo = null;
+const embedding = new HashingEmbedding(DIMENSIONS);
+
+const echoModel = {
+    async generateContent(prompt) {
+        return {response: {text: () => prompt}};
+    }
+};
+
+async function loadNeo() {
+    for (const required of ['package.json', 'ai/mcp/server/knowledge-base/config.mjs', 'ai/mcp/server/memory-core/config.mjs']) {
+        if (!fs.existsSync(path.join(NEO_ROOT, required))) {
+            throw internal(`Neo is not installed (${path.join(NEO_ROOT, required)} is missing): run harnesses/neo/install first.`);
+        }
+    }
+    const version = JSON.parse(fs.readFileSync(path.join(NEO_ROOT, 'package.json'), 'utf8')).version;
+
+    // Environment Neo reads while its modules load.
+    fs.mkdirSync(path.join(scratchDir, 'tmp'), {recursive: true});
+    process.env.TMPDIR              = path.join(scratchDir, 'tmp');
+    process.env.NEO_CHROMA_HOST     = '127.0.0.1';
+    process.env.NEO_CHROMA_PORT     = String(chroma.port);
+    process.env.NEO_MEMORY_DB_PATH  = path.join(scratchDir, 'memory-core.sqlite');
+    process.env.NEO_BACKUP_PATH     = path.join(scratchDir, 'backups');
+    process.env.NEO_KB_ASK_MAX_RPM  = process.env.NEO_KB_ASK_MAX_RPM || '1000000';
+    delete process.env.UNIT_TEST_MODE;
+
+    const load = relative => import(pathToFileURL(path.join(NEO_ROOT, relative)).href);
+
+    await load('src/Neo.mjs');
+    await load('src/core/_export.mjs');
+    await load('src/manager/Instance.mjs');
+
+    const kbConfig              = (await load('ai/mcp/server/knowledge-base/config.mjs')).default;
+    const mcConfig              = (await load('ai/mcp/server/memory-core/config.mjs')).default;
+    const kbLogger              = (await load('ai/mcp/server/knowledge-base/logger.mjs')).default;
+    const ChromaManager         = (await load('ai/services/knowledge-base/ChromaManager.mjs')).default;
+    const VectorService         = (await load('ai/services/knowledge-base/VectorService.mjs')).default;
+    const IngestionService      = (await load('ai/services/knowledge-base/IngestionService.mjs')).default;
+    const QueryService          = (await load('ai/services/knowledge-base/QueryService.mjs')).default;
+    const SearchService         = (await load('ai/services/knowledge-base/SearchService.mjs')).default;
+    const DocumentService       = (await load('ai/services/knowledge-base/DocumentService.mjs')).default;
+    const DatabaseService       = (await load('ai/services/knowledge-base/DatabaseService.mjs')).default;
+    const TextEmbeddingService  = (await load('ai/services/memory-core/TextEmbeddingService.mjs')).default;
+    const RequestContextService = (await load('ai/mcp/server/shared/services/RequestContextService.mjs')).default;
+
+    // Neo's diagnostic log files go to the scratch folder, not into the package copy.
+    kbConfig.logPath = path.join(scratchDir, 'logs');
+    mcConfig.logPath = path.join(scratchDir, 'logs');
+    if (process.env.KBCONFORM_NEO_DEBUG) kbConfig.debug = true;
+
+    for (const service of [ChromaManager, VectorService, IngestionService, QueryService, SearchService, DocumentService, DatabaseService]) {
+        await service.ready?.();
+    }
+
+    // Offline, deterministic embeddings (as Neo's own tests replace the singleton's methods).
+    TextEmbeddingService.embedText  = async text => embedding.embed(text);
+    TextEmbeddingService.embedTexts = async texts => embedding.embedAll(texts);
+    // An echo model: ask's synthesis returns the prompt Neo assembled.
+    SearchService.model = echoModel;
+    // No 10 s pause between embedding batches.
+    kbConfig.batchDelay = 0;
+
+    // Observation only (the return values are Neo's, unchanged): which record became which
+    // normalized chunk, which tenant-aware id Neo gave each chunk, what ask retrieved, and the
+    // overwrite warnings Neo logs.
+    const validateAndNormalize = IngestionService.validateAndNormalizeParsedChunk.bind(IngestionService);
+    IngestionService.validateAndNormalizeParsedChunk = async function (options) {
+        const normalized = await validateAndNormalize(options);
+        const call = requestScope.getStore();
+        if (call && normalized && !call.normalized.has(options.fileIndex)) {
+            call.normalized.set(options.fileIndex, {chunk: normalized, tenantContext: options.tenantContext});
+        }
+        return normalized;
+    };
+    const applyTenantStamp = VectorService.applyTenantStamp.bind(VectorService);
+    VectorService.applyTenantStamp = function (chunk, stamp) {
+        const stamped = applyTenantStamp(chunk, stamp);
+        const call = requestScope.getStore();
+        if (call) {
+            call.assigned.set(chunkKey(stamp.repoSlug, chunk), stamped.id);
+        }
+        return stamped;
+    };
+    const queryDocuments = QueryService.queryDocuments.bind(QueryService);
+    QueryService.queryDocuments = async function (options) {
+        const result = await queryDocuments(options);
+        const call = requestScope.getStore();
+        if (call) call.lastQuery = result;
+        return result;
+    };
+    const warn = kbLogger.warn.bind(kbLogger);
+    kbLogger.warn = function (...args) {
+        const call = requestScope.getStore();
+        if (call && args[0] === '[VectorService] Overwriting client-supplied tenant metadata field.' && args[1]) {
+            call.spoofWarnings.push({field: args[1].field, chunkId: args[1].chunkId});
+        }
+        return warn(...args);
+    };
+
+    neo = {
+        version, kbConfig, mcConfig, ChromaManager, VectorService, IngestionService, QueryService,
+        SearchService, DocumentService, DatabaseService, RequestContextService, collectionPrototype: null
+    };
+    log(`neo.mjs ${version} loaded from ${NEO_ROOT}; Chroma ${kbConfig.host}:${kbConfig.port}; ` +
+        `shared tenant '${kbConfig.defaultTenantId}', default repo '${kbConfig.defaultRepoSlug}', ` +
+        `embedding provider '${mcConfig.embeddingProvider}' replaced by ${embedding.name}`);
+}
+
+function chunkKey(repoSlug, chunk) {
+    return JSON.stringify([repoSlug, chunk.hash, chunk.type, chunk.name, chunk.source]);
+}
+
+// Store-call accounting on the Chroma collection object: ids of writes and deletes that
+// succeeded, and the class of every error a collection method threw.
+function instrumentCollection(collection) {
+    const proto = Object.getPrototypeOf(collection);
+    if (!proto || proto.__kbconformInstrumented) return;
+    for (const name of ['add', 'upsert', 'update', 'delete', 'get', 'query', 'count', 'peek', 'modify', 'search']) {
+        const original = proto[name];
+        if (typeof original !== 'function') continue;
+        proto[name] = async function (...args) {
+            const call = requestScope.getStore();
+            try {
+                const result = await original.apply(this, args);
+                if (call && !call.internal && Array.isArray(args[0]?.ids)) {
+                    if (name === 'delete') call.deleted.push(...args[0].ids);
+                    else if (name === 'upsert' || name === 'add' || name === 'update') args[0].ids.forEach(id => call.upserted.add(id));
+                }
+                return result;
+            } catch (error) {
+                if (call) {
+                    const kind = error?.name || error?.constructor?.name;
+                    if (CHROMA_REFUSALS.has(kind)) call.storeRefusals++;
+                    else if (CHROMA_FAILURES.has(kind)) call.storeFailures++;
+                }
+                throw error;
+            }
+        };
+    }
+    Object.defineProperty(proto, '__kbconformInstrumented', {value: true});
+}
+
+// --- backends --------------------------------------------------------------------------------------
+const backends = new Map();
+let backendCounter = 0;
+let cachedCollection = null;   // the collection name Neo's ChromaManager has cached
+
+async function runInternal(operation, fn) {
+    return requestScope.run(newCall(operation, null, {internal: true}), fn);
+}
+
+async function selectBackend(backend) {
+    const {kbConfig, ChromaManager, IngestionService} = neo;
+    if (cachedCollection !== backend.collection) {
+        kbConfig.collectionName = backend.collection;
+        ChromaManager.invalidateKnowledgeBaseCollectionCache();
+        // Resolve the collection outside the kit's call, so switching between backends costs
+        // the backend no store call of its own.
+        const collection = await runInternal('select', () => ChromaManager.getKnowledgeBaseCollection());
+        instrumentCollection(collection);
+        cachedCollection = backend.collection;
+    }
+    kbConfig.spoofRejectionMode = backend.spoofMode;
+    IngestionService.revisionResolver = backend.revisionMap ? revisionResolverFor(backend) : null;
+}
+
+// Neo's revision resolver interface (IngestionService.resolveRevisionTombstones) played back
+// from the open's revision map.
+function revisionResolverFor(backend) {
+    return {
+        async resolveDeletedPaths({baseRevision, headRevision, tenantContext}) {
+            const repoSlug = tenantContext?.repoSlug;
+            const call     = requestScope.getStore();
+            if (call) call.resolverCalls.push({repoSlug, baseRevision, headRevision});
+            const entry = backend.revisionMap.find(item =>
+                item.repoSlug === repoSlug && item.baseRevision === baseRevision && item.headRevision === headRevision);
+            if (!entry) {
+                const error = new Error(`KB_REVISION_BOUNDARY_UNAVAILABLE: unknown revisions ${baseRevision}..${headRevision}`);
+                error.code  = 'KB_REVISION_BOUNDARY_UNAVAILABLE';
+                throw error;
+            }
+            return entry.deletedPaths.map(sourcePath => ({sourcePath}));
+        }
+    };
+}
+
+function backendOf(params) {
+    const backend = backends.get(params?.backend);
+    if (!backend) throw invalid(`unknown backend ${JSON.stringify(params?.backend)}`);
+    return backend;
+}
+
+// The principal as Neo's request context: Neo's KB services read `userId` (the tenant; a
+// leading '@' is stripped by Neo) and IngestionService reads `agentIdentityNodeId` (stamped as
+// originAgentIdentity). Neo reads no role and no readable namespaces. No principal: the call
+// runs outside any request context.
+function contextOf(principal) {
+    if (principal === null || principal === undefined) return null;
+    if (typeof principal !== 'object' || typeof principal.tenantId !== 'string') {
+        throw invalid('principal must be null or an object with a string tenantId');
+    }
+    const context = {userId: principal.tenantId};
+    if (typeof principal.agentIdentity === 'string') context.agentIdentityNodeId = principal.agentIdentity;
+    return context;
+}
+
+async function asPrincipal(principal, fn) {
+    const context = contextOf(principal);
+    return context ? neo.RequestContextService.run(context, fn) : fn();
+}
+
+/** Runs `fn` as one kit call on `backend`: Neo's settings for the backend, the store accounting. */
+async function onBackend(operation, backend, principal, fn) {
+    await selectBackend(backend);
+    const call = newCall(operation, backend);
+    try {
+        const value = await requestScope.run(call, () => asPrincipal(principal, () => fn(call)));
+        return value;
+    } catch (error) {
+        throw translateThrown(error, call, operation);
+    }
+}
+
+// A hit as the kit reads it. Neo stores a chunk's text in its metadata (`content`), not in
+// Chroma's document slot (VectorService.embedChunks upserts ids, embeddings and metadatas), so
+// `document` is Chroma's document when Neo returned one, else the text Neo keeps in
+// metadata.content, else null.
+function hitOf(id, content, metadata) {
+    const meta = metadata && typeof metadata === 'object' ? metadata : {};
+    const document = typeof content === 'string' ? content
+        : typeof meta.content === 'string' ? meta.content
+        : null;
+    return {id: String(id), document, metadata: meta};
+}
+
+// A ranked source from queryDocuments: Neo names the source file and gives the top chunk's
+// metadata. Hits Neo adds from its own install directory (lexical rescue) carry no chunk id:
+// their id is the source path Neo reports.
+function hitOfRanked(result) {
+    const metadata = result?.metadata || {};
+    const id = typeof metadata.id === 'string' && metadata.id ? metadata.id : result?.source;
+    return hitOf(id, undefined, metadata);
+}
+
+// --- manifest -------------------------------------------------------------------------------------
+function manifest() {
+    return {
+        manifestVersion: '1',
+        adapter        : {name: HARNESS_NAME, version: HARNESS_VER},
+        backend        : {name: 'neo.mjs knowledge base (IngestionService, QueryService, SearchService, DocumentService, DatabaseService)', version: neo.version},
+        readFacades    : ['query', 'get', 'list', 'ask'],
+        isolationModel : 'metadata-filter',
+        spoofModes     : ['overwrite', 'reject'],
+        sharedNamespace: neo.kbConfig.defaultTenantId,
+        idProfile      : 'neo-compat',
+        config         : {
+            transport          : 'stdio',
+            chroma             : {host: '127.0.0.1', port: chroma.port, version: chroma.version, binary: chroma.binary},
+            collectionPerBackend: `${collectionPrefix}-<n>`,
+            embedding          : `${embedding.name} (kbconform HashingEmbedding, in place of TextEmbeddingService.embedText/embedTexts)`,
+            embeddingProvider  : neo.mcConfig.embeddingProvider,
+            askModel           : 'echo (SearchService.model returns the prompt)',
+            askMaxCallsPerMinute: neo.kbConfig.askSynthesis?.maxCallsPerMinute,
+            batchDelay         : 0,
+            ingest             : 'IngestionService.ingestSourceFiles({files, viaMcp: false})',
+            queryType          : 'all',
+            defaultTenantId    : neo.kbConfig.defaultTenantId,
+            defaultRepoSlug    : neo.kbConfig.defaultRepoSlug,
+            defaultVisibility  : neo.kbConfig.defaultVisibility,
+            neoRoot            : NEO_ROOT
+        },
+        features: {
+            'client-where'     : "Neo's QueryService.queryDocuments takes a query, a content type and a limit; it has no client where clause.",
+            'revision-boundary': true,
+            'fault-injection'  : true,
+            'escalation'       : 'Neo has no escalation: kbConfig.spoofRejectionMode is fixed per deployment (overwrite or reject) and VectorService.validateTenantStamp keeps no per-principal count.',
+            'workspace-scan'   : "Neo parses workspaces with its own Source and parser classes (ai/services/knowledge-base/source, parser), not with kbconform's registry."
+        }
+    };
+}
+
+const collectionPrefix = `kbconform-neo-${process.pid}`;
+
+// --- operations -------------------------------------------------------------------------------------
+async function ensureStarted() {
+    if (neo) return;
+    if (!scratchDir) scratchDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kbconform-neo-'));
+    if (!chroma) await startChroma();
+    await loadNeo();
+}
+
+const operations = {
+    async hello(params) {
+        if (params?.protocol !== PROTOCOL) throw invalid(`unsupported protocol ${JSON.stringify(params?.protocol)}; this harness speaks ${PROTOCOL}`);
+        try {
+            await ensureStarted();
+        } catch (error) {
+            throw error instanceof HarnessError ? error : internal(`could not start Neo's knowledge base: ${error?.stack || error}`);
+        }
+        return {protocol: PROTOCOL, manifest: manifest()};
+    },
+
+    async open(params) {
+        await ensureStarted();
+        const spoofMode = params?.spoofMode ?? 'overwrite';
+        if (spoofMode !== 'overwrite' && spoofMode !== 'reject') throw invalid(`spoofMode must be overwrite or reject, got ${JSON.stringify(spoofMode)}`);
+        const revisionMap = params?.revisionMap ?? null;
+        if (revisionMap !== null && !Array.isArray(revisionMap)) throw invalid('revisionMap must be null or a list');
+        const handle  = `b${++backendCounter}`;
+        const backend = {
+            handle,
+            collection: `${collectionPrefix}-${backendCounter}`,
+            spoofMode,
+            revisionMap,
+            faults    : params?.faults === true,
+            plan      : null,
+            consulted : 0
+        };
+        // A fresh, empty collection, created the way Neo creates its collection
+        // (ChromaManager.getKnowledgeBaseCollection creates it when it is missing).
+        await selectBackend(backend);
+        const count = await runInternal('open', async () => (await neo.ChromaManager.getKnowledgeBaseCollection()).count());
+        if (count !== 0) throw internal(`collection ${backend.collection} is not empty (${count} rows)`);
+        backends.set(handle, backend);
+        return {backend: handle};
+    },
+
+    async close(params) {
+        const backend = backendOf(params);
+        backends.delete(backend.handle);
+        if (cachedCollection === backend.collection) {
+            neo.ChromaManager.invalidateKnowledgeBaseCollectionCache();
+            cachedCollection = null;
+        }
+        await runInternal('close', async () => {
+            try {
+                await neo.ChromaManager.client.deleteCollection({name: backend.collection});
+            } catch (error) {
+                log(`close ${backend.handle}: could not drop ${backend.collection}: ${error.message}`);
+            }
+        });
+        return {};
+    },
+
+    async fault(params) {
+        const backend = backendOf(params);
+        if (!backend.faults) throw invalid(`backend ${backend.handle} was opened without faults`);
+        const plan = params.plan;
+        if (plan !== null && (typeof plan !== 'object' || !Number.isInteger(plan.pass) || plan.pass < 0 ||
+            !(plan.fail === null || plan.fail === undefined || (Number.isInteger(plan.fail) && plan.fail >= 0)))) {
+            throw invalid('plan must be null or {pass: integer >= 0, fail: integer >= 0 or null}');
+        }
+        const consulted = backend.consulted;
+        backend.consulted = 0;
+        backend.plan = plan === null ? null : {pass: plan.pass, fail: plan.fail ?? null};
+        return {consulted};
+    },
+
+    async ingest(params) {
+        const backend = backendOf(params);
+        const records = params.records;
+        if (!Array.isArray(records)) throw invalid('records must be a list');
+        return onBackend('ingest', backend, params.principal, async call => {
+            // Each parsed-chunk-v1 record is one entry of `files` (IngestionService.resolveFileChunks
+            // takes a record with schemaVersion 1.0.0 as is). viaMcp: false is Neo's bulk path
+            // (npm run ai:ingest-tenant), with no 50-chunk work-volume gate.
+            const summary = await neo.IngestionService.ingestSourceFiles({files: records, viaMcp: false});
+            return translateIngest(summary, records, call);
+        });
+    },
+
+    async query(params) {
+        const backend = backendOf(params);
+        if (params.where !== null && params.where !== undefined) {
+            throw invalid('this backend declares client-where absent: Neo takes no where clause');
+        }
+        return onBackend('query', backend, params.principal, async () => {
+            const result = await neo.QueryService.queryDocuments({
+                query: params.text, type: 'all', limit: params.nResults, includeMetadata: true
+            });
+            return {hits: (result?.results || []).map(hitOfRanked)};
+        });
+    },
+
+    async get(params) {
+        const backend = backendOf(params);
+        return onBackend('get', backend, params.principal, async () => {
+            const document = await neo.DocumentService.getDocumentById({id: params.id});
+            return {hit: hitOf(document.id, document.content, document.metadata)};
+        });
+    },
+
+    async list(params) {
+        const backend = backendOf(params);
+        return onBackend('list', backend, params.principal, async () => {
+            const result = await neo.DocumentService.listDocuments({limit: params.limit, offset: params.offset});
+            return {hits: (result?.documents || []).map(document => hitOf(document.id, document.content, document.metadata))};
+        });
+    },
+
+    async ask(params) {
+        const backend = backendOf(params);
+        return onBackend('ask', backend, params.principal, async call => {
+            const answer = await neo.SearchService.ask({query: params.question, type: 'all', limit: params.nResults});
+            // Neo's references name source files only; the metadata of each is the one ask's own
+            // queryDocuments call returned for that source (the context ask synthesized from).
+            const ranked = new Map((call.lastQuery?.results || []).map(result => [result.source, result]));
+            const sources = (answer?.references || []).map(reference =>
+                ranked.has(reference.source) ? hitOfRanked(ranked.get(reference.source))
+                    : hitOf(reference.source, undefined, {source: reference.source, name: reference.name}));
+            if (answer?.degraded) log(`ask: Neo degraded its answer (${answer.degradedCode}): ${answer.reason}`);
+            return {text: String(answer?.answer ?? ''), sources};
+        });
+    },
+
+    async applyDeletionSignal(params) {
+        const backend = backendOf(params);
+        const signal  = params.signal;
+        if (!signal || typeof signal !== 'object' || Array.isArray(signal)) throw invalid('signal must be an object');
+        return onBackend('applyDeletionSignal', backend, params.principal, async call => {
+            // The deletion part of an ingestSourceFiles push. The kit's `files` lists paths only;
+            // Neo's `files` are payloads with content to ingest, so it is sent empty.
+            const payload = {files: [], viaMcp: false};
+            for (const key of ['deleted', 'manifestSnapshot', 'baseRevision', 'headRevision', 'repoSlug']) {
+                if (Object.hasOwn(signal, key)) payload[key] = signal[key];
+            }
+            if (Array.isArray(signal.files) && signal.files.length > 0) {
+                log(`applyDeletionSignal: the signal's files (${signal.files.length} paths) have no counterpart in Neo's push and are not sent`);
+            }
+            const summary = await neo.IngestionService.ingestSourceFiles(payload);
+            const deletedIds = [...new Set(call.deleted)];
+            if (summary.errors?.length > 0) {
+                logSummaryErrors('applyDeletionSignal', summary);
+                if (deletedIds.length === 0) throw summaryError(summary, call);
+            }
+            return {deletedIds, resolverCalls: call.resolverCalls};
+        });
+    },
+
+    async export(params) {
+        const backend = backendOf(params);
+        return onBackend('export', backend, params.principal, async () => {
+            const dir = fs.mkdtempSync(path.join(scratchDir, 'export-'));
+            try {
+                const result = await neo.DatabaseService.exportDatabase({backupPath: dir});
+                const files = fs.readdirSync(dir).filter(name => name.endsWith('.jsonl')).sort();
+                const records = [];
+                for (const file of files) {
+                    for (const line of fs.readFileSync(path.join(dir, file), 'utf8').split('\n')) {
+                        if (line.trim()) records.push(backupRecordOf(JSON.parse(line)));
+                    }
+                }
+                if (records.length !== (result?.count ?? records.length)) {
+                    log(`export: Neo reported ${result?.count} rows and wrote ${records.length}`);
+                }
+                return {records};
+            } finally {
+                fs.rmSync(dir, {recursive: true, force: true});
+            }
+        });
+    },
+
+    async restore(params) {
+        const backend = backendOf(params);
+        const records = params.records;
+        if (!Array.isArray(records)) throw invalid('records must be a list');
+        return onBackend('restore', backend, params.principal, async () => {
+            const dir  = fs.mkdtempSync(path.join(scratchDir, 'restore-'));
+            const file = path.join(dir, 'knowledge-base-backup.jsonl');
+            try {
+                // backup-record-v1 is Neo's export line format ({id, embedding, metadata, document}).
+                fs.writeFileSync(file, records.map(record => JSON.stringify(record)).join('\n') + (records.length ? '\n' : ''));
+                const result = await neo.DatabaseService.importDatabase({file, mode: 'merge'});
+                return {restored: Number(result?.imported ?? 0)};
+            } finally {
+                fs.rmSync(dir, {recursive: true, force: true});
+            }
+        });
+    },
+
+    async shutdown() {
+        await cleanup();
+        return {};
+    }
+};
+
+function backupRecordOf(line) {
+    // Neo's export line ({id, embedding, metadata, document}) is backup-record-v1's shape.
+    return {id: line.id, embedding: line.embedding, metadata: line.metadata, document: line.document ?? null};
+}
+
+function logSummaryErrors(operation, summary) {
+    for (const error of summary.errors) {
+        log(`${operation}: Neo reported ${error.code}: ${error.message}` +
+            (error.details ? ` ${JSON.stringify(error.details).slice(0, 600)}` : ''));
+    }
+}
+
+function summaryError(summary, call) {
+    const first = summary.errors[0];
+    const message = summary.errors
+        .map(error => String(error.message).startsWith(`${error.code}`) ? error.message : `${error.code}: ${error.message}`)
+        .join('; ');
+    return new HarnessError(codeFor(first.code, call), message);
+}
+
+// An ingestion summary in kit terms. Neo reports problems in `errors` instead of throwing:
+// nothing written and an error reported -> that error; written and reported -> what it wrote.
+// Neo's summary carries no ids: each record's id is the tenant-aware id Neo's own
+// VectorService.applyTenantStamp gave its chunk during this call.
+async function translateIngest(summary, records, call) {
+    for (const warning of call.spoofWarnings) {
+        log(`ingest: Neo logged an overwrite of ${warning.field} on chunk ${warning.chunkId} (its ingest summary reports none)`);
+    }
+    const idOf = index => {
+        const entry = call.normalized.get(index);
+        if (!entry) return undefined;
+        const repoSlug = entry.chunk.repoSlug || entry.tenantContext?.repoSlug;
+        return call.assigned.get(chunkKey(repoSlug, entry.chunk));
+    };
+    const ids = records.map((_, index) => idOf(index));
+
+    if (!summary.errors || summary.errors.length === 0) {
+        const missing = ids.findIndex(id => typeof id !== 'string');
+        if (missing !== -1) {
+            throw internal(`Neo reported no error but assigned no id to record ${missing} (ingested ${summary.ingested}, embedded ${summary.embeddingsGenerated})`);
+        }
+        return {ids, warnings: []};
+    }
+
+    logSummaryErrors('ingest', summary);
+    if (call.upserted.size === 0) throw summaryError(summary, call);
+
+    // Neo wrote part of the batch: the ids of the records whose chunks are stored now.
+    const candidates = [...new Set(ids.filter(id => typeof id === 'string'))];
+    const stored = new Set();
+    if (candidates.length > 0) {
+        const found = await runInternal('ingest-check', async () =>
+            (await neo.ChromaManager.getKnowledgeBaseCollection()).get({ids: candidates, include: []}));
+        (found?.ids || []).forEach(id => stored.add(id));
+    }
+    const written = ids.filter(id => typeof id === 'string' && stored.has(id));
+    log(`ingest: Neo wrote ${written.length} of ${records.length} records and reported ${summary.errors.length} error(s); returning the written ids`);
+    return {ids: written, warnings: []};
+}
+
+// --- protocol loop ----------------------------------------------------------------------------------
+function respond(message) {
+    return new Promise(resolve => protocolOut(JSON.stringify(message) + '\n', resolve));
+}
+
+let cleaned = false;
+async function cleanup() {
+    if (cleaned) return;
+    cleaned = true;
+    await stopChroma();
+    removeScratch();
+}
+
+process.on('exit', () => {
+    stopChromaSync();
+    removeScratch();
+});
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
+    process.on(signal, () => {
+        log(`received ${signal}; stopping`);
+        cleanup().finally(() => process.exit(128 + (os.constants.signals[signal] || 0)));
+    });
+}
+process.on('unhandledRejection', error => {
+    log('unhandled rejection (ignored):', error?.stack || String(error));
+});
+
+async function handle(line) {
+    let request;
+    try {
+        request = JSON.parse(line);
+    } catch (error) {
+        await respond({id: null, error: {code: 'KB_HARNESS_REQUEST_INVALID', message: `not JSON: ${error.message}`}});
+        return false;
+    }
+    const id = Number.isInteger(request?.id) ? request.id : null;
+    const op = request?.op;
+    if (id === null || typeof op !== 'string' || !Object.hasOwn(operations, op)) {
+        await respond({id, error: {code: 'KB_HARNESS_REQUEST_INVALID', message: `not a harness-v1 request (id ${JSON.stringify(request?.id)}, op ${JSON.stringify(op)})`}});
+        return false;
+    }
+    const started = process.hrtime.bigint();
+    let response;
+    try {
+        const result = await operations[op](request.params ?? {});
+        response = {id, result};
+    } catch (error) {
+        const translated = error instanceof HarnessError ? error : internal(String(error?.stack || error));
+        response = {id, error: {code: translated.code, message: translated.message || translated.code}};
+    }
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    log(`#${id} ${op}${request.params?.backend ? ' ' + request.params.backend : ''} -> ${response.error ? response.error.code : 'ok'} (${ms.toFixed(1)} ms)`);
+    await respond(response);
+    return op === 'shutdown';
+}
+
+const input = readline.createInterface({input: process.stdin, crlfDelay: Infinity, terminal: false});
+const queue = [];
+let busy = false;
+let inputClosed = false;
+
+async function pump() {
+    if (busy) return;
+    busy = true;
+    while (queue.length > 0) {
+        const line = queue.shift();
+        if (!line.trim()) continue;
+        const stop = await handle(line);
+        if (stop) {
+            input.close();
+            process.exit(0);
+        }
+    }
+    busy = false;
+    if (inputClosed) {
+        log('stdin closed; stopping');
+        await cleanup();
+        process.exit(0);
+    }
+}
+
+input.on('line', line => {
+    queue.push(line);
+    pump();
+});
+input.on('close', () => {
+    inputClosed = true;
+    pump();
+});
