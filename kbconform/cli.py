@@ -139,7 +139,20 @@ def _parser() -> argparse.ArgumentParser:
         "--adapter",
         default=None,
         metavar="MODULE:FACTORY",
-        help="the adapter to test (default: the reference knowledge base on Chroma embedded)",
+        help="the Python adapter to test, served to the suites over harness-v1 by a child process "
+        "(default: the reference knowledge base on Chroma embedded)",
+    )
+    target = run.add_mutually_exclusive_group()
+    target.add_argument(
+        "--harness",
+        metavar="COMMAND",
+        help="test the backend behind this harness-v1 harness, started from COMMAND (split as a "
+        "shell would) and spoken to on its stdio; its stderr is kept beside --report",
+    )
+    target.add_argument(
+        "--harness-url",
+        metavar="URL",
+        help="test the backend behind the harness-v1 server at URL (http://127.0.0.1:PORT)",
     )
     run.add_argument("--level", choices=LEVELS, help="run up to this level (default: L4, all)")
     run.add_argument("--seed", type=int, help="seed for canary data and Hypothesis")
@@ -214,7 +227,28 @@ def _parser() -> argparse.ArgumentParser:
     mutants.add_argument(
         "--jobs", type=_positive_int, default=2, metavar="N", help="mutants run at once (default 2)"
     )
+    mutants.add_argument(
+        "--transport",
+        choices=("stdio", "http", "in-process"),
+        default="stdio",
+        help="how the suites reach each mutant: served over harness-v1 on stdio (default) or HTTP, "
+        "or loaded into the suites' process",
+    )
     mutants.set_defaults(handler=_mutants)
+
+    serve = commands.add_parser(
+        "serve",
+        help="serve a Python adapter over harness-v1 (stdio, or HTTP with --http)",
+        description="Loads the adapter MODULE:FACTORY and answers harness-v1 requests "
+        "(schemas/harness-v1.md): one JSON request per line on stdin, one response per line on "
+        "stdout (what the adapter prints goes to stderr), or with --http, POST /v1/{op} on "
+        "HOST:PORT (port 0: a free one; the URL is printed on the first line of output). It ends "
+        "on 'shutdown' or, on stdio, when stdin closes. kbconform run serves every adapter this "
+        "way, so that no adapter code runs in the process that judges it.",
+    )
+    serve.add_argument("adapter", metavar="MODULE:FACTORY", help="the adapter to serve")
+    serve.add_argument("--http", metavar="HOST:PORT", help="serve over HTTP here (a loopback address)")
+    serve.set_defaults(handler=_serve)
 
     schemas = commands.add_parser("schemas", help="list the schemas")
     schemas.set_defaults(handler=_list_schemas)
@@ -485,13 +519,21 @@ def _run(arguments: argparse.Namespace) -> int:
     outputs = [arguments.report, arguments.junitxml, arguments.summary, arguments.badge]
     for path in filter(None, outputs):
         check_output_path(path)
-    adapter = arguments.adapter or runner.DEFAULT_ADAPTER
+    if arguments.adapter and (arguments.harness or arguments.harness_url):
+        raise UsageError("give --adapter, --harness or --harness-url, not two of them")
+    target: dict[str, Any] = (
+        {"harness": arguments.harness}
+        if arguments.harness
+        else {"harness_url": arguments.harness_url}
+        if arguments.harness_url
+        else {"adapter": arguments.adapter or runner.DEFAULT_ADAPTER}
+    )
     extra = ["-q", *(["--junitxml", str(Path(arguments.junitxml).resolve())] if arguments.junitxml else [])]
-    print(f"kbconform run: adapter {adapter}", flush=True)
+    print(f"kbconform run: {' '.join(target).replace('_', ' ')} {' '.join(target.values())}", flush=True)
     started = time.perf_counter()
     outcome = _suites(
         arguments,
-        adapter,
+        **target,
         level=arguments.level,
         seed=arguments.seed,
         profile=arguments.profile,
@@ -510,6 +552,8 @@ def _run(arguments: argparse.Namespace) -> int:
         return EXIT_USAGE if outcome.returncode == 4 else EXIT_INVALID
     if arguments.report:
         reports.write(arguments.report, json.dumps(report, indent=2, sort_keys=True) + "\n")
+        if outcome.harness_log:
+            reports.write(f"{arguments.report}.harness.log", outcome.harness_log)
     if arguments.summary:
         reports.write(arguments.summary, reports.summary(report))
     if arguments.badge:
@@ -529,14 +573,13 @@ def _run(arguments: argparse.Namespace) -> int:
     return EXIT_OK if outcome.verdict == "pass" else EXIT_INVALID
 
 
-def _suites(arguments: argparse.Namespace, adapter: str, **options: Any) -> Any:
+def _suites(arguments: argparse.Namespace, **options: Any) -> Any:
     """Run the suites with the command's limits; an interrupted run leaves nothing behind."""
     from kbconform import runner
 
     try:
         with runner.interruptible():
             return runner.run_suites(
-                adapter,
                 call_timeout=arguments.call_timeout,
                 run_timeout=arguments.run_timeout or runner.DEFAULT_RUN_TIMEOUT,
                 workers=arguments.workers or 0,
@@ -576,6 +619,14 @@ def _replay(arguments: argparse.Namespace, claimed: dict[str, Any]) -> int:
     from kbconform import report as reports
 
     adapter = claimed["config"]["adapter"]
+    harness = claimed["config"].get("harness")
+    target = (
+        {"adapter": adapter, "transport": "in-process"}
+        if harness is None
+        else {"harness": harness["command"]}
+        if harness["transport"] == "stdio"
+        else {"harness_url": harness["url"]}
+    )
     if arguments.call_timeout is None:  # the report's deadline, unless the command says otherwise
         arguments.call_timeout = claimed["execution"]["callTimeout"]
     print(
@@ -583,7 +634,7 @@ def _replay(arguments: argparse.Namespace, claimed: dict[str, Any]) -> int:
     )
     outcome = _suites(
         arguments,
-        adapter,
+        **target,
         level=claimed["level"],
         seed=claimed["seed"],
         profile=claimed["profile"],
@@ -640,6 +691,7 @@ def _mutants(arguments: argparse.Namespace) -> int:
                 sets=arguments.sets,
                 full=arguments.full,
                 names=arguments.names,
+                transport=arguments.transport,
             )
     except runner.RunError as error:
         raise UsageError(str(error)) from None
@@ -684,6 +736,38 @@ def _mutants(arguments: argparse.Namespace) -> int:
         f"{time.perf_counter() - started:.1f} s"
     )
     return EXIT_OK if not survivors else EXIT_INVALID
+
+
+def _serve(arguments: argparse.Namespace) -> int:
+    from kbconform.adapter import load_adapter
+    from kbconform.harness import Dispatcher, protocol_stdout, serve_http, serve_stdio
+
+    host, port = "", 0
+    if arguments.http:
+        host, _, port_text = arguments.http.rpartition(":")
+        if host not in ("127.0.0.1", "localhost", "::1") or not port_text.isdigit():
+            raise UsageError(
+                f"--http: expected a loopback HOST:PORT such as 127.0.0.1:0; got {arguments.http!r}"
+            )
+        port = int(port_text)
+    protocol = protocol_stdout()  # before the adapter loads: what it prints goes to stderr
+    sys.path.insert(0, str(Path.cwd()))  # an adapter module beside the caller, as kbconform run finds it
+    try:
+        adapter, manifest = load_adapter(arguments.adapter)
+    except ContractViolation as error:
+        _error(f"{error.code}: {arguments.adapter}")
+        _print_problems(error.problems)
+        return EXIT_USAGE
+    dispatcher = Dispatcher(adapter, manifest)
+    if arguments.http:
+
+        def announce(url: str) -> None:
+            protocol.write(f"{url}\n".encode())
+
+        serve_http(dispatcher, host, port, announce)
+    else:
+        serve_stdio(dispatcher, sys.stdin.buffer, protocol)
+    return EXIT_OK
 
 
 # -- inputs and outputs -------------------------------------------------------------------------

@@ -30,6 +30,7 @@ _RESULTS = pytest.StashKey[dict[str, dict[str, Any]]]()
 _DECLINED = pytest.StashKey[dict[str, str]]()
 _REPORT = pytest.StashKey[dict[str, Any]]()
 _SPEC = pytest.StashKey[str]()
+_HARNESS = pytest.StashKey["dict[str, str] | None"]()
 _SELECTION = pytest.StashKey["frozenset[str] | None"]()
 _PROPERTY = "kbconform"
 # The plugin's fixtures: a suite test must get these, not an override from a conftest or plugin.
@@ -48,6 +49,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--kbconform-adapter",
         metavar="MODULE:FACTORY",
         help="run the conformance suites against the adapter this factory returns",
+    )
+    group.addoption(
+        "--kbconform-harness",
+        metavar="COMMAND",
+        help="run the suites against the harness this command starts (harness-v1 on its stdio; "
+        "the command is split as a shell would)",
+    )
+    group.addoption(
+        "--kbconform-harness-url",
+        metavar="URL",
+        help="run the suites against the harness-v1 server at this URL (http://127.0.0.1:PORT)",
+    )
+    group.addoption(
+        "--kbconform-harness-log",
+        metavar="PATH",
+        help="write the stdio harness's stderr (its log) here (default: a temporary file)",
     )
     group.addoption(
         "--kbconform-level",
@@ -107,8 +124,17 @@ def pytest_configure(config: pytest.Config) -> None:
         "kbconform(id, level, requires=None): a conformance suite test with a stable id, its level "
         "(L0-L4) and the capability (or tuple of capabilities) it needs",
     )
-    spec = config.getoption("kbconform_adapter") or config.getini("kbconform_adapter")
-    if not spec:
+    command, url = config.getoption("kbconform_harness"), config.getoption("kbconform_harness_url")
+    spec = config.getoption("kbconform_adapter") or (
+        None if command or url else config.getini("kbconform_adapter")
+    )
+    given = [name for name, value in (("adapter", spec), ("harness", command), ("harness-url", url)) if value]
+    if len(given) > 1:
+        raise pytest.UsageError(
+            "kbconform: give one of --kbconform-adapter, --kbconform-harness and --kbconform-harness-url; "
+            f"got {', '.join(given)}"
+        )
+    if not given:
         return
     from kbconform.conformance import Run
     from kbconform.errors import ContractViolation
@@ -129,20 +155,33 @@ def pytest_configure(config: pytest.Config) -> None:
         if problem is not None:  # refused now, not after the whole run
             raise pytest.UsageError(f"--kbconform-report: {problem}")
     from kbconform.conformance import DeadlineExceeded
+    from kbconform.harness import HarnessBroken
 
+    settings: dict[str, Any] = {
+        "seed": seed,
+        "profile": profile,
+        "level": config.getoption("kbconform_level") or "L4",
+        "call_timeout": timeout,
+        "shrink": not config.getoption("kbconform_no_shrink"),
+    }
+    label = f"--kbconform-{given[0]}={spec or command or url}"
     try:
-        run = Run.load(
-            spec,
-            seed=seed,
-            profile=profile,
-            level=config.getoption("kbconform_level") or "L4",
-            call_timeout=timeout,
-            shrink=not config.getoption("kbconform_no_shrink"),
-        )
-    except (ContractViolation, DeadlineExceeded) as error:
-        raise pytest.UsageError(f"--kbconform-adapter={spec}: {error}") from None
+        if spec:
+            run = Run.load(spec, **settings)
+        else:
+            log = config.getoption("kbconform_harness_log")
+            run = Run.connect(command=command, url=url, log=Path(log) if log else None, **settings)
+    except (ContractViolation, DeadlineExceeded, HarnessBroken) as error:
+        raise pytest.UsageError(f"{label}: {error}") from None
     config.stash[_RUN] = run
-    config.stash[_SPEC] = spec
+    config.stash[_SPEC] = spec or command or url
+    config.stash[_HARNESS] = (
+        None
+        if spec
+        else {"transport": "stdio", "command": command}
+        if command
+        else {"transport": "http", "url": url}
+    )
     config.stash[_SELECTION] = _selection(config)
     config.stash[_RESULTS] = {}
     config.stash[_DECLINED] = {}
@@ -424,6 +463,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
     report = reports.build(
         adapter=config.stash[_SPEC],
+        harness=config.stash[_HARNESS],
         manifest=run.manifest.raw,
         seed=run.seed,
         profile=run.profile,

@@ -246,8 +246,10 @@ def build(
     level: str,
     results: Iterable[Mapping[str, Any]],
     execution: Mapping[str, Any],
+    harness: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The report of a run: ``results`` are the entries the plugin recorded. Every expected test
+    """The report of a run: ``results`` are the entries the plugin recorded. ``harness`` says
+    how a harness-v1 harness was reached (``adapter`` is then its command or URL). Every expected test
     without a result is added as an error. ``execution["selection"]`` (None: every test) names
     the tests a partial run selected: only they are expected, and no level is earned."""
     chosen = execution.get("selection")
@@ -269,7 +271,11 @@ def build(
         "suiteVersion": suite_version(),
         "testListHash": list_hash(catalogue()),
         "manifest": shown,
-        "config": {"adapter": adapter, **({"backend": shown["config"]} if "config" in shown else {})},
+        "config": {
+            "adapter": adapter,
+            **({"harness": dict(harness)} if harness is not None else {}),
+            **({"backend": shown["config"]} if "config" in shown else {}),
+        },
         "seed": seed,
         "profile": profile,
         "level": level,

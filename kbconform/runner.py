@@ -19,6 +19,7 @@ import contextlib
 import importlib.util
 import os
 import random
+import shlex
 import signal
 import subprocess
 import sys
@@ -38,6 +39,8 @@ DEFAULT_ADAPTER = "kbconform_reference.adapter:chroma_embedded"
 DEFAULT_RUN_TIMEOUT = 1800.0
 #: How much of a run's own output (pytest's) is kept when it is not streamed, in bytes.
 OUTPUT_TAIL = 64 * 1024
+#: How much of a harness's log is kept with the run's evidence, in bytes.
+HARNESS_LOG_LIMIT = 4 * 1024 * 1024
 _SANITIZED = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")
 
 
@@ -57,6 +60,8 @@ class Outcome:
     report: dict[str, Any]
     output: str
     problems: tuple[str, ...] = ()
+    #: What the harness wrote on its stderr (its last HARNESS_LOG_LIMIT bytes); empty in process.
+    harness_log: str = ""
 
     @property
     def failed(self) -> list[str]:
@@ -70,9 +75,24 @@ class Outcome:
         return "fail" if self.failed else "pass"
 
 
+Transport = str  # "stdio" (the default), "http" or "in-process"
+TRANSPORTS = ("stdio", "http", "in-process")
+#: How long ``kbconform serve --http`` may take to say where it listens, in seconds.
+SERVE_START_TIMEOUT = 120.0
+
+
+def serve_command(adapter: str, *, http: bool = False) -> list[str]:
+    """The command serving the Python adapter ``adapter`` over harness-v1 (stdio, or HTTP on a
+    free port of 127.0.0.1, announced on its first line of output)."""
+    return [sys.executable, "-m", "kbconform", "serve", adapter, *(["--http", "127.0.0.1:0"] if http else [])]
+
+
 def run_suites(
-    adapter: str,
+    adapter: str | None = None,
     *,
+    transport: Transport = "stdio",
+    harness: str | None = None,
+    harness_url: str | None = None,
     level: str | None = None,
     seed: int | None = None,
     profile: str | None = None,
@@ -84,7 +104,14 @@ def run_suites(
     extra: Sequence[str] = (),
     stream: bool = False,
 ) -> Outcome:
-    """Run the suites against ``adapter`` in a fresh pytest process; judge it by its report.
+    """Run the suites in a fresh pytest process; judge it by its report.
+
+    The backend is the Python adapter ``adapter`` (``module:factory``), served by a child of
+    that process over harness-v1 (``transport`` "stdio", or "http" on 127.0.0.1), so no adapter
+    code runs where the report is written; "in-process" loads it into the pytest process, as a
+    developer's own pytest run does. Or it is a harness in any language: started from the
+    command ``harness``, or served at ``harness_url``. The harness's log (its stderr) is in
+    ``Outcome.harness_log``.
 
     ``select`` (stable test ids) makes a partial run of those tests only: its report says so and
     earns no level. ``kbconform run`` never selects. ``shrink=False`` reports Hypothesis's first
@@ -95,11 +122,29 @@ def run_suites(
         raise RunError("a partial run needs at least one test id to select")
     if not run_timeout > 0:
         raise RunError(f"the run deadline must be a positive number of seconds; got {run_timeout!r}")
+    given = [value for value in (adapter, harness, harness_url) if value]
+    if len(given) != 1:
+        raise RunError("give exactly one of an adapter, a harness command and a harness URL")
+    if transport not in TRANSPORTS:
+        raise RunError(f"the transport must be one of {', '.join(TRANSPORTS)}; got {transport!r}")
     seed = random.SystemRandom().randrange(2**32) if seed is None else seed
-    with tempfile.TemporaryDirectory(prefix="kbconform-run-") as where:
+    with tempfile.TemporaryDirectory(prefix="kbconform-run-") as where, contextlib.ExitStack() as stack:
         report = Path(where) / "report.json"
         ini = Path(where) / "pytest.ini"
         ini.write_text("[pytest]\n", encoding="utf-8")
+        harness_log = Path(where) / "harness.log"
+        if adapter and transport == "stdio":
+            harness = shlex.join(serve_command(adapter))
+        elif adapter and transport == "http":
+            harness_url = stack.enter_context(_served(adapter, where, harness_log))
+        target = (
+            f"--kbconform-adapter={adapter}"
+            if adapter and transport == "in-process"
+            else f"--kbconform-harness={harness}"
+            if harness
+            else f"--kbconform-harness-url={harness_url}"
+        )
+        asked = target.partition("=")[2]
         command = [
             sys.executable,
             "-m",
@@ -112,7 +157,8 @@ def run_suites(
             "kbconform.pytest_plugin",
             "-p",
             "no:cacheprovider",
-            f"--kbconform-adapter={adapter}",
+            target,
+            *([f"--kbconform-harness-log={harness_log}"] if harness else []),
             f"--kbconform-report={report}",
             f"--kbconform-seed={seed}",
             *(["--kbconform-level", level] if level else []),
@@ -123,11 +169,7 @@ def run_suites(
             *(["-p", "xdist", "-n", str(workers)] if workers else []),
             *extra,
         ]
-        # The caller's directory stays importable (as with ``python -m pytest`` there), so an
-        # adapter module beside the caller is found although pytest runs elsewhere.
-        path = os.pathsep.join(p for p in (str(Path.cwd()), os.environ.get("PYTHONPATH", "")) if p)
-        env = {k: v for k, v in os.environ.items() if k not in _SANITIZED}
-        env.update(PYTHONPATH=path, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+        env = _environment()
         log = Path(where) / "output.log"
         with log.open("wb") as sink:
             returncode, overran = _supervise(
@@ -135,16 +177,61 @@ def run_suites(
             )
         output = "" if stream else _tail(log)
         data, problems = _read_report(report)
+        stack.close()  # the HTTP server's log is complete once it is stopped
+        kept = _tail(harness_log, HARNESS_LOG_LIMIT) if harness_log.exists() else ""
     if overran:
         problems.append(f"the run did not finish within its deadline of {run_timeout:g} s and was stopped")
     if data:
-        problems += _soundness(data, adapter=adapter, seed=seed, level=level, profile=profile, select=select)
-    return Outcome(returncode, data, output, tuple(problems))
+        problems += _soundness(data, adapter=asked, seed=seed, level=level, profile=profile, select=select)
+    return Outcome(returncode, data, output, tuple(problems), kept)
 
 
-def _tail(log: Path) -> str:
+@contextlib.contextmanager
+def _served(adapter: str, where: str, log: Path) -> Iterator[str]:
+    """``adapter`` served over HTTP by ``kbconform serve`` in a process group of its own; yields
+    its URL, and ends the group afterwards."""
+    with log.open("ab") as sink:
+        process = subprocess.Popen(
+            serve_command(adapter, http=True),
+            cwd=where,
+            env=_environment(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=sink,
+            start_new_session=True,
+        )
+    with _CHILDREN.lock:
+        _CHILDREN.groups.add(process.pid)
+    try:
+        lines: list[bytes] = []
+        reader = threading.Thread(target=lambda: lines.append(process.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        reader.join(SERVE_START_TIMEOUT)
+        url = lines[0].decode("utf-8", errors="replace").strip() if lines else ""
+        if not url.startswith("http://"):
+            tail = _tail(log, 2000) if log.exists() else ""
+            raise RunError(f"kbconform serve {adapter} --http did not start: {url or 'no answer'}\n{tail}")
+        yield url
+    finally:
+        _kill_group(process.pid, grace=0.0)
+        process.wait()
+        with _CHILDREN.lock:
+            _CHILDREN.groups.discard(process.pid)
+
+
+def _environment() -> dict[str, str]:
+    """The environment of a run's processes: the caller's directory importable (as with
+    ``python -m pytest`` there, so an adapter module beside the caller is found although the
+    run happens elsewhere), the caller's pytest settings removed."""
+    path = os.pathsep.join(p for p in (str(Path.cwd()), os.environ.get("PYTHONPATH", "")) if p)
+    env = {k: v for k, v in os.environ.items() if k not in _SANITIZED}
+    env.update(PYTHONPATH=path, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    return env
+
+
+def _tail(log: Path, limit: int = OUTPUT_TAIL) -> str:
     with log.open("rb") as stream:
-        stream.seek(max(0, log.stat().st_size - OUTPUT_TAIL))
+        stream.seek(max(0, log.stat().st_size - limit))
         return stream.read().decode("utf-8", errors="replace")
 
 
@@ -303,6 +390,7 @@ def run_mutants(
     *,
     full: bool = False,
     names: Sequence[str] = (),
+    transport: Transport = "stdio",
 ) -> list[MutantResult]:
     """Run every registered mutant (of ``sets``, and named ``names``, when given) and decide
     whether it is killed: when every test named for it fails (a smoke: when the run fails).
@@ -330,7 +418,11 @@ def run_mutants(
             why = "names killers the suites' catalogue lacks: " + ", ".join(strangers)
             return MutantResult(*named, False, [], killers, why, mutant.source, mode, [why])
         outcome = run_suites(
-            mutant.adapter, seed=seed, select=None if mode == "full" else killers, shrink=False
+            mutant.adapter,
+            transport=transport,
+            seed=seed,
+            select=None if mode == "full" else killers,
+            shrink=False,
         )
         if outcome.verdict == "error":
             why = "\n".join(outcome.problems) or "\n".join(outcome.output.strip().splitlines()[-5:])

@@ -6,6 +6,7 @@ import hashlib
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import hypothesis
@@ -14,6 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test
 
 from kbconform.adapter import Adapter, Backend, BackendOptions, Manifest, check_backend, load_adapter
 from kbconform.conformance._deadline import DEFAULT_CALL_TIMEOUT, Caller, Guarded
+from kbconform.errors import ContractViolation, Problem
 
 ProfileName = Literal["quick", "thorough"]
 PROFILES: dict[str, hypothesis.settings] = {
@@ -61,6 +63,52 @@ class Run:
     ) -> Run:
         caller = Caller(call_timeout)
         adapter, manifest = caller.call(f"loading the adapter {spec}", load_adapter, spec)
+        return cls(adapter, manifest, seed, profile, level, call_timeout, caller, shrink=shrink)
+
+    @classmethod
+    def connect(
+        cls,
+        *,
+        command: str | None = None,
+        url: str | None = None,
+        log: Path | None = None,
+        seed: int,
+        profile: ProfileName,
+        level: str,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        shrink: bool = True,
+    ) -> Run:
+        """A run against a harness-v1 harness: started from ``command`` (stdio; its stderr goes
+        to ``log``), or served at ``url``. Raises ContractViolation (``KB_ADAPTER_INVALID``) for
+        an invalid manifest, HarnessBroken when the harness does not answer ``hello``."""
+        from kbconform.harness import HarnessAdapter, HttpTransport, StdioTransport, Transport
+
+        caller = Caller(call_timeout)
+
+        def start() -> tuple[Adapter, Manifest]:
+            if url is not None:
+                try:
+                    transport: Transport = HttpTransport(url)
+                except ValueError as error:
+                    raise ContractViolation(
+                        contract="harness-v1",
+                        problems=(Problem("", "url", "http://127.0.0.1:PORT", repr(url)),),
+                        code="KB_ADAPTER_INVALID",
+                    ) from error
+            else:
+                assert command is not None
+                transport = StdioTransport(command, log)
+            adapter = HarnessAdapter(transport, call_timeout)
+            try:
+                manifest = Manifest.from_mapping(adapter.manifest)
+            except ContractViolation as error:
+                adapter.transport.stop()
+                raise ContractViolation(
+                    contract="adapter-manifest-v1", problems=error.problems, code="KB_ADAPTER_INVALID"
+                ) from None
+            return adapter, manifest
+
+        adapter, manifest = caller.call(f"starting the harness {command or url}", start)
         return cls(adapter, manifest, seed, profile, level, call_timeout, caller, shrink=shrink)
 
     def open(self, options: BackendOptions | None = None) -> Backend:

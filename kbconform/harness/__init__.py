@@ -1,0 +1,27 @@
+"""harness-v1: the adapter protocol as JSON messages, so a backend in any language and any
+process can be judged (``schemas/harness-v1.md``).
+
+The kit's side is :class:`HarnessAdapter` over a :class:`StdioTransport` (a child process) or an
+:class:`HttpTransport` (a server on 127.0.0.1); the serving side, for Python adapters, is
+:class:`Dispatcher` with :func:`serve_stdio` or :func:`serve_http` (``kbconform serve``).
+"""
+
+from kbconform.harness._client import HarnessAdapter, HarnessBackend, HttpTransport, StdioTransport, Transport
+from kbconform.harness._server import Dispatcher, protocol_stdout, serve_http, serve_stdio
+from kbconform.harness._wire import OPERATIONS, PROTOCOL, HarnessBroken, RemoteError
+
+__all__ = [
+    "OPERATIONS",
+    "PROTOCOL",
+    "Dispatcher",
+    "HarnessAdapter",
+    "HarnessBackend",
+    "HarnessBroken",
+    "HttpTransport",
+    "RemoteError",
+    "StdioTransport",
+    "Transport",
+    "protocol_stdout",
+    "serve_http",
+    "serve_stdio",
+]

@@ -1,0 +1,379 @@
+"""The kit's side of harness-v1: an :class:`~kbconform.adapter.Adapter` whose backends live in
+another process, reached over the harness's stdio or over HTTP on 127.0.0.1.
+
+Every request has a deadline. A harness that exits, hangs, answers another request, or writes
+anything but a harness-v1 response breaks the call with :class:`HarnessBroken`, naming the
+call; the harness is then stopped, and every later call fails the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import queue
+import shlex
+import signal
+import subprocess
+import tempfile
+import threading
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from kbconform.adapter._doubles import FaultPlan, FaultSwitch, RevisionMap
+from kbconform.adapter._protocol import BackendOptions
+from kbconform.harness._wire import (
+    PROTOCOL,
+    Answer,
+    DeletionResult,
+    HarnessBroken,
+    Hit,
+    IngestResult,
+    SpoofWarning,
+    dumps,
+    error_from_wire,
+    hit_from_wire,
+    principal_to_wire,
+    problems,
+)
+
+#: How much of the harness's log a failure shows, in characters.
+LOG_TAIL = 4000
+_STOP_GRACE = 10.0
+
+
+class Transport(Protocol):
+    """Sends one request and returns its response message, or raises HarnessBroken."""
+
+    description: str
+
+    def exchange(self, call: str, message: Mapping[str, Any], timeout: float) -> Mapping[str, Any]: ...
+
+    def log_tail(self) -> str: ...
+
+    def stop(self) -> None: ...
+
+
+def _read_response(call: str, raw: bytes, request_id: int, log: str) -> Mapping[str, Any]:
+    try:
+        message = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise HarnessBroken(call, f"answered with something that is not JSON: {raw[:200]!r}", log) from None
+    found = problems("response", message)
+    if found:
+        raise HarnessBroken(
+            call, "answered with something that is not a harness-v1 response: " + "; ".join(found), log
+        )
+    if message["id"] != request_id:
+        raise HarnessBroken(
+            call, f"answered request {message['id']} when request {request_id} was in flight", log
+        )
+    return message
+
+
+class StdioTransport:
+    """A harness started as a child process: requests on its stdin, responses on its stdout,
+    its stderr in ``log`` (a file kept with the run's evidence)."""
+
+    def __init__(self, command: Sequence[str] | str, log: Path | None = None, cwd: str | None = None) -> None:
+        self.command = shlex.split(command) if isinstance(command, str) else list(command)
+        if not self.command:
+            raise ValueError("a harness command is needed")
+        self.description = shlex.join(self.command)
+        if log is None:
+            handle, name = tempfile.mkstemp(prefix="kbconform-harness-", suffix=".log")
+            os.close(handle)
+            log = Path(name)
+        self.log = log
+        self._sink = log.open("ab")
+        self._lines: queue.Queue[bytes | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self._broken: HarnessBroken | None = None
+        try:
+            self.process = subprocess.Popen(
+                self.command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._sink,
+                cwd=cwd,
+                start_new_session=True,
+            )
+        except OSError as error:
+            self._sink.close()
+            raise HarnessBroken(
+                "starting the harness", f"{self.description!r} cannot start: {error}"
+            ) from None
+        assert self.process.stdout is not None
+        threading.Thread(
+            target=self._read, args=(self.process.stdout,), name="kbconform-harness", daemon=True
+        ).start()
+
+    def _read(self, stream: IO[bytes]) -> None:
+        for line in stream:
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def log_tail(self) -> str:
+        with contextlib.suppress(OSError):
+            self._sink.flush()
+            with self.log.open("rb") as handle:
+                handle.seek(max(0, self.log.stat().st_size - LOG_TAIL))
+                return handle.read().decode("utf-8", errors="replace")
+        return ""
+
+    def exchange(self, call: str, message: Mapping[str, Any], timeout: float) -> Mapping[str, Any]:
+        if not self._lock.acquire(blocking=False):
+            self._break(call, "was sent while an earlier request was still unanswered")
+        try:
+            if self._broken is not None:
+                raise HarnessBroken(call, f"the harness is stopped ({self._broken.what})")
+            stdin = self.process.stdin
+            assert stdin is not None
+            try:
+                stdin.write(dumps(message))
+                stdin.flush()
+            except OSError as error:
+                self._break(call, f"could not be sent: the harness closed its stdin ({error})")
+            try:
+                raw = self._lines.get(timeout=timeout)
+            except queue.Empty:
+                self._break(call, f"got no answer within its deadline of {timeout:g} s")
+            if raw is None:
+                code = self.process.wait(timeout=_STOP_GRACE)
+                self._break(call, f"got no answer: the harness exited with code {code}")
+            try:
+                return _read_response(call, raw, message["id"], self.log_tail())
+            except HarnessBroken as error:
+                self._stop(error)
+                raise
+        finally:
+            self._lock.release()
+
+    def _break(self, call: str, what: str) -> None:
+        error = HarnessBroken(call, what, "")
+        self._stop(error)
+        error.log = self.log_tail()
+        raise error
+
+    def _stop(self, error: HarnessBroken | None) -> None:
+        self._broken = self._broken or error
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=_STOP_GRACE)
+
+    def stop(self) -> None:
+        """After ``shutdown``: wait for the harness to exit, then end whatever it left behind."""
+        with contextlib.suppress(OSError):
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=_STOP_GRACE)
+        self._stop(HarnessBroken("shutdown", "the harness was shut down"))
+        self._sink.close()
+
+
+class HttpTransport:
+    """A harness serving harness-v1 over HTTP on 127.0.0.1: ``POST {url}/v1/{op}``."""
+
+    def __init__(self, url: str) -> None:
+        parts = urllib.parse.urlsplit(url)
+        if (
+            parts.scheme != "http"
+            or parts.hostname not in ("127.0.0.1", "localhost", "::1")
+            or not parts.port
+        ):
+            raise ValueError(f"expected http://127.0.0.1:PORT; got {url!r}")
+        self.host, self.port = parts.hostname, parts.port
+        self.prefix = parts.path.rstrip("/")
+        self.description = url
+        self._broken: HarnessBroken | None = None
+        self._lock = threading.Lock()
+
+    def log_tail(self) -> str:
+        return ""
+
+    def exchange(self, call: str, message: Mapping[str, Any], timeout: float) -> Mapping[str, Any]:
+        if not self._lock.acquire(blocking=False):
+            self._fail(call, "was sent while an earlier request was still unanswered")
+        try:
+            if self._broken is not None:
+                raise HarnessBroken(call, f"the harness is unusable ({self._broken.what})")
+            connection = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+            try:
+                connection.request(
+                    "POST",
+                    f"{self.prefix}/v1/{message['op']}",
+                    body=dumps(message),
+                    headers={"Content-Type": "application/json"},
+                )
+                answer = connection.getresponse()
+                body = answer.read()
+            except TimeoutError:
+                self._fail(call, f"got no answer within its deadline of {timeout:g} s")
+            except (OSError, http.client.HTTPException) as error:
+                self._fail(call, f"got no answer: {error}")
+            finally:
+                connection.close()
+            if answer.status not in (200, 400):
+                self._fail(call, f"was answered with HTTP {answer.status}: {body[:200]!r}")
+            try:
+                return _read_response(call, body, message["id"], "")
+            except HarnessBroken as error:
+                self._broken = error
+                raise
+        finally:
+            self._lock.release()
+
+    def _fail(self, call: str, what: str) -> None:
+        self._broken = HarnessBroken(call, what)
+        raise self._broken
+
+    def stop(self) -> None:
+        self._broken = self._broken or HarnessBroken("shutdown", "the harness was shut down")
+
+
+class HarnessAdapter:
+    """An adapter behind harness-v1. ``timeout`` is each request's deadline in seconds."""
+
+    def __init__(self, transport: Transport, timeout: float) -> None:
+        self.transport = transport
+        self.timeout = timeout
+        self._ids = 0
+        result = self.request("hello", {"protocol": PROTOCOL})
+        self._manifest: dict[str, Any] = dict(result["manifest"])
+
+    @property
+    def manifest(self) -> Mapping[str, Any]:
+        return self._manifest
+
+    def request(self, op: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Send ``op``; its result, or the error it raises (a kbconform error by its code)."""
+        self._ids += 1
+        call = f"harness {op} (request {self._ids})"
+        try:
+            message = {"id": self._ids, "op": op, "params": dict(params)}
+            dumps(message)
+        except (TypeError, ValueError) as error:
+            raise HarnessBroken(call, f"its arguments have no harness-v1 form: {error}") from None
+        response = self.transport.exchange(call, message, self.timeout)
+        if "error" in response:
+            raise error_from_wire(op, params, response["error"])
+        result = response["result"]
+        found = problems(f"{op}Result", result)
+        if found:
+            self.transport.stop()
+            raise HarnessBroken(
+                call, f"answered with something that is not a {op} result: " + "; ".join(found)
+            )
+        return result
+
+    def open(self, options: BackendOptions, /) -> HarnessBackend:
+        resolver = options.resolver
+        if resolver is not None and not isinstance(resolver, RevisionMap):
+            raise TypeError(
+                "behind harness-v1 a revision resolver travels as a kbconform.adapter.RevisionMap"
+            )
+        switch = options.store_fails
+        if switch is not None and not isinstance(switch, FaultSwitch):
+            raise TypeError("behind harness-v1 a store_fails switch is a kbconform.adapter.FaultSwitch")
+        revision_map = None
+        if resolver is not None:
+            revision_map = [
+                {"repoSlug": repo, "baseRevision": base, "headRevision": head, "deletedPaths": list(paths)}
+                for (repo, base, head), paths in resolver.deleted.items()
+            ]
+        handle = self.request(
+            "open",
+            {"spoofMode": options.spoof_mode, "revisionMap": revision_map, "faults": switch is not None},
+        )["backend"]
+        backend = HarnessBackend(self, handle, resolver)
+        if switch is not None:
+            switch.forward(backend.set_fault)
+        return backend
+
+    def close(self, backend: HarnessBackend, /) -> None:
+        backend.closed = True
+        self.request("close", {"backend": backend.handle})
+
+    def shutdown(self) -> None:
+        try:
+            self.request("shutdown", {})
+        finally:
+            self.transport.stop()
+
+
+class HarnessBackend:
+    """One backend the harness opened; every facade is a request."""
+
+    def __init__(self, adapter: HarnessAdapter, handle: str, resolver: RevisionMap | None) -> None:
+        self.adapter, self.handle, self.resolver = adapter, handle, resolver
+        self.closed = False
+
+    def _call(self, op: str, principal: object, **params: Any) -> Mapping[str, Any]:
+        return self.adapter.request(
+            op, {"backend": self.handle, "principal": principal_to_wire(principal), **params}
+        )
+
+    def set_fault(self, plan: FaultPlan | None) -> int:
+        if self.closed:  # nothing consults the switch of a closed backend
+            return 0
+        wire = None if plan is None else {"pass": plan.passing, "fail": plan.failing}
+        return int(self.adapter.request("fault", {"backend": self.handle, "plan": wire})["consulted"])
+
+    def ingest(self, principal: object, records: Sequence[Mapping[str, Any]], /) -> IngestResult:
+        result = self._call("ingest", principal, records=list(records))
+        warnings = [SpoofWarning(w["field"], w["chunkId"]) for w in result["warnings"]]
+        return IngestResult(list(result["ids"]), warnings)
+
+    def query(
+        self, principal: object, text: str, n_results: int, where: Mapping[str, Any] | None, /
+    ) -> list[Hit]:
+        result = self._call("query", principal, text=text, nResults=n_results, where=where)
+        return [hit_from_wire(hit) for hit in result["hits"]]
+
+    def get(self, principal: object, chunk_id: str, /) -> Hit:
+        return hit_from_wire(self._call("get", principal, id=chunk_id)["hit"])
+
+    def list(self, principal: object, limit: int, offset: int, /) -> list[Hit]:
+        result = self._call("list", principal, limit=limit, offset=offset)
+        return [hit_from_wire(hit) for hit in result["hits"]]
+
+    def count(self, principal: object, /) -> int:
+        return int(self._call("count", principal)["count"])
+
+    def ask(self, principal: object, question: str, n_results: int, /) -> Answer:
+        result = self._call("ask", principal, question=question, nResults=n_results)
+        return Answer(result["text"], [hit_from_wire(hit) for hit in result["sources"]])
+
+    def apply_deletion_signal(self, principal: object, signal: Mapping[str, Any], /) -> DeletionResult:
+        result = self._call("applyDeletionSignal", principal, signal=signal)
+        calls = [(c["repoSlug"], c["baseRevision"], c["headRevision"]) for c in result["resolverCalls"]]
+        if self.resolver is not None:
+            self.resolver.calls.extend(calls)
+        return DeletionResult(list(result["deletedIds"]), calls)
+
+    def export(self, principal: object, /) -> list[Mapping[str, Any]]:
+        return list(self._call("export", principal)["records"])
+
+    def restore(self, principal: object, records: Sequence[Mapping[str, Any]], /) -> int:
+        return int(self._call("restore", principal, records=list(records))["restored"])
+
+    def scan(
+        self, root: Path, config: Path | None, tenant_id: str, repo_slug: str, root_kind: str, /
+    ) -> list[Mapping[str, Any]]:
+        result = self.adapter.request(
+            "scan",
+            {
+                "backend": self.handle,
+                "root": str(root),
+                "config": None if config is None else str(config),
+                "tenantId": tenant_id,
+                "repoSlug": repo_slug,
+                "rootKind": root_kind,
+            },
+        )
+        return list(result["records"])

@@ -1,0 +1,229 @@
+"""Serving a Python adapter over harness-v1 (``kbconform serve MODULE:FACTORY``), on stdio or
+on HTTP at 127.0.0.1.
+
+This is how ``kbconform run`` keeps judged code out of the judging process: the adapter is
+imported here, in a child process, and only harness-v1 messages cross back.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from kbconform.adapter import Adapter, BackendOptions, FaultPlan, FaultSwitch, RevisionMap, check_backend
+from kbconform.adapter._manifest import Manifest
+from kbconform.harness._wire import (
+    OPERATIONS,
+    PROTOCOL,
+    REQUEST_INVALID,
+    dumps,
+    error_to_wire,
+    hit_to_wire,
+    principal_from_wire,
+    problems,
+)
+
+
+class Dispatcher:
+    """Answers harness-v1 requests by calling one adapter and the backends it opens."""
+
+    def __init__(self, adapter: Adapter, manifest: Manifest) -> None:
+        self.adapter, self.manifest = adapter, manifest
+        self.backends: dict[str, tuple[Any, FaultSwitch | None, RevisionMap | None]] = {}
+        self.opened = 0
+        self.done = False
+
+    def answer(self, message: object) -> dict[str, Any]:
+        """The response to one request message (never raises for anything the adapter does)."""
+        request_id = message.get("id") if isinstance(message, dict) else None
+        request_id = request_id if isinstance(request_id, int) and not isinstance(request_id, bool) else None
+        found = problems("request", message)
+        if found:
+            return {"id": request_id, "error": {"code": REQUEST_INVALID, "message": "; ".join(found)}}
+        assert isinstance(message, dict)
+        op, params = message["op"], message["params"]
+        try:
+            return {"id": request_id, "result": self._dispatch(op, params)}
+        except KeyError as error:
+            return {"id": request_id, "error": {"code": REQUEST_INVALID, "message": f"no backend {error}"}}
+        except Exception as error:  # every failure of the adapter travels back as an error
+            return {"id": request_id, "error": error_to_wire(error)}
+
+    def _backend(self, params: Mapping[str, Any]) -> Any:
+        return self.backends[params["backend"]][0]
+
+    def _dispatch(self, op: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        if op == "hello":
+            return {"protocol": PROTOCOL, "manifest": dict(self.manifest.raw)}
+        if op == "open":
+            return self._open(params)
+        if op == "close":
+            backend = self.backends.pop(params["backend"])[0]
+            self.adapter.close(backend)
+            return {}
+        if op == "shutdown":
+            self.done = True
+            for backend, _, _ in self.backends.values():
+                self.adapter.close(backend)
+            self.backends.clear()
+            self.adapter.shutdown()
+            return {}
+        if op == "fault":
+            switch = self.backends[params["backend"]][1]
+            if switch is None:
+                raise ValueError("this backend was opened without faults")
+            plan = params["plan"]
+            return {"consulted": switch.set(None if plan is None else FaultPlan(plan["pass"], plan["fail"]))}
+        if op == "scan":
+            records = self._backend(params).scan(
+                Path(params["root"]),
+                None if params["config"] is None else Path(params["config"]),
+                params["tenantId"],
+                params["repoSlug"],
+                params["rootKind"],
+            )
+            return {"records": list(records)}
+        return _FACADES[op](self, self._backend(params), principal_from_wire(params["principal"]), params)
+
+    def _open(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        entries = params["revisionMap"]
+        resolver = None
+        if entries is not None:
+            resolver = RevisionMap(
+                {(e["repoSlug"], e["baseRevision"], e["headRevision"]): e["deletedPaths"] for e in entries}
+            )
+        switch = FaultSwitch() if params["faults"] else None
+        options = BackendOptions(spoof_mode=params["spoofMode"], resolver=resolver, store_fails=switch)
+        backend = self.adapter.open(options)
+        check_backend(backend, self.manifest)
+        self.opened += 1
+        handle = f"b{self.opened}"
+        self.backends[handle] = (backend, switch, resolver)
+        return {"backend": handle}
+
+    def _delete(self, backend: Any, principal: Any, params: Mapping[str, Any]) -> dict[str, Any]:
+        resolver = self.backends[params["backend"]][2]
+        before = len(resolver.calls) if resolver is not None else 0
+        result = backend.apply_deletion_signal(principal, params["signal"])
+        calls = resolver.calls[before:] if resolver is not None else []
+        return {
+            "deletedIds": list(result.deleted_ids),
+            "resolverCalls": [{"repoSlug": r, "baseRevision": b, "headRevision": h} for r, b, h in calls],
+        }
+
+
+def _hits(found: Any) -> dict[str, Any]:
+    return {"hits": [hit_to_wire(hit) for hit in found]}
+
+
+def _ingested(result: Any) -> dict[str, Any]:
+    warnings = [{"field": w.field, "chunkId": w.chunk_id} for w in result.warnings]
+    return {"ids": list(result.ids), "warnings": warnings}
+
+
+def _answered(answer: Any) -> dict[str, Any]:
+    return {"text": answer.text, "sources": [hit_to_wire(hit) for hit in answer.sources]}
+
+
+_Facade = Callable[[Dispatcher, Any, Any, Mapping[str, Any]], dict[str, Any]]
+_FACADES: dict[str, _Facade] = {
+    "ingest": lambda _, b, p, a: _ingested(b.ingest(p, a["records"])),
+    "query": lambda _, b, p, a: _hits(b.query(p, a["text"], a["nResults"], a["where"])),
+    "get": lambda _, b, p, a: {"hit": hit_to_wire(b.get(p, a["id"]))},
+    "list": lambda _, b, p, a: _hits(b.list(p, a["limit"], a["offset"])),
+    "count": lambda _, b, p, a: {"count": b.count(p)},
+    "ask": lambda _, b, p, a: _answered(b.ask(p, a["question"], a["nResults"])),
+    "applyDeletionSignal": lambda d, b, p, a: d._delete(b, p, a),
+    "export": lambda _, b, p, a: {"records": [dict(r) for r in b.export(p)]},
+    "restore": lambda _, b, p, a: {"restored": b.restore(p, a["records"])},
+}
+assert set(_FACADES) | {"hello", "open", "close", "fault", "scan", "shutdown"} == set(OPERATIONS)
+
+
+def _encode(response: dict[str, Any]) -> bytes:
+    """The response as a line; a result with no JSON form becomes an internal error."""
+    try:
+        return dumps(response)
+    except (TypeError, ValueError) as error:
+        return dumps({"id": response["id"], "error": error_to_wire(error)})
+
+
+def protocol_stdout() -> IO[bytes]:
+    """The real stdout, kept for protocol messages; file descriptor 1 and ``sys.stdout`` then
+    point at stderr, so nothing the adapter prints can break the protocol."""
+    sys.stdout.flush()
+    protocol = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return protocol
+
+
+def serve_stdio(dispatcher: Dispatcher, requests: IO[bytes], responses: IO[bytes]) -> None:
+    """Answer one request per line of ``requests`` until ``shutdown`` or the end of input."""
+    for line in requests:
+        try:
+            message = json.loads(line)
+        except ValueError as error:
+            message = None
+            response = {"id": None, "error": {"code": REQUEST_INVALID, "message": f"not JSON: {error}"}}
+        else:
+            response = dispatcher.answer(message)
+        responses.write(_encode(response))
+        responses.flush()
+        if dispatcher.done:
+            return
+    if not dispatcher.done:  # stdin closed without a shutdown: release what the adapter holds
+        dispatcher.answer({"id": 0, "op": "shutdown", "params": {}})
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    dispatcher: Dispatcher
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:  # the name http.server calls
+        op = self.path.removeprefix("/v1/")
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length)
+        try:
+            message = json.loads(body)
+        except ValueError as error:
+            self._send(400, {"id": None, "error": {"code": REQUEST_INVALID, "message": f"not JSON: {error}"}})
+            return
+        if op not in OPERATIONS:
+            self._send(404, {"id": None, "error": {"code": REQUEST_INVALID, "message": f"no operation {op!r}"}})
+            return
+        if not isinstance(message, dict) or message.get("op") != op:
+            found = f"the message's op must be {op!r}, as in the path"
+            request_id = message.get("id") if isinstance(message, dict) else 0
+            request_id = request_id if isinstance(request_id, int) and not isinstance(request_id, bool) else None
+            self._send(400, {"id": request_id, "error": {"code": REQUEST_INVALID, "message": found}})
+            return
+        response = self.dispatcher.answer(message)
+        invalid = response.get("error", {}).get("code") == REQUEST_INVALID
+        self._send(400 if invalid else 200, response)
+
+    def _send(self, status: int, response: dict[str, Any]) -> None:
+        body = _encode(response)
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:  # http.server's name
+        sys.stderr.write(f"kbconform serve: {format % args}\n")
+
+
+def serve_http(dispatcher: Dispatcher, host: str, port: int, announce: Callable[[str], None]) -> None:
+    """Answer ``POST /v1/{op}`` on ``host:port`` (one request at a time) until ``shutdown``;
+    ``announce`` gets the URL once the server listens (port 0: a free one)."""
+    handler = type("Handler", (_Handler,), {"dispatcher": dispatcher})
+    with http.server.HTTPServer((host, port), handler) as server:
+        announce(f"http://{host}:{server.server_address[1]}")
+        while not dispatcher.done:
+            server.handle_request()

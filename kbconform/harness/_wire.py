@@ -1,0 +1,259 @@
+"""harness-v1 values on the wire: principals, hits, errors, and the schema checks of messages."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from kbconform.errors import (
+    BackendUnavailable,
+    ContractViolation,
+    Forbidden,
+    KbconformError,
+    NotFound,
+    Problem,
+    RevisionBoundaryUnavailable,
+    SpoofRejected,
+    Unauthenticated,
+)
+from kbconform.identity import Principal
+
+PROTOCOL = "harness-v1"
+#: The operations of harness-v1, in the order the spec lists them.
+OPERATIONS = (
+    "hello",
+    "open",
+    "close",
+    "fault",
+    "ingest",
+    "query",
+    "get",
+    "list",
+    "count",
+    "ask",
+    "applyDeletionSignal",
+    "export",
+    "restore",
+    "scan",
+    "shutdown",
+)
+INTERNAL = "KB_HARNESS_INTERNAL"
+REQUEST_INVALID = "KB_HARNESS_REQUEST_INVALID"
+BROKEN = "KB_HARNESS_BROKEN"
+
+
+class HarnessBroken(BaseException):  # named for what it reports, like DeadlineExceeded
+    """The harness broke the protocol during a call: it exited, hung past the deadline,
+    answered another request, or wrote something that is not a harness-v1 response.
+
+    A ``BaseException``, as :class:`~kbconform.conformance.DeadlineExceeded` is: no
+    ``pytest.raises(KbconformError)`` in a suite can take a broken harness for an answer.
+    """
+
+    code = BROKEN
+
+    def __init__(self, call: str, what: str, log: str = "") -> None:
+        super().__init__(call, what)
+        self.call, self.what, self.log = call, what, log
+
+    def __str__(self) -> str:
+        tail = f"\nthe harness's log ends with:\n{self.log}" if self.log else ""
+        return f"{self.code}: {self.call}: {self.what}{tail}"
+
+
+class RemoteError(Exception):
+    """A harness answered a call with an error that is none of kbconform's (an unexpected
+    failure of the backend, as any other exception escaping an adapter in process)."""
+
+    def __init__(self, call: str, code: str, message: str) -> None:
+        super().__init__(call, code, message)
+        self.call, self.code, self.message = call, code, message
+
+    def __str__(self) -> str:
+        return f"{self.call} failed with {self.code}: {self.message}"
+
+
+# -- principals -------------------------------------------------------------------------------
+
+
+def principal_to_wire(principal: object) -> dict[str, Any] | None:
+    """The principal as harness-v1 data: only a real Principal that is valid by its own rules
+    crosses the wire; anything else (None, a look-alike, a subclass, one changed in place) is
+    sent as no identity (``None``)."""
+    if type(principal) is not Principal:
+        return None
+    try:  # a frozen Principal can still be changed in place: build it again from its fields
+        fresh = Principal(
+            principal.tenant_id,
+            principal.agent_identity,
+            principal.readable_namespaces,
+            principal.role,
+        )
+    except ContractViolation:
+        return None
+    return {
+        "tenantId": fresh.tenant_id,
+        "agentIdentity": fresh.agent_identity,
+        "role": fresh.role,
+        "readableNamespaces": sorted(fresh.readable_namespaces),
+    }
+
+
+def principal_from_wire(data: Mapping[str, Any] | None) -> Principal | None:
+    if data is None:
+        return None
+    return Principal(
+        data["tenantId"],
+        data["agentIdentity"],
+        frozenset(data["readableNamespaces"]),
+        data["role"],
+    )
+
+
+# -- results ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    id: str
+    document: str | None
+    metadata: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SpoofWarning:
+    field: str
+    chunk_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    ids: Sequence[str]
+    warnings: Sequence[SpoofWarning] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DeletionResult:
+    deleted_ids: Sequence[str]
+    resolver_calls: Sequence[tuple[str, str, str]] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    text: str
+    sources: Sequence[Hit]
+
+
+def hit_to_wire(hit: Any) -> dict[str, Any]:
+    return {"id": hit.id, "document": hit.document, "metadata": dict(hit.metadata)}
+
+
+def hit_from_wire(data: Mapping[str, Any]) -> Hit:
+    return Hit(data["id"], data["document"], data["metadata"])
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+#: Codes of ContractViolation: the generic one and the specific ones (``KB_TOMBSTONE_INVALID``,
+#: ...); never a harness's own (``KB_HARNESS_REQUEST_INVALID`` is the kit's fault, not the backend's).
+_CONTRACT_CODE = re.compile(r"KB_CONTRACT_VIOLATION|KB_(?!HARNESS_)[A-Z_]+_INVALID")
+
+
+def error_to_wire(error: BaseException) -> dict[str, str]:
+    """A kbconform error as its code and text; anything else as ``KB_HARNESS_INTERNAL``."""
+    if isinstance(error, KbconformError):
+        return {"code": str(error.code), "message": str(error)}
+    return {"code": INTERNAL, "message": f"{type(error).__name__}: {error}"}
+
+
+def _remote(base: type[KbconformError]) -> type[KbconformError]:
+    """``base`` whose text is the harness's message, as the backend wrote it."""
+
+    def __str__(self: Any) -> str:
+        return str(self.__dict__["message"])
+
+    return type(f"Remote{base.__name__}", (base,), {"__str__": __str__, "__module__": __name__})
+
+
+_REMOTE = {
+    cls: _remote(cls)
+    for cls in (
+        ContractViolation,
+        SpoofRejected,
+        Unauthenticated,
+        Forbidden,
+        NotFound,
+        BackendUnavailable,
+        RevisionBoundaryUnavailable,
+    )
+}
+
+
+def error_from_wire(op: str, params: Mapping[str, Any], error: Mapping[str, Any]) -> Exception:
+    """The exception a call raises for a harness's error answer: the kbconform error of its
+    code (its text the harness's message), else :class:`RemoteError`."""
+    code, message = str(error["code"]), str(error["message"])
+    built: KbconformError
+    if code == Unauthenticated.code:
+        built = _REMOTE[Unauthenticated](op)
+    elif code == Forbidden.code:
+        built = _REMOTE[Forbidden](op, message)
+    elif code == NotFound.code:
+        built = _REMOTE[NotFound](str(params.get("id", "")))
+    elif code == RevisionBoundaryUnavailable.code:
+        built = _REMOTE[RevisionBoundaryUnavailable](op, message)
+    elif code == BackendUnavailable.code:
+        built = _REMOTE[BackendUnavailable](op, message)
+    elif code == SpoofRejected.code:
+        tenant = (params.get("principal") or {}).get("tenantId", "")
+        built = _REMOTE[SpoofRejected](tenant, ())
+    elif _CONTRACT_CODE.fullmatch(code):
+        problem = Problem("", "harness", "a valid request", message)
+        built = _REMOTE[ContractViolation](contract=op, problems=(problem,), code=code)
+    else:
+        return RemoteError(op, code, message)
+    object.__setattr__(built, "message", message)
+    return built
+
+
+# -- encoding and schema checks ---------------------------------------------------------------
+
+
+def dumps(message: Mapping[str, Any]) -> bytes:
+    """One message as a line of strict JSON (no NaN, no newline inside)."""
+    text = json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_plain)
+    return text.encode("utf-8") + b"\n"
+
+
+def _plain(value: Any) -> Any:
+    """Values a Python backend may hand back that JSON has a plain form for."""
+    if isinstance(value, (tuple, frozenset, set)):
+        return sorted(value) if isinstance(value, (set, frozenset)) else list(value)
+    tolist = getattr(value, "tolist", None)  # numpy scalars and arrays
+    if callable(tolist):
+        return tolist()
+    raise TypeError(f"{type(value).__name__} is not a JSON value")
+
+
+@cache
+def _validator(definition: str) -> Any:
+    import jsonschema_rs
+
+    from kbconform.contract._schemas import bundled
+
+    schema = bundled(PROTOCOL)
+    fragment = {key: value for key, value in schema.items() if key in ("$schema", "$id", "$defs")}
+    fragment["$ref"] = f"#/$defs/{definition}"
+    return jsonschema_rs.validator_for(fragment)
+
+
+def problems(definition: str, value: Any) -> list[str]:
+    """Why ``value`` is not a valid harness-v1 ``$defs/<definition>`` (empty when it is)."""
+    return [
+        f"{error.instance_path or '/'}: {error.message}"[:300]
+        for error in _validator(definition).iter_errors(value)
+    ][:5]
