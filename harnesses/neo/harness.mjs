@@ -674,7 +674,6 @@ const operations = {
     async ingest(params) {
         const backend = backendOf(params);
         const records = params.records;
-        if (!Array.isArray(records)) throw invalid('records must be a list');
         return onBackend('ingest', backend, params.principal, async call => {
             // Each parsed-chunk-v1 record is one entry of `files` (IngestionService.resolveFileChunks
             // takes a record with schemaVersion 1.0.0 as is). viaMcp: false is Neo's bulk path
@@ -687,12 +686,14 @@ const operations = {
     async query(params) {
         const backend = backendOf(params);
         if (params.where !== null && params.where !== undefined) {
-            throw invalid('this backend declares client-where absent: Neo takes no where clause');
+            // Feature client-where is declared absent, so the kit sends none; were one sent, it
+            // would reach Neo as the unknown argument it is (queryDocuments ignores it).
+            log(`query: a where clause was sent; Neo's queryDocuments has no where parameter and ignores it`);
         }
         return onBackend('query', backend, params.principal, async () => {
-            const result = await neo.QueryService.queryDocuments({
-                query: params.text, type: 'all', limit: params.nResults, includeMetadata: true
-            });
+            const options = {query: params.text, type: 'all', limit: params.nResults, includeMetadata: true};
+            if (params.where !== null && params.where !== undefined) options.where = params.where;
+            const result = await neo.QueryService.queryDocuments(options);
             return {hits: (result?.results || []).map(hitOfRanked)};
         });
     },
@@ -731,16 +732,16 @@ const operations = {
     async applyDeletionSignal(params) {
         const backend = backendOf(params);
         const signal  = params.signal;
-        if (!signal || typeof signal !== 'object' || Array.isArray(signal)) throw invalid('signal must be an object');
         return onBackend('applyDeletionSignal', backend, params.principal, async call => {
-            // The deletion part of an ingestSourceFiles push. The kit's `files` lists paths only;
-            // Neo's `files` are payloads with content to ingest, so it is sent empty.
-            const payload = {files: [], viaMcp: false};
-            for (const key of ['deleted', 'manifestSnapshot', 'baseRevision', 'headRevision', 'repoSlug']) {
-                if (Object.hasOwn(signal, key)) payload[key] = signal[key];
-            }
-            if (Array.isArray(signal.files) && signal.files.length > 0) {
-                log(`applyDeletionSignal: the signal's files (${signal.files.length} paths) have no counterpart in Neo's push and are not sent`);
+            // The signal's fields are the deletion fields of an ingestSourceFiles push (deleted,
+            // manifestSnapshot, baseRevision, headRevision, repoSlug), passed as they are, valid
+            // or not; Neo checks them. Only `files` differs: the kit's lists paths, Neo's are
+            // payloads with content to ingest, so Neo gets `files: []`.
+            const isObject = signal !== null && typeof signal === 'object' && !Array.isArray(signal);
+            if (!isObject) log(`applyDeletionSignal: the signal is not an object (${JSON.stringify(signal)?.slice(0, 80)}); Neo gets a push without deletion fields`);
+            const payload = {...(isObject ? signal : {}), files: [], viaMcp: false};
+            if (isObject && Object.hasOwn(signal, 'files')) {
+                log(`applyDeletionSignal: the signal's files (${JSON.stringify(signal.files)?.slice(0, 200)}) have no counterpart in Neo's push and are not sent`);
             }
             const summary = await neo.IngestionService.ingestSourceFiles(payload);
             const deletedIds = [...new Set(call.deleted)];
@@ -777,8 +778,7 @@ const operations = {
 
     async restore(params) {
         const backend = backendOf(params);
-        const records = params.records;
-        if (!Array.isArray(records)) throw invalid('records must be a list');
+        const records = Array.isArray(params.records) ? params.records : [];
         return onBackend('restore', backend, params.principal, async () => {
             const dir  = fs.mkdtempSync(path.join(scratchDir, 'restore-'));
             const file = path.join(dir, 'knowledge-base-backup.jsonl');
@@ -822,25 +822,25 @@ function summaryError(summary, call) {
 // An ingestion summary in kit terms. Neo reports problems in `errors` instead of throwing:
 // nothing written and an error reported -> that error; written and reported -> what it wrote.
 // Neo's summary carries no ids: each record's id is the tenant-aware id Neo's own
-// VectorService.applyTenantStamp gave its chunk during this call.
+// VectorService.applyTenantStamp gave its chunk during this call. Nor does it carry warnings:
+// Neo reports each overwritten field as a structured warning through its KB logger
+// (VectorService.validateTenantStamp, "overwrite + warning log"); those are the warnings.
 async function translateIngest(summary, records, call) {
-    for (const warning of call.spoofWarnings) {
-        log(`ingest: Neo logged an overwrite of ${warning.field} on chunk ${warning.chunkId} (its ingest summary reports none)`);
-    }
+    const warnings = call.spoofWarnings.map(warning => ({field: String(warning.field), chunkId: String(warning.chunkId)}));
     const idOf = index => {
         const entry = call.normalized.get(index);
         if (!entry) return undefined;
         const repoSlug = entry.chunk.repoSlug || entry.tenantContext?.repoSlug;
         return call.assigned.get(chunkKey(repoSlug, entry.chunk));
     };
-    const ids = records.map((_, index) => idOf(index));
+    const ids = (Array.isArray(records) ? records : []).map((_, index) => idOf(index));
 
     if (!summary.errors || summary.errors.length === 0) {
         const missing = ids.findIndex(id => typeof id !== 'string');
         if (missing !== -1) {
             throw internal(`Neo reported no error but assigned no id to record ${missing} (ingested ${summary.ingested}, embedded ${summary.embeddingsGenerated})`);
         }
-        return {ids, warnings: []};
+        return {ids, warnings};
     }
 
     logSummaryErrors('ingest', summary);
@@ -855,8 +855,9 @@ async function translateIngest(summary, records, call) {
         (found?.ids || []).forEach(id => stored.add(id));
     }
     const written = ids.filter(id => typeof id === 'string' && stored.has(id));
-    log(`ingest: Neo wrote ${written.length} of ${records.length} records and reported ${summary.errors.length} error(s); returning the written ids`);
-    return {ids: written, warnings: []};
+    log(`ingest: Neo wrote ${written.length} of ${ids.length} records and reported ${summary.errors.length} error(s); returning the written ids`);
+    const kept = new Set(written);
+    return {ids: written, warnings: warnings.filter(warning => kept.has(warning.chunkId))};
 }
 
 // --- protocol loop ----------------------------------------------------------------------------------
