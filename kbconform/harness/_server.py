@@ -29,6 +29,16 @@ from kbconform.harness._wire import (
 )
 
 
+def _request_id(message: object) -> int | None:
+    """The id to echo: the message's, when it has one (None for an unreadable request)."""
+    found = message.get("id") if isinstance(message, dict) else None
+    return found if isinstance(found, int) and not isinstance(found, bool) and found >= 0 else None
+
+
+def _invalid(request_id: int | None, message: str) -> dict[str, Any]:
+    return {"id": request_id, "error": {"code": REQUEST_INVALID, "message": message}}
+
+
 class Dispatcher:
     """Answers harness-v1 requests by calling one adapter and the backends it opens."""
 
@@ -40,17 +50,16 @@ class Dispatcher:
 
     def answer(self, message: object) -> dict[str, Any]:
         """The response to one request message (never raises for anything the adapter does)."""
-        request_id = message.get("id") if isinstance(message, dict) else None
-        request_id = request_id if isinstance(request_id, int) and not isinstance(request_id, bool) else None
+        request_id = _request_id(message)
         found = problems("request", message)
         if found:
-            return {"id": request_id, "error": {"code": REQUEST_INVALID, "message": "; ".join(found)}}
+            return _invalid(request_id, "; ".join(found))
         assert isinstance(message, dict)
         op, params = message["op"], message["params"]
         try:
             return {"id": request_id, "result": self._dispatch(op, params)}
         except KeyError as error:
-            return {"id": request_id, "error": {"code": REQUEST_INVALID, "message": f"no backend {error}"}}
+            return _invalid(request_id, f"no backend {error}")
         except Exception as error:  # every failure of the adapter travels back as an error
             return {"id": request_id, "error": error_to_wire(error)}
 
@@ -170,7 +179,7 @@ def serve_stdio(dispatcher: Dispatcher, requests: IO[bytes], responses: IO[bytes
             message = json.loads(line)
         except ValueError as error:
             message = None
-            response = {"id": None, "error": {"code": REQUEST_INVALID, "message": f"not JSON: {error}"}}
+            response = _invalid(None, f"not JSON: {error}")
         else:
             response = dispatcher.answer(message)
         responses.write(_encode(response))
@@ -192,16 +201,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         try:
             message = json.loads(body)
         except ValueError as error:
-            self._send(400, {"id": None, "error": {"code": REQUEST_INVALID, "message": f"not JSON: {error}"}})
+            self._send(400, _invalid(None, f"not JSON: {error}"))
             return
         if op not in OPERATIONS:
-            self._send(404, {"id": None, "error": {"code": REQUEST_INVALID, "message": f"no operation {op!r}"}})
+            self._send(404, _invalid(None, f"no operation {op!r}"))
             return
         if not isinstance(message, dict) or message.get("op") != op:
             found = f"the message's op must be {op!r}, as in the path"
-            request_id = message.get("id") if isinstance(message, dict) else 0
-            request_id = request_id if isinstance(request_id, int) and not isinstance(request_id, bool) else None
-            self._send(400, {"id": request_id, "error": {"code": REQUEST_INVALID, "message": found}})
+            self._send(400, _invalid(_request_id(message), found))
             return
         response = self.dispatcher.answer(message)
         invalid = response.get("error", {}).get("code") == REQUEST_INVALID

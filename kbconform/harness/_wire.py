@@ -163,11 +163,30 @@ def hit_from_wire(data: Mapping[str, Any]) -> Hit:
 _CONTRACT_CODE = re.compile(r"KB_CONTRACT_VIOLATION|KB_(?!HARNESS_)[A-Z_]+_INVALID")
 
 
-def error_to_wire(error: BaseException) -> dict[str, str]:
-    """A kbconform error as its code and text; anything else as ``KB_HARNESS_INTERNAL``."""
-    if isinstance(error, KbconformError):
-        return {"code": str(error.code), "message": str(error)}
-    return {"code": INTERNAL, "message": f"{type(error).__name__}: {error}"}
+def error_to_wire(error: BaseException) -> dict[str, Any]:
+    """A kbconform error as its code, its text and, in ``carried``, what else it holds (its
+    fields, notes and causes, as text); anything else as ``KB_HARNESS_INTERNAL``."""
+    if not isinstance(error, KbconformError):
+        return {"code": INTERNAL, "message": f"{type(error).__name__}: {error}"}
+    return {"code": str(error.code), "message": str(error), "carried": _carried(error)}
+
+
+def _carried(error: BaseException) -> list[str]:
+    """What an error carries besides its text: its repr, fields, notes, and its causes'."""
+    texts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        texts += [repr(current), *(repr(arg) for arg in current.args)]
+        texts += [repr(value) for value in getattr(current, "__dict__", {}).values()]
+        fields = getattr(type(current), "__attrs_attrs__", ())
+        texts += [repr(getattr(current, f.name, None)) for f in fields]
+        texts += [str(note) for note in getattr(current, "__notes__", ())]
+        current = current.__cause__ or current.__context__
+        if current is not None:
+            texts.append(str(current))
+    return texts
 
 
 def _remote(base: type[KbconformError]) -> type[KbconformError]:
@@ -217,6 +236,7 @@ def error_from_wire(op: str, params: Mapping[str, Any], error: Mapping[str, Any]
     else:
         return RemoteError(op, code, message)
     object.__setattr__(built, "message", message)
+    object.__setattr__(built, "carried", list(error.get("carried", ())))
     return built
 
 
