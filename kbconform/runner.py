@@ -215,6 +215,7 @@ def _served(adapter: str, where: str, log: Path) -> Iterator[str]:
     finally:
         _kill_group(process.pid, grace=0.0)
         process.wait()
+        process.stdout.close()  # type: ignore[union-attr]
         with _CHILDREN.lock:
             _CHILDREN.groups.discard(process.pid)
 

@@ -56,6 +56,8 @@ class Transport(Protocol):
 
     def stop(self) -> None: ...
 
+    def abandon(self) -> None: ...
+
 
 def _read_response(call: str, raw: bytes, request_id: int, log: str) -> Mapping[str, Any]:
     try:
@@ -112,13 +114,15 @@ class StdioTransport:
         ).start()
 
     def _read(self, stream: IO[bytes]) -> None:
-        for line in stream:
-            self._lines.put(line)
+        with stream:
+            for line in stream:
+                self._lines.put(line)
         self._lines.put(None)
 
     def log_tail(self) -> str:
-        with contextlib.suppress(OSError):
-            self._sink.flush()
+        with contextlib.suppress(OSError, ValueError):
+            if not self._sink.closed:
+                self._sink.flush()
             with self.log.open("rb") as handle:
                 handle.seek(max(0, self.log.stat().st_size - LOG_TAIL))
                 return handle.read().decode("utf-8", errors="replace")
@@ -164,6 +168,14 @@ class StdioTransport:
             os.killpg(self.process.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=_STOP_GRACE)
+        with contextlib.suppress(OSError):
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+        self._sink.close()
+
+    def abandon(self) -> None:
+        """Stop a harness that broke the protocol at once (every later call fails)."""
+        self._stop(HarnessBroken("a call", "the harness broke the protocol"))
 
     def stop(self) -> None:
         """After ``shutdown``: wait for the harness to exit, then end whatever it left behind."""
@@ -173,7 +185,6 @@ class StdioTransport:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=_STOP_GRACE)
         self._stop(HarnessBroken("shutdown", "the harness was shut down"))
-        self._sink.close()
 
 
 class HttpTransport:
@@ -235,6 +246,9 @@ class HttpTransport:
     def stop(self) -> None:
         self._broken = self._broken or HarnessBroken("shutdown", "the harness was shut down")
 
+    def abandon(self) -> None:
+        self._broken = self._broken or HarnessBroken("a call", "the harness broke the protocol")
+
 
 class HarnessAdapter:
     """An adapter behind harness-v1. ``timeout`` is each request's deadline in seconds."""
@@ -265,7 +279,7 @@ class HarnessAdapter:
         result = response["result"]
         found = problems(f"{op}Result", result)
         if found:
-            self.transport.stop()
+            self.transport.abandon()
             raise HarnessBroken(
                 call, f"answered with something that is not a {op} result: " + "; ".join(found)
             )

@@ -222,6 +222,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        """Requests are not logged; errors are (to stderr, the harness's log)."""
+
     def log_message(self, format: str, *args: Any) -> None:  # http.server's name
         sys.stderr.write(f"kbconform serve: {format % args}\n")
 

@@ -94,3 +94,29 @@ def chatty() -> Broken:
 
 def spawns_and_hangs() -> SpawnsAndHangs:
     return SpawnsAndHangs()
+
+
+class PatchesTheJudge(Broken):
+    """Serves the leaky backend and, when its factory runs, patches the kbconform plugin in the
+    process that loaded it: every result the plugin gathers becomes a pass. In process (the
+    pytest plugin's --kbconform-adapter) that process writes the report, so the report says
+    pass; behind harness-v1 (kbconform run) the patch reaches only the serving process."""
+
+    def __init__(self) -> None:
+        super().__init__(LeakyList)
+        from kbconform import pytest_plugin
+
+        gather = pytest_plugin._Gatherer.pytest_runtest_logreport
+
+        def passing(gatherer: Any, report: Any) -> None:
+            for name, entry in report.user_properties:
+                if name == "kbconform" and isinstance(entry, dict):
+                    entry["status"] = "pass"
+                    entry.pop("message", None)
+            gather(gatherer, report)
+
+        pytest_plugin._Gatherer.pytest_runtest_logreport = passing  # type: ignore[method-assign]
+
+
+def patches_the_judge() -> PatchesTheJudge:
+    return PatchesTheJudge()

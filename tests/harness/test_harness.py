@@ -1,0 +1,161 @@
+"""harness-v1 from the kit's side: a Python adapter served on stdio and on HTTP answers every
+facade as it does in process; a harness that breaks the protocol fails the call, naming it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbconform import runner
+from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch, RevisionMap
+from kbconform.conformance import record
+from kbconform.errors import BackendUnavailable, Forbidden, NotFound, Unauthenticated
+from kbconform.harness import HarnessAdapter, HarnessBroken, HttpTransport, StdioTransport
+from kbconform.identity import Principal
+
+HERE = Path(__file__).parent
+BROKEN = HERE / "broken_harness.py"
+REFERENCE = "kbconform_reference.adapter:memory"
+ACME = Principal("acme", "agent-a")
+BETA = Principal("beta", "agent-b")
+OPERATOR = Principal("kb-ops", "ops", role="operator")
+
+
+@pytest.fixture
+def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[HarnessAdapter]:
+    """The memory reference behind harness-v1, on stdio or on HTTP (``request.param``)."""
+    if request.param == "stdio":
+        adapter = HarnessAdapter(StdioTransport(runner.serve_command(REFERENCE), tmp_path / "log"), 60)
+        yield adapter
+        adapter.shutdown()
+        assert adapter.transport.process.wait(timeout=10) == 0  # type: ignore[attr-defined]
+        return
+    server = subprocess.Popen(runner.serve_command(REFERENCE, http=True), stdout=subprocess.PIPE)
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().decode().strip()
+        adapter = HarnessAdapter(HttpTransport(url), 60)
+        yield adapter
+        adapter.shutdown()
+        assert server.wait(timeout=10) == 0, "shutdown did not end the HTTP server"
+    finally:
+        server.kill()
+        server.wait()
+        server.stdout.close()  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("served", ["stdio", "http"], indirect=True)
+def test_a_served_adapter_answers_every_facade_and_error_as_in_process(served: HarnessAdapter) -> None:
+    assert served.manifest["adapter"]["name"] == "kbconform-reference"
+    switch = FaultSwitch()
+    revisions = RevisionMap({("app", "a1b2c3d", "d4e5f6a"): ["docs/b.md"]})
+    backend = served.open(BackendOptions(resolver=revisions, store_fails=switch))
+    written = [record(f"docs/{name}.md", f"{name} words", tenant="acme") for name in ("a", "b")]
+    ids = list(backend.ingest(ACME, written).ids)
+    assert backend.get(ACME, ids[0]).document == "a words"
+    assert {hit.id for hit in backend.list(ACME, 10, 0)} == set(ids)
+    assert backend.count(ACME) == 2 and backend.count(BETA) == 0
+    assert [hit.id for hit in backend.query(ACME, "a words", 1, None)] == [ids[0]]
+    assert {hit.id for hit in backend.ask(ACME, "words", 5).sources} == set(ids)
+    with pytest.raises(NotFound) as foreign:
+        backend.get(BETA, ids[0])
+    assert foreign.value.code == "KB_NOT_FOUND" and ids[0] in str(foreign.value)
+    with pytest.raises(Unauthenticated):
+        backend.list(None, 10, 0)
+    with pytest.raises(Unauthenticated):  # a look-alike crosses the wire as no identity
+        backend.list(object(), 10, 0)
+    with pytest.raises(Forbidden):
+        backend.export(ACME)
+    exported = backend.export(OPERATOR)
+    assert sorted(r["id"] for r in exported) == sorted(ids)
+    switch.set(FaultPlan(0))
+    with pytest.raises(BackendUnavailable):
+        backend.list(ACME, 10, 0)
+    assert switch.set(None) >= 1, "the harness's switch was never consulted"
+    signal = {"repoSlug": "app", "baseRevision": "a1b2c3d", "headRevision": "d4e5f6a"}
+    assert list(backend.apply_deletion_signal(ACME, signal).deleted_ids) == [ids[1]]
+    assert revisions.calls == [("app", "a1b2c3d", "d4e5f6a")]
+    restored = served.open(BackendOptions())
+    assert restored.restore(OPERATOR, exported) == 2
+    assert {hit.id for hit in restored.list(ACME, 10, 0)} == set(ids)
+    served.close(backend)
+    served.close(restored)
+
+
+@pytest.mark.parametrize(
+    ("mode", "says"),
+    [
+        ("crash", "the harness exited with code 3"),
+        ("hang", "got no answer within its deadline of 2 s"),
+        ("wrong-id", "when request 2 was in flight"),
+        ("not-json", "not JSON"),
+        ("wrong-shape", "not a open result"),
+    ],
+)
+def test_a_harness_that_breaks_the_protocol_fails_the_call_naming_it(
+    mode: str, says: str, tmp_path: Path
+) -> None:
+    """The call fails with KB_HARNESS_BROKEN naming it and what went wrong (with the harness's
+    log); the harness is stopped, and every later call fails too. A sound hello first (control)."""
+    transport = StdioTransport([sys.executable, str(BROKEN), mode], tmp_path / "harness.log")
+    adapter = HarnessAdapter(transport, timeout=2)
+    assert adapter.manifest["adapter"]["name"] == "broken harness"
+    with pytest.raises(HarnessBroken) as broken:
+        adapter.open(BackendOptions())
+    text = str(broken.value)
+    assert text.startswith("KB_HARNESS_BROKEN: harness open (request 2): ") and says in text
+    assert f"broken harness: {mode} on open" in text + transport.log_tail()
+    assert transport.process.poll() is not None, "the broken harness was left running"
+    with pytest.raises(HarnessBroken, match="harness close"):
+        adapter.request("close", {"backend": "b1"})
+
+
+def test_a_run_against_a_broken_harness_is_never_a_pass(tmp_path: Path) -> None:
+    """The selected test fails with the call named; a sound harness passes it (control)."""
+    broken = runner.run_suites(
+        harness=f"{sys.executable} {BROKEN} hang", call_timeout=2, select=["leak-01[list]"], seed=1
+    )
+    assert broken.verdict == "fail"
+    [test] = broken.report["tests"]
+    assert test["status"] in ("fail", "error")
+    assert "broken harness: hang on open" in broken.harness_log
+    sound = runner.run_suites(REFERENCE, select=["leak-01[list]"], seed=1)
+    assert sound.verdict == "pass", sound.output
+
+
+def test_the_harness_log_is_kept_beside_the_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbconform.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    report = tmp_path / "report.json"
+    code = main(["run", "--harness", f"{sys.executable} {BROKEN} crash", "--level", "L0", "--report", str(report)])
+    assert code == 1
+    log = Path(f"{report}.harness.log").read_text(encoding="utf-8")
+    assert "broken harness: crash on open" in log
+
+
+def test_one_request_at_a_time(tmp_path: Path) -> None:
+    """A request sent while another is unanswered (its caller abandoned it at the deadline)
+    breaks the harness instead of reading the earlier request's answer."""
+    transport = StdioTransport([sys.executable, str(BROKEN), "hang"], tmp_path / "log")
+    adapter = HarnessAdapter(transport, timeout=30)
+    stuck = threading.Thread(target=lambda: _swallow(adapter.open, BackendOptions()), daemon=True)
+    stuck.start()
+    stuck.join(1)
+    with pytest.raises(HarnessBroken, match="while an earlier request was still unanswered"):
+        adapter.request("close", {"backend": "b1"})
+    stuck.join(10)
+    assert not stuck.is_alive()
+
+
+def _swallow(call: Any, *args: Any) -> None:
+    try:
+        call(*args)
+    except HarnessBroken:
+        pass
