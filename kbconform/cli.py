@@ -704,6 +704,9 @@ def _mutants(arguments: argparse.Namespace) -> int:
         if result.error is not None:
             print(f"{result.name:<{width}}  ERROR     the suites did not run:\n{result.error}")
             continue
+        if result.not_applicable is not None:
+            print(f"{result.name:<{width}}  n/a       {result.not_applicable}")
+            continue
         state = "killed" if result.killed else "SURVIVED"
         shown = ", ".join(result.killed_by[:4]) + (" ..." if len(result.killed_by) > 4 else "")
         print(f"{result.name:<{width}}  {state:<8}  {shown or '-'}")
@@ -722,17 +725,20 @@ def _mutants(arguments: argparse.Namespace) -> int:
                     "killed_by": r.killed_by,
                     "unmet": r.unmet,
                     **({"error": r.error} if r.error is not None else {}),
+                    **({"notApplicable": r.not_applicable} if r.not_applicable is not None else {}),
                 }
                 for r in results
             ]
         }
         reports.write(arguments.json, json.dumps(data, indent=2) + "\n")
-    survivors = [r.name for r in results if not r.killed]
+    survivors = [r.name for r in results if not r.killed and r.not_applicable is None]
+    skipped = len(results) - len(survivors) - sum(r.killed for r in results)
     how = (
         "every test against each" if arguments.full else "each against its killers; smokes against every test"
     )
+    alone = f", {skipped} in process only (not applicable through {arguments.transport})" if skipped else ""
     print(
-        f"\n{len(results) - len(survivors)} of {len(results)} mutants killed ({how}); "
+        f"\n{sum(r.killed for r in results)} of {len(results) - skipped} mutants killed{alone} ({how}); "
         f"{time.perf_counter() - started:.1f} s"
     )
     return EXIT_OK if not survivors else EXIT_INVALID

@@ -12,7 +12,11 @@ point names a sequence of mutants, each an object with these attributes:
 ``smoke``
     true for a backend that breaks everything: the run must fail at all;
 ``adapter``
-    the ``module:factory`` of an adapter that serves it.
+    the ``module:factory`` of an adapter that serves it;
+``in_process_only`` (optional)
+    why its broken invariant cannot be reached behind harness-v1 (such as accepting a Python
+    object as the principal); it is then run in process only, and reported as not applicable
+    through a harness.
 
 ``kbconform mutants`` runs every set. The reference knowledge base registers its own
 (``kbconform_reference.mutants:MUTANTS``); an adapter author registers mutants of their own
@@ -46,6 +50,7 @@ class MutantSpec:
     smoke: bool
     adapter: str
     source: str
+    in_process_only: str | None = None
 
 
 def _refuse(source: str, pointer: str, expected: str, got: object) -> ContractViolation:
@@ -79,7 +84,10 @@ def _spec(source: str, index: int, mutant: object) -> MutantSpec:
     adapter = getattr(mutant, "adapter", None)
     if not isinstance(adapter, str) or not _FACTORY.fullmatch(adapter):
         raise _refuse(source, f"{where}/adapter", "the module:factory of its adapter", adapter)
-    return MutantSpec(name, breaks, tuple(killers), smoke, adapter, source)
+    only = getattr(mutant, "in_process_only", None)
+    if only is not None and (not isinstance(only, str) or not only.strip()):
+        raise _refuse(source, f"{where}/in_process_only", "None, or why it cannot cross harness-v1", only)
+    return MutantSpec(name, breaks, tuple(killers), smoke, adapter, source, only)
 
 
 def from_set(source: str, mutants: Iterable[object]) -> tuple[MutantSpec, ...]:

@@ -382,6 +382,8 @@ class MutantResult:
     source: str = ""
     mode: str = "killers"  # "killers": only the named killers ran; "full": every test did
     unmet: list[str] = field(default_factory=list)
+    #: Why the mutant was not run (its bug cannot be reached through the transport asked for).
+    not_applicable: str | None = None
 
 
 def run_mutants(
@@ -414,6 +416,9 @@ def run_mutants(
         named = (mutant.name, mutant.breaks)
         killers = list(mutant.killers)
         mode = "full" if full or mutant.smoke else "killers"
+        if mutant.in_process_only is not None and transport != "in-process":
+            why = f"in process only: {mutant.in_process_only}"
+            return MutantResult(*named, False, [], killers, None, mutant.source, mode, not_applicable=why)
         strangers = unknown_ids(killers)
         if strangers:
             why = "names killers the suites' catalogue lacks: " + ", ".join(strangers)

@@ -436,6 +436,10 @@ _WIDENING = (
     "an originAgentIdentity equality",
 )
 
+#: The mutants here whose broken invariant is accepting a Python object other than a valid
+#: Principal (in process only: see ``mutants.PRINCIPAL_AS_DATA``).
+PRINCIPAL_OBJECTS = frozenset({"subclassed-principal", "tampered-principal", "principal-coerced"})
+
 MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
     (
         "tenant-prefix-scope",

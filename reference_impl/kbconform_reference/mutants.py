@@ -340,12 +340,22 @@ class Mutant:
     breaks: str
     killers: tuple[str, ...]
     smoke: bool = False
+    #: Why the broken invariant cannot be reached behind harness-v1 (None: it can).
+    in_process_only: str | None = None
 
     @property
     def adapter(self) -> str:
         """The factory of the adapter that serves this mutant."""
         return f"{__name__}:by_name.{self.name.replace('-', '_')}"
 
+
+#: Why a mutant that accepts a Python object other than a valid Principal cannot be reached
+#: behind harness-v1: a principal crosses it as data, and the kit sends anything else as no
+#: identity, so the backend only ever gets a Principal built from valid fields, or None.
+PRINCIPAL_AS_DATA = (
+    "a principal crosses harness-v1 as data: a Python object that is not a valid Principal reaches "
+    "the backend as no identity"
+)
 
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
@@ -401,6 +411,7 @@ MUTANTS: tuple[Mutant, ...] = (
         DuckTypedPrincipal,
         "any object with a principal's attributes authenticates",
         ("closed-01[an object with a principal's attributes]",),
+        in_process_only=PRINCIPAL_AS_DATA,
     ),
     Mutant(
         "shared-visible-to-all",
@@ -463,7 +474,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant("rejects-everything", RejectsEverything, "smoke: every call is refused", (), smoke=True),
     *(
-        Mutant(*entry)
+        Mutant(*entry, in_process_only=PRINCIPAL_AS_DATA if entry[0] in _read.PRINCIPAL_OBJECTS else None)
         for entry in (*_read.MUTANTS, *_lifecycle.MUTANTS, *_faults.MUTANTS, *_state.MUTANTS, *_proof.MUTANTS)
     ),
 )
