@@ -122,7 +122,9 @@ function newCall(operation, backend, {internal: isInternal = false} = {}) {
         assigned     : new Map(),   // Neo's tenant-aware id per (repoSlug, hash, type, name, source)
         normalized   : new Map(),   // record index -> Neo's normalized chunk
         spoofWarnings: [],
-        lastQuery    : null
+        lastQuery    : null,
+        question     : null,
+        fetches      : 0
     };
 }
 
@@ -139,6 +141,7 @@ const consultSwitch = call => {
 const realFetch = globalThis.fetch;
 globalThis.fetch = async function harnessFetch(input, init) {
     const call = requestScope.getStore();
+    if (call) call.fetches++;
     if (consultSwitch(call)) {
         call.storeFailures++;
         throw new TypeError('fetch failed', {cause: new Error('store call failed by the kbconform fault plan')});
@@ -315,9 +318,20 @@ function removeScratch() {
 let neo = null;
 const embedding = new HashingEmbedding(DIMENSIONS);
 
+// An echo model in place of Neo's language model: the answer is the prompt SearchService.ask
+// assembled (its instructions and the context documents Neo retrieved and hydrated), with the
+// question itself left out of the "Question:" line. The question is the caller's own text, not
+// something Neo retrieved; echoing it would make every word of it look quoted from the store.
 const echoModel = {
     async generateContent(prompt) {
-        return {response: {text: () => prompt}};
+        const question = requestScope.getStore()?.question;
+        let text = String(prompt);
+        if (typeof question === 'string') {
+            const line = `Question: ${question}\n`;
+            const at = text.indexOf(line);
+            if (at !== -1) text = text.slice(0, at) + 'Question: (the question as asked)\n' + text.slice(at + line.length);
+        }
+        return {response: {text: () => text}};
     }
 };
 
@@ -435,6 +449,7 @@ function instrumentCollection(collection) {
         if (typeof original !== 'function') continue;
         proto[name] = async function (...args) {
             const call = requestScope.getStore();
+            const fetchesBefore = call?.fetches ?? 0;
             try {
                 const result = await original.apply(this, args);
                 if (call && !call.internal && Array.isArray(args[0]?.ids)) {
@@ -445,8 +460,10 @@ function instrumentCollection(collection) {
             } catch (error) {
                 if (call) {
                     const kind = error?.name || error?.constructor?.name;
-                    if (CHROMA_REFUSALS.has(kind)) call.storeRefusals++;
-                    else if (CHROMA_FAILURES.has(kind)) call.storeFailures++;
+                    if (CHROMA_FAILURES.has(kind)) call.storeFailures++;
+                    // A Chroma error class that means "invalid request", or any error the client
+                    // threw while processing the arguments, before sending anything to the store.
+                    else if (CHROMA_REFUSALS.has(kind) || call.fetches === fetchesBefore) call.storeRefusals++;
                 }
                 throw error;
             }
@@ -717,6 +734,7 @@ const operations = {
     async ask(params) {
         const backend = backendOf(params);
         return onBackend('ask', backend, params.principal, async call => {
+            call.question = params.question;
             const answer = await neo.SearchService.ask({query: params.question, type: 'all', limit: params.nResults});
             // Neo's references name source files only; the metadata of each is the one ask's own
             // queryDocuments call returned for that source (the context ask synthesized from).
