@@ -266,12 +266,13 @@ async function startChroma() {
     throw internal(`Chroma (${binary}) would not start. Its last output: ${lastOutput.slice(-800)}`);
 }
 
-// A watchdog outside the harness's process group stops Chroma if the harness dies without
-// cleaning up (killed with SIGKILL, for instance).
+// A watchdog outside the harness's process group stops Chroma and removes the scratch folder
+// if the harness dies without cleaning up (killed with SIGKILL, for instance).
 function startWatchdog(chromaPid) {
-    const script = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ` +
-                   `kill -TERM ${chromaPid} 2>/dev/null; sleep 3; kill -KILL ${chromaPid} 2>/dev/null; exit 0`;
-    const watchdog = spawn('/bin/sh', ['-c', script], {detached: true, stdio: 'ignore'});
+    const script = 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; ' +
+                   'kill -TERM "$2" 2>/dev/null; sleep 3; kill -KILL "$2" 2>/dev/null; rm -rf -- "$3"; exit 0';
+    const watchdog = spawn('/bin/sh', ['-c', script, 'kbconform-neo-watchdog', String(process.pid), String(chromaPid), scratchDir],
+        {detached: true, stdio: 'ignore'});
     watchdog.unref();
     return watchdog;
 }
