@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from kbconform.errors import ContractViolation
+from kbconform.harness._client import GROUPS_FILE
 from kbconform.report import FAILED
 
 DEFAULT_ADAPTER = "kbconform_reference.adapter:chroma_embedded"
@@ -133,6 +134,8 @@ def run_suites(
         ini = Path(where) / "pytest.ini"
         ini.write_text("[pytest]\n", encoding="utf-8")
         harness_log = Path(where) / "harness.log"
+        if harness:
+            harness = _from_here(harness)
         if adapter and transport == "stdio":
             harness = shlex.join(serve_command(adapter))
         elif adapter and transport == "http":
@@ -170,11 +173,20 @@ def run_suites(
             *extra,
         ]
         env = _environment()
+        groups = Path(where) / "harness-groups"
+        env[GROUPS_FILE] = str(groups)
         log = Path(where) / "output.log"
         with log.open("wb") as sink:
-            returncode, overran = _supervise(
-                command, cwd=where, env=env, output=None if stream else sink, deadline=run_timeout
-            )
+            with _CHILDREN.lock:
+                _CHILDREN.listed.add(groups)
+            try:
+                returncode, overran = _supervise(
+                    command, cwd=where, env=env, output=None if stream else sink, deadline=run_timeout
+                )
+            finally:  # the harnesses the run started end with it, however it ended
+                _kill_listed(groups)
+                with _CHILDREN.lock:
+                    _CHILDREN.listed.discard(groups)
         output = "" if stream else _tail(log)
         data, problems = _read_report(report)
         stack.close()  # the HTTP server's log is complete once it is stopped
@@ -228,6 +240,15 @@ def _environment() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _SANITIZED}
     env.update(PYTHONPATH=path, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     return env
+
+
+def _from_here(command: str) -> str:
+    """``command`` with a relative program path (``harnesses/neo/harness``) made absolute from
+    the caller's directory, as a shell there would find it; the run happens elsewhere."""
+    argv = shlex.split(command)
+    if argv and os.sep in argv[0] and not Path(argv[0]).is_absolute():
+        argv[0] = str(Path.cwd() / argv[0])
+    return shlex.join(argv)
 
 
 def _tail(log: Path, limit: int = OUTPUT_TAIL) -> str:
@@ -286,16 +307,29 @@ _GRACE = 5.0
 
 @dataclass
 class _Children:
-    """The process groups of the runs under way, so a signal can end them all."""
+    """The process groups of the runs under way, so a signal can end them all; and the files
+    where each run lists the groups of the harnesses it started (harness ``GROUPS_FILE``)."""
 
     groups: set[int] = field(default_factory=set)
+    listed: set[Path] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def kill_all(self) -> None:
         with self.lock:
             groups = list(self.groups)
+            listed = list(self.listed)
         for group in groups:
             _kill_group(group)
+        for path in listed:
+            _kill_listed(path)
+
+
+def _kill_listed(path: Path) -> None:
+    """End every process group listed in ``path`` (one id per line)."""
+    with contextlib.suppress(OSError):
+        for line in path.read_text(encoding="utf-8").split():
+            if line.isdigit():
+                _kill_group(int(line))
 
 
 _CHILDREN = _Children()

@@ -16,15 +16,15 @@ import queue
 import shlex
 import signal
 import subprocess
-import tempfile
 import threading
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, Protocol
+import builtins
+from typing import IO, Any, NoReturn, Protocol
 
 from kbconform.adapter._doubles import FaultPlan, FaultSwitch, RevisionMap
-from kbconform.adapter._protocol import BackendOptions
+from kbconform.adapter._protocol import Backend, BackendOptions
 from kbconform.harness._wire import (
     PROTOCOL,
     Answer,
@@ -42,6 +42,8 @@ from kbconform.harness._wire import (
 
 #: How much of the harness's log a failure shows, in characters.
 LOG_TAIL = 4000
+#: How much of the harness's log is kept (its first and last halves), in bytes.
+LOG_LIMIT = 2 * 1024 * 1024
 _STOP_GRACE = 10.0
 
 
@@ -54,6 +56,9 @@ class Transport(Protocol):
 
     def log_tail(self) -> str: ...
 
+    @property
+    def broken(self) -> bool: ...
+
     def stop(self) -> None: ...
 
     def abandon(self) -> None: ...
@@ -61,7 +66,7 @@ class Transport(Protocol):
 
 def _read_response(call: str, raw: bytes, request_id: int, log: str) -> Mapping[str, Any]:
     try:
-        message = json.loads(raw)
+        message: dict[str, Any] = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         raise HarnessBroken(call, f"answered with something that is not JSON: {raw[:200]!r}", log) from None
     found = problems("response", message)
@@ -76,21 +81,57 @@ def _read_response(call: str, raw: bytes, request_id: int, log: str) -> Mapping[
     return message
 
 
-class StdioTransport:
-    """A harness started as a child process: requests on its stdin, responses on its stdout,
-    its stderr in ``log`` (a file kept with the run's evidence)."""
+#: The environment variable naming a file where every harness process group is listed, so a
+#: supervisor (``kbconform run``) can end them with the run, whatever ends it.
+GROUPS_FILE = "KBCONFORM_HARNESS_GROUPS"
 
-    def __init__(self, command: Sequence[str] | str, log: Path | None = None, cwd: str | None = None) -> None:
+
+class _BoundedLog:
+    """The harness's stderr as it arrives: its first and last ``limit // 2`` bytes, and how many
+    were cut between; a harness that writes without end costs no memory and no disk."""
+
+    def __init__(self, limit: int) -> None:
+        self.half = limit // 2
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.cut = 0
+        self.lock = threading.Lock()
+
+    def write(self, chunk: bytes) -> None:
+        with self.lock:
+            room = self.half - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            self.tail += chunk
+            if len(self.tail) > self.half:
+                self.cut += len(self.tail) - self.half
+                del self.tail[: len(self.tail) - self.half]
+
+    def text(self) -> str:
+        with self.lock:
+            cut = f"\n[kbconform: {self.cut} bytes of the harness's log cut]\n".encode() if self.cut else b""
+            return bytes(self.head + cut + self.tail).decode("utf-8", errors="replace")
+
+
+class StdioTransport:
+    """A harness started as a child process, in a process group of its own: requests on its
+    stdin, responses on its stdout; its stderr (its log) kept within ``LOG_LIMIT`` bytes and
+    written to ``log`` when it stops."""
+
+    def __init__(
+        self,
+        command: Sequence[str] | str,
+        log: Path | None = None,
+        cwd: str | None = None,
+        kept: _BoundedLog | None = None,
+    ) -> None:
         self.command = shlex.split(command) if isinstance(command, str) else list(command)
         if not self.command:
             raise ValueError("a harness command is needed")
         self.description = shlex.join(self.command)
-        if log is None:
-            handle, name = tempfile.mkstemp(prefix="kbconform-harness-", suffix=".log")
-            os.close(handle)
-            log = Path(name)
-        self.log = log
-        self._sink = log.open("ab")
+        self.log, self.cwd = log, cwd
+        self._kept = kept or _BoundedLog(LOG_LIMIT)
         self._lines: queue.Queue[bytes | None] = queue.Queue()
         self._lock = threading.Lock()
         self._broken: HarnessBroken | None = None
@@ -99,19 +140,26 @@ class StdioTransport:
                 self.command,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=self._sink,
+                stderr=subprocess.PIPE,
                 cwd=cwd,
                 start_new_session=True,
             )
         except OSError as error:
-            self._sink.close()
             raise HarnessBroken(
                 "starting the harness", f"{self.description!r} cannot start: {error}"
             ) from None
+        listed = os.environ.get(GROUPS_FILE)
+        if listed:
+            with contextlib.suppress(OSError), Path(listed).open("a", encoding="utf-8") as groups:
+                groups.write(f"{self.process.pid}\n")
         assert self.process.stdout is not None
-        threading.Thread(
-            target=self._read, args=(self.process.stdout,), name="kbconform-harness", daemon=True
-        ).start()
+        assert self.process.stderr is not None
+        self._readers = [
+            threading.Thread(target=self._read, args=(self.process.stdout,), daemon=True),
+            threading.Thread(target=self._drain, args=(self.process.stderr,), daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
 
     def _read(self, stream: IO[bytes]) -> None:
         with stream:
@@ -119,14 +167,22 @@ class StdioTransport:
                 self._lines.put(line)
         self._lines.put(None)
 
+    def _drain(self, stream: IO[bytes]) -> None:
+        with stream:
+            while chunk := stream.read1(1 << 16):  # type: ignore[attr-defined]
+                self._kept.write(chunk)
+
     def log_tail(self) -> str:
-        with contextlib.suppress(OSError, ValueError):
-            if not self._sink.closed:
-                self._sink.flush()
-            with self.log.open("rb") as handle:
-                handle.seek(max(0, self.log.stat().st_size - LOG_TAIL))
-                return handle.read().decode("utf-8", errors="replace")
-        return ""
+        return self._kept.text()[-LOG_TAIL:]
+
+    @property
+    def broken(self) -> bool:
+        return self._broken is not None
+
+    def restarted(self) -> StdioTransport:
+        """The same harness started afresh, its log continued (after this one broke)."""
+        self._kept.write(b"\n[kbconform: the harness broke and was started again]\n")
+        return StdioTransport(self.command, self.log, self.cwd, self._kept)
 
     def exchange(self, call: str, message: Mapping[str, Any], timeout: float) -> Mapping[str, Any]:
         if not self._lock.acquire(blocking=False):
@@ -156,7 +212,7 @@ class StdioTransport:
         finally:
             self._lock.release()
 
-    def _break(self, call: str, what: str) -> None:
+    def _break(self, call: str, what: str) -> NoReturn:
         error = HarnessBroken(call, what, "")
         self._stop(error)
         error.log = self.log_tail()
@@ -171,7 +227,10 @@ class StdioTransport:
         with contextlib.suppress(OSError):
             if self.process.stdin is not None:
                 self.process.stdin.close()
-        self._sink.close()
+        self._readers[1].join(_STOP_GRACE)
+        if self.log is not None:
+            with contextlib.suppress(OSError):
+                self.log.write_text(self._kept.text(), encoding="utf-8")
 
     def abandon(self) -> None:
         """Stop a harness that broke the protocol at once (every later call fails)."""
@@ -207,6 +266,10 @@ class HttpTransport:
     def log_tail(self) -> str:
         return ""
 
+    @property
+    def broken(self) -> bool:
+        return self._broken is not None
+
     def exchange(self, call: str, message: Mapping[str, Any], timeout: float) -> Mapping[str, Any]:
         if not self._lock.acquire(blocking=False):
             self._fail(call, "was sent while an earlier request was still unanswered")
@@ -239,7 +302,7 @@ class HttpTransport:
         finally:
             self._lock.release()
 
-    def _fail(self, call: str, what: str) -> None:
+    def _fail(self, call: str, what: str) -> NoReturn:
         self._broken = HarnessBroken(call, what)
         raise self._broken
 
@@ -257,8 +320,24 @@ class HarnessAdapter:
         self.transport = transport
         self.timeout = timeout
         self._ids = 0
+        #: How many times the harness was started afresh after it broke; a backend opened
+        #: before a restart is gone.
+        self.generation = 0
         result = self.request("hello", {"protocol": PROTOCOL})
         self._manifest: dict[str, Any] = dict(result["manifest"])
+
+    def _restart(self) -> None:
+        """A stdio harness that broke (crashed, hung, broke the protocol) is started afresh
+        before the next backend is opened, and must declare the same manifest again."""
+        restarted = getattr(self.transport, "restarted", None)
+        if not self.transport.broken or restarted is None:
+            return
+        self.transport = restarted()
+        self.generation += 1
+        manifest = self.request("hello", {"protocol": PROTOCOL})["manifest"]
+        if manifest != self._manifest:
+            self.transport.abandon()
+            raise HarnessBroken("harness hello", "the harness, started again, declares another manifest")
 
     @property
     def manifest(self) -> Mapping[str, Any]:
@@ -276,7 +355,7 @@ class HarnessAdapter:
         response = self.transport.exchange(call, message, self.timeout)
         if "error" in response:
             raise error_from_wire(op, params, response["error"])
-        result = response["result"]
+        result: Mapping[str, Any] = response["result"]
         found = problems(f"{op}Result", result)
         if found:
             self.transport.abandon()
@@ -300,6 +379,7 @@ class HarnessAdapter:
                 {"repoSlug": repo, "baseRevision": base, "headRevision": head, "deletedPaths": list(paths)}
                 for (repo, base, head), paths in resolver.deleted.items()
             ]
+        self._restart()
         handle = self.request(
             "open",
             {"spoofMode": options.spoof_mode, "revisionMap": revision_map, "faults": switch is not None},
@@ -309,13 +389,16 @@ class HarnessAdapter:
             switch.forward(backend.set_fault)
         return backend
 
-    def close(self, backend: HarnessBackend, /) -> None:
+    def close(self, backend: Backend, /) -> None:
+        assert isinstance(backend, HarnessBackend)
         backend.closed = True
-        self.request("close", {"backend": backend.handle})
+        if backend.generation == self.generation and not self.transport.broken:
+            self.request("close", {"backend": backend.handle})
 
     def shutdown(self) -> None:
         try:
-            self.request("shutdown", {})
+            if not self.transport.broken:
+                self.request("shutdown", {})
         finally:
             self.transport.stop()
 
@@ -326,9 +409,16 @@ class HarnessBackend:
     def __init__(self, adapter: HarnessAdapter, handle: str, resolver: RevisionMap | None) -> None:
         self.adapter, self.handle, self.resolver = adapter, handle, resolver
         self.closed = False
+        self.generation = adapter.generation
+
+    def _request(self, op: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        if self.generation != self.adapter.generation:
+            what = "the harness broke and was started again since this backend was opened: it is gone"
+            raise HarnessBroken(f"harness {op} (backend {self.handle})", what)
+        return self.adapter.request(op, params)
 
     def _call(self, op: str, principal: object, **params: Any) -> Mapping[str, Any]:
-        return self.adapter.request(
+        return self._request(
             op, {"backend": self.handle, "principal": principal_to_wire(principal), **params}
         )
 
@@ -336,7 +426,7 @@ class HarnessBackend:
         if self.closed:  # nothing consults the switch of a closed backend
             return 0
         wire = None if plan is None else {"pass": plan.passing, "fail": plan.failing}
-        return int(self.adapter.request("fault", {"backend": self.handle, "plan": wire})["consulted"])
+        return int(self._request("fault", {"backend": self.handle, "plan": wire})["consulted"])
 
     def ingest(self, principal: object, records: Sequence[Mapping[str, Any]], /) -> IngestResult:
         result = self._call("ingest", principal, records=list(records))
@@ -345,14 +435,14 @@ class HarnessBackend:
 
     def query(
         self, principal: object, text: str, n_results: int, where: Mapping[str, Any] | None, /
-    ) -> list[Hit]:
+    ) -> builtins.list[Hit]:
         result = self._call("query", principal, text=text, nResults=n_results, where=where)
         return [hit_from_wire(hit) for hit in result["hits"]]
 
     def get(self, principal: object, chunk_id: str, /) -> Hit:
         return hit_from_wire(self._call("get", principal, id=chunk_id)["hit"])
 
-    def list(self, principal: object, limit: int, offset: int, /) -> list[Hit]:
+    def list(self, principal: object, limit: int, offset: int, /) -> builtins.list[Hit]:
         result = self._call("list", principal, limit=limit, offset=offset)
         return [hit_from_wire(hit) for hit in result["hits"]]
 
@@ -370,7 +460,7 @@ class HarnessBackend:
             self.resolver.calls.extend(calls)
         return DeletionResult(list(result["deletedIds"]), calls)
 
-    def export(self, principal: object, /) -> list[Mapping[str, Any]]:
+    def export(self, principal: object, /) -> builtins.list[Mapping[str, Any]]:
         return list(self._call("export", principal)["records"])
 
     def restore(self, principal: object, records: Sequence[Mapping[str, Any]], /) -> int:
@@ -378,8 +468,8 @@ class HarnessBackend:
 
     def scan(
         self, root: Path, config: Path | None, tenant_id: str, repo_slug: str, root_kind: str, /
-    ) -> list[Mapping[str, Any]]:
-        result = self.adapter.request(
+    ) -> builtins.list[Mapping[str, Any]]:
+        result = self._request(
             "scan",
             {
                 "backend": self.handle,

@@ -198,7 +198,7 @@ def _remote(base: type[KbconformError]) -> type[KbconformError]:
     return type(f"Remote{base.__name__}", (base,), {"__str__": __str__, "__module__": __name__})
 
 
-_REMOTE = {
+_REMOTE: dict[type[KbconformError], Any] = {
     cls: _remote(cls)
     for cls in (
         ContractViolation,

@@ -21,15 +21,30 @@ def _entries(path: Path) -> dict[str, dict[str, Any]]:
 def test_every_mutant_is_killed_by_its_killers_and_both_smokes_fail(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """kbconform mutants exits 0 only because each broken backend fails every test named for
-    it, in a run of those tests alone; the smokes, naming none, fail a run of every test."""
+    """kbconform mutants (each mutant served over harness-v1 on stdio) exits 0 only because each
+    broken backend fails every test named for it, in a run of those tests alone; the smokes,
+    naming none, fail a run of every test. A mutant whose bug cannot cross harness-v1 is not
+    applicable there, and says why."""
     assert len([m for m in MUTANTS if not m.smoke]) >= 15
     assert {m.name for m in MUTANTS if m.smoke} == {"accepts-everything", "rejects-everything"}
     assert main(["mutants", "--json", str(tmp_path / "mutants.json")]) == 0
     by_name = _entries(tmp_path / "mutants.json")
     assert set(by_name) == {m.name for m in MUTANTS}
+    alone = {m.name for m in MUTANTS if m.in_process_only}
+    assert alone == {
+        "subclassed-principal",
+        "tampered-principal",
+        "principal-coerced",
+        "duck-typed-principal",
+    }
     for mutant in MUTANTS:
         entry = by_name[mutant.name]
+        if mutant.name in alone:
+            assert (entry["killed"], entry["killed_by"]) == (False, []), mutant.name
+            assert entry["notApplicable"].startswith(
+                "in process only: a principal crosses harness-v1 as data"
+            )
+            continue
         assert (entry["killed"], entry["unmet"]) == (True, []), mutant.name
         assert entry["mode"] == ("full" if mutant.smoke else "killers"), mutant.name
         assert entry["killers"] == list(mutant.killers), mutant.name
@@ -37,7 +52,26 @@ def test_every_mutant_is_killed_by_its_killers_and_both_smokes_fail(
             assert len(entry["killed_by"]) > 10, mutant.name
         else:  # only the killers ran, and each failed
             assert entry["killed_by"] == sorted(set(mutant.killers)), mutant.name
-    assert f"{len(MUTANTS)} of {len(MUTANTS)} mutants killed" in capsys.readouterr().out
+    killed = len(MUTANTS) - len(alone)
+    assert f"{killed} of {killed} mutants killed, {len(alone)} in process only" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("transport", ["http", "in-process"])
+def test_every_mutant_gets_the_verdict_it_gets_on_stdio_over_http_and_in_process(transport: str) -> None:
+    """The verdicts the test above holds the stdio runs to, through the other transports: the
+    killers alone fail against every mutant. The in-process-only mutants are killed in process
+    (their bug is reachable there) and not applicable over HTTP, as on stdio."""
+    results = {r.name: r for r in runner.run_mutants(transport=transport)}
+    assert set(results) == {m.name for m in MUTANTS}
+    for mutant in MUTANTS:
+        result = results[mutant.name]
+        if mutant.in_process_only and transport != "in-process":
+            assert (result.killed, result.killed_by) == (False, []), mutant.name
+            assert result.not_applicable is not None, mutant.name
+            continue
+        assert (result.killed, result.unmet, result.not_applicable) == (True, [], None), mutant.name
+        if not mutant.smoke:
+            assert result.killed_by == sorted(set(mutant.killers)), mutant.name
 
 
 def test_full_mode_runs_every_test_against_each_mutant(

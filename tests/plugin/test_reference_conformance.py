@@ -14,24 +14,27 @@ import os
 import pytest
 
 from kbconform import report as reports
+from kbconform import runner
 from kbconform._resources import data_dir
 
-pytest_plugins = ["pytester"]
-
-MODES = {"memory": "memory", "chroma-embedded": "chroma_embedded", "chroma-server": "chroma_server"}
+#: Each store mode, and how the suites reach it: in process (the pytest plugin's
+#: --kbconform-adapter), or served over harness-v1 on stdio or HTTP (kbconform run's way).
+MODES = {
+    "memory": ("memory", "in-process"),
+    "chroma-embedded": ("chroma_embedded", "stdio"),
+    "chroma-server": ("chroma_server", "http"),
+}
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
-def test_the_reference_passes_every_suite_test(pytester: pytest.Pytester, mode: str) -> None:
+def test_the_reference_passes_every_suite_test(mode: str) -> None:
     """No suite test fails, errors or is skipped: the reference offers every optional feature and
-    earns L4. The server mode starts a real ``chroma run`` and stops it at the end of the run."""
-    result = pytester.runpytest_subprocess(
-        f"--kbconform-adapter=kbconform_reference.adapter:{MODES[mode]}",
-        "--kbconform-report=report.json",
-        "-p",
-        "no:cacheprovider",
-    )
-    report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+    earns L4, in process and through either harness-v1 transport. The server mode starts a real
+    ``chroma run`` and stops it at the end of the run."""
+    factory, transport = MODES[mode]
+    outcome = runner.run_suites(f"kbconform_reference.adapter:{factory}", transport=transport)
+    report = outcome.report
+    assert outcome.problems == (), outcome.output
     shipped = data_dir("suites") / "catalogue.json"
     listed = reports.catalogue_from(report)
     if os.environ.get("KBCONFORM_UPDATE_CATALOGUE") == "1":
@@ -42,6 +45,6 @@ def test_the_reference_passes_every_suite_test(pytester: pytest.Pytester, mode: 
     statuses = {entry["id"]: entry["status"] for entry in report["tests"]}
     assert {test: status for test, status in statuses.items() if status != "pass"} == {}
     assert len(statuses) >= 70
-    assert result.ret == 0
+    assert outcome.returncode == 0
     reports.verify(report)
     assert [lv for lv, v in report["levels"].items() if v["earned"]] == ["L0", "L1", "L2", "L3", "L4"]

@@ -72,10 +72,28 @@ def test_an_adapter_that_exits_zero_in_its_teardown_still_fails(
 def test_an_adapter_that_kills_the_run_gets_no_verdict(
     project: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    """An os._exit(0) in the middle of the run leaves no report: an error, exit 1, not a pass."""
+    """An os._exit(0) in the middle of the run ends the serving process, not the run: the call
+    that found it gone fails naming it, and so does every test after it; exit 1, not a pass.
+    In process the same exit leaves no report at all: an error, exit 1 (control)."""
     code, report = _run("--adapter", "hostile_adapter:exits_in_close")
-    assert (code, report) == (1, {})
-    assert "the run gave no report (pytest exited 0" in capfd.readouterr().err
+    assert code == 1
+    failing = [t for t in report["tests"] if t["status"] in ("fail", "error")]
+    assert len(failing) > len(report["tests"]) // 2
+    assert "KB_HARNESS_BROKEN: harness close (request" in capfd.readouterr().out
+    alone = runner.run_suites("hostile_adapter:exits_in_close", transport="in-process", seed=3)
+    assert (alone.verdict, alone.report) == ("error", {})
+
+
+def test_an_adapter_that_patches_the_judge_flips_only_an_in_process_verdict(project: Path) -> None:
+    """An adapter whose factory rewrites the plugin's results to passes makes the leaky backend
+    pass in process, where the adapter shares the process that writes the report (the control:
+    the attack works); kbconform run serves it from a child process, and it fails."""
+    patched = runner.run_suites("hostile_adapter:patches_the_judge", transport="in-process", seed=3)
+    assert patched.verdict == "pass", "the patch no longer flips an in-process verdict; update it"
+    code, report = _run("--adapter", "hostile_adapter:patches_the_judge")
+    assert code == 1
+    assert _failing(report) >= LEAKY_FAILS
+    assert report["config"]["harness"]["transport"] == "stdio"
 
 
 def _install_rewriter(site: Path) -> None:
@@ -201,27 +219,38 @@ def test_a_run_that_overruns_its_deadline_is_stopped_and_fails(project: Path) ->
 
 def test_what_the_adapter_prints_is_bounded(project: Path) -> None:
     """A backend that prints 5 MB per ingest (through sys.stdout and file descriptor 2): the
-    run's memory stays near a quiet run's (it reached gigabytes when pytest captured it all),
-    each test keeps a bounded head and tail of it, and the verdict is untouched."""
+    run's memory stays near a quiet run's (it reached gigabytes when pytest captured it all), and
+    the verdict is untouched. In process, each test keeps a bounded head and tail of it; behind
+    harness-v1 it is the harness's log, kept within its bound."""
     peak = (
         "import resource, sys\n"
         "from kbconform import runner\n"
-        "outcome = runner.run_suites(sys.argv[1], seed=3, extra=['-rA'])\n"
+        "outcome = runner.run_suites(sys.argv[1], transport=sys.argv[2], seed=3, extra=['-rA'])\n"
         "print(outcome.verdict, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)\n"
+        'print(len(outcome.harness_log), "bytes of the harness\'s log cut]" in outcome.harness_log)\n'
         "print(outcome.output)\n"
     )
     measured = {}
-    for factory in ("chatty", "leaky"):
+    for factory, transport in (("chatty", "in-process"), ("leaky", "in-process"), ("chatty", "stdio")):
         done = subprocess.run(
-            [sys.executable, "-c", peak, f"hostile_adapter:{factory}"],
+            [sys.executable, "-c", peak, f"hostile_adapter:{factory}", transport],
             cwd=project, capture_output=True, text=True, timeout=300, check=True,
         )  # fmt: skip
         verdict, megabytes = done.stdout.split("\n", 1)[0].split()
-        measured[factory] = (verdict, int(megabytes), done.stdout)
-    (verdict, chatty, output), (_, quiet, _) = measured["chatty"], measured["leaky"]
+        measured[factory, transport] = (verdict, int(megabytes), done.stdout)
+    (verdict, chatty, output), (_, quiet, _) = (
+        measured["chatty", "in-process"],
+        measured["leaky", "in-process"],
+    )
     assert verdict == "pass"
     assert chatty < quiet + 300, (chatty, quiet)
     assert "characters cut]" in output
+    verdict, served, output = measured["chatty", "stdio"]
+    assert verdict == "pass"
+    assert served < quiet + 300, (served, quiet)
+    size, cut = output.split("\n")[1].split()
+    assert cut == "True"
+    assert 0 < int(size) <= runner.HARNESS_LOG_LIMIT
 
 
 def _statuses(outcome: runner.Outcome) -> dict[str, str]:
