@@ -8,6 +8,7 @@ call; the harness is then stopped, and every later call fails the same way.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import http.client
 import json
@@ -20,7 +21,6 @@ import threading
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-import builtins
 from typing import IO, Any, NoReturn, Protocol
 
 from kbconform.adapter._doubles import FaultPlan, FaultSwitch, RevisionMap
