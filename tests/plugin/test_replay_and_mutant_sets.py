@@ -65,7 +65,10 @@ def test_a_report_replayed_against_another_backend_differs(
     """The reference's report replayed against a mutant that leaks through list: the manifest and
     the outcomes of the tests it fails differ."""
     moved = json.loads(json.dumps(memory_report))
-    moved["config"]["adapter"] = "kbconform_reference.mutants:by_name.unfiltered_list"
+    mutant = "kbconform_reference.mutants:by_name.unfiltered_list"
+    assert moved["config"]["harness"]["transport"] == "stdio"  # kbconform run served it
+    for key, value in (("adapter", moved["config"]), ("command", moved["config"]["harness"])):
+        value[key] = value[key].replace(MEMORY, mutant)
     assert main(["verify", _write(tmp_path, moved), "--replay"]) == 1
     err = capsys.readouterr().err
     assert "the adapter now declares another manifest (differs in: adapter)" in err
