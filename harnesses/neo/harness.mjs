@@ -765,8 +765,14 @@ const operations = {
             const summary = await neo.IngestionService.ingestSourceFiles(payload);
             const deletedIds = [...new Set(call.deleted)];
             if (summary.errors?.length > 0) {
+                // As for ingest: a summary with an error is Neo's report that the push failed;
+                // whatever Neo deleted before it is logged, and the kit sees it on its next reads.
                 logSummaryErrors('applyDeletionSignal', summary);
-                if (deletedIds.length === 0) throw summaryError(summary, call);
+                if (deletedIds.length > 0) {
+                    log(`applyDeletionSignal: Neo deleted ${deletedIds.length} chunk(s) (${deletedIds.join(', ')}) and reported ` +
+                        `${summary.errors.length} error(s); the call answers with Neo's error`);
+                }
+                throw summaryError(summary, call);
             }
             return {deletedIds, resolverCalls: call.resolverCalls};
         });
@@ -838,13 +844,15 @@ function summaryError(summary, call) {
     return new HarnessError(codeFor(first.code, call), message);
 }
 
-// An ingestion summary in kit terms. Neo reports problems in `errors` instead of throwing:
-// nothing written and an error reported -> that error; written and reported -> what it wrote.
-// Neo's summary carries no ids: each record's id is the tenant-aware id Neo's own
-// VectorService.applyTenantStamp gave its chunk during this call. Nor does it carry warnings:
-// Neo reports each overwritten field as a structured warning through its KB logger
+// An ingestion summary in kit terms. Neo reports problems in `errors` instead of throwing: a
+// summary with an error is Neo's report that the call failed, and the call answers with that
+// error (mapped by its code), whatever Neo wrote before it; what Neo did write is logged, and the
+// kit sees it on its next reads. (A shorter list of ids would be no answer of the protocol: ingest
+// answers one id per record.) Neo's summary carries no ids: each record's id is the tenant-aware
+// id Neo's own VectorService.applyTenantStamp gave its chunk during this call. Nor does it carry
+// warnings: Neo reports each overwritten field as a structured warning through its KB logger
 // (VectorService.validateTenantStamp, "overwrite + warning log"); those are the warnings.
-async function translateIngest(summary, records, call) {
+function translateIngest(summary, records, call) {
     const warnings = call.spoofWarnings.map(warning => ({field: String(warning.field), chunkId: String(warning.chunkId)}));
     const idOf = index => {
         const entry = call.normalized.get(index);
@@ -854,29 +862,19 @@ async function translateIngest(summary, records, call) {
     };
     const ids = (Array.isArray(records) ? records : []).map((_, index) => idOf(index));
 
-    if (!summary.errors || summary.errors.length === 0) {
-        const missing = ids.findIndex(id => typeof id !== 'string');
-        if (missing !== -1) {
-            throw internal(`Neo reported no error but assigned no id to record ${missing} (ingested ${summary.ingested}, embedded ${summary.embeddingsGenerated})`);
+    if (summary.errors?.length > 0) {
+        logSummaryErrors('ingest', summary);
+        if (call.upserted.size > 0) {
+            log(`ingest: Neo wrote ${call.upserted.size} chunk(s) of a batch of ${ids.length} record(s) and reported ` +
+                `${summary.errors.length} error(s); the call answers with Neo's error`);
         }
-        return {ids, warnings};
+        throw summaryError(summary, call);
     }
-
-    logSummaryErrors('ingest', summary);
-    if (call.upserted.size === 0) throw summaryError(summary, call);
-
-    // Neo wrote part of the batch: the ids of the records whose chunks are stored now.
-    const candidates = [...new Set(ids.filter(id => typeof id === 'string'))];
-    const stored = new Set();
-    if (candidates.length > 0) {
-        const found = await runInternal('ingest-check', async () =>
-            (await neo.ChromaManager.getKnowledgeBaseCollection()).get({ids: candidates, include: []}));
-        (found?.ids || []).forEach(id => stored.add(id));
+    const missing = ids.findIndex(id => typeof id !== 'string');
+    if (missing !== -1) {
+        throw internal(`Neo reported no error but assigned no id to record ${missing} (ingested ${summary.ingested}, embedded ${summary.embeddingsGenerated})`);
     }
-    const written = ids.filter(id => typeof id === 'string' && stored.has(id));
-    log(`ingest: Neo wrote ${written.length} of ${ids.length} records and reported ${summary.errors.length} error(s); returning the written ids`);
-    const kept = new Set(written);
-    return {ids: written, warnings: warnings.filter(warning => kept.has(warning.chunkId))};
+    return {ids, warnings};
 }
 
 // --- protocol loop ----------------------------------------------------------------------------------

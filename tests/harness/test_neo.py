@@ -1,0 +1,123 @@
+"""Neo's knowledge base keeps the verdict recorded in harnesses/neo/verdict.json: the Neo harness
+installs (``harnesses/neo/install``) and the whole catalogue run on it with the recorded seed gives
+every test the recorded status and earns exactly the recorded levels. A changed verdict is news,
+not noise: the failure names each changed id with its old and new status.
+
+Re-record (after reading why it changed): ``python harnesses/neo/record_verdict.py`` (a fresh run)
+or ``python harnesses/neo/record_verdict.py --from-report REPORT`` (the report of
+``kbconform run --harness harnesses/neo/harness --seed 1 --report REPORT``); then update the prose
+of ``harnesses/neo/VERDICT.md`` by hand.
+
+Needs Node.js >= 20 with npm (skipped without them), g++, make and python3 for the first install
+(it compiles better-sqlite3: 2-4 minutes on 2 cores), and the ``chroma`` server that
+``kbconform[chroma]`` installs beside this interpreter. The run itself takes about 4 minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbconform import runner
+
+ROOT = Path(__file__).resolve().parents[2]
+NEO = ROOT / "harnesses" / "neo"
+VERDICT = NEO / "verdict.json"
+#: The first install downloads the packages and compiles better-sqlite3; a second one is a no-op.
+INSTALL_TIMEOUT = 1800  # seconds
+RERECORD = (
+    "If the change is understood, re-record it: `python harnesses/neo/record_verdict.py` (a fresh run), "
+    "or `python harnesses/neo/record_verdict.py --from-report REPORT` with the report of "
+    "`kbconform run --harness harnesses/neo/harness --seed {seed} --report REPORT`; then update "
+    "harnesses/neo/VERDICT.md by hand."
+)
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("node") is None or shutil.which("npm") is None,
+    reason="node and npm are not on PATH: the Neo harness needs Node.js 20 or later with npm",
+)
+
+
+def _verdict_of(report: dict[str, Any]) -> dict[str, Any]:
+    """A report in the recorded form (as harnesses/neo/record_verdict.py writes it)."""
+    return {
+        "neo": f"neo.mjs {report['manifest']['backend']['version']}",
+        "seed": report["seed"],
+        "profile": report["profile"],
+        "levels": {level: bool(v["earned"]) for level, v in sorted(report["levels"].items())},
+        "tests": {t["id"]: t["status"] for t in sorted(report["tests"], key=lambda t: t["id"])},
+    }
+
+
+def _changes(recorded: dict[str, Any], observed: dict[str, Any]) -> list[str]:
+    """Every difference, one line each: a field, a level or a test id with its old and new value."""
+    found = [
+        f"{key}: recorded {recorded[key]!r}, now {observed[key]!r}"
+        for key in ("neo", "seed", "profile")
+        if recorded[key] != observed[key]
+    ]
+    for group in ("levels", "tests"):
+        old, new = recorded[group], observed[group]
+        found += [
+            f"{name}: {old.get(name, 'absent')} -> {new.get(name, 'absent')}"
+            for name in sorted(set(old) | set(new))
+            if old.get(name) != new.get(name)
+        ]
+    return found
+
+
+def _install() -> None:
+    """``harnesses/neo/install``, with its output shown if it fails or overruns."""
+    try:
+        done = subprocess.run(
+            ["bash", str(NEO / "install")],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as overrun:
+        output = "".join(str(part or "") for part in (overrun.stdout, overrun.stderr))
+        pytest.fail(f"harnesses/neo/install did not finish within {INSTALL_TIMEOUT} s; its output:\n{output}")
+    assert done.returncode == 0, (
+        f"harnesses/neo/install failed (exit {done.returncode}); its output:\n{done.stdout}{done.stderr}"
+    )
+
+
+def test_neo_gives_every_test_its_recorded_status_and_earns_the_recorded_levels(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The Neo run with the recorded seed is sound, has a harness log, and equals verdict.json:
+    every status, every level, Neo's version, the seed and the profile."""
+    recorded = json.loads(VERDICT.read_text(encoding="utf-8"))
+    assert recorded["tests"], "verdict.json records no test"
+    assert set(recorded["levels"]) == {"L0", "L1", "L2", "L3", "L4"}, "verdict.json records other levels"
+    _install()
+    # The harness starts `chroma run`: the server kbconform[chroma] installs beside this interpreter.
+    monkeypatch.setenv(
+        "PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    )
+    outcome = runner.run_suites(harness=str(NEO / "harness"), seed=recorded["seed"])
+    assert outcome.problems == (), (
+        "the Neo run gave no sound report:\n"
+        + "\n".join(outcome.problems)
+        + (f"\n{outcome.output[-6000:]}\nharness log (tail):\n{outcome.harness_log[-3000:]}")
+    )
+    assert outcome.harness_log.strip(), "the Neo harness wrote no log on stderr"
+    changed = _changes(recorded, _verdict_of(outcome.report))
+    assert not changed, (
+        f"Neo's verdict changed (seed {recorded['seed']}), {len(changed)} differences "
+        "(recorded -> now):\n  "
+        + "\n  ".join(changed)
+        + "\n"
+        + RERECORD.format(seed=recorded["seed"])
+        + f"\nthe run's output (tail):\n{outcome.output[-4000:]}"
+    )
