@@ -256,6 +256,11 @@ def _parser() -> argparse.ArgumentParser:
     schema = commands.add_parser("schema", help="print one schema")
     schema.add_argument("name", metavar="NAME")
     schema.add_argument("--bundled", action="store_true", help="inline every cross-schema $ref")
+    schema.add_argument(
+        "--openapi",
+        action="store_true",
+        help="harness-v1 only: its HTTP transport as an OpenAPI 3.1 document, generated from the schema",
+    )
     schema.set_defaults(handler=_print_schema)
     return parser
 
@@ -505,7 +510,13 @@ def _list_schemas(arguments: argparse.Namespace) -> int:
 
 def _print_schema(arguments: argparse.Namespace) -> int:
     name = _schema_name(arguments.name)
-    if arguments.bundled:
+    if arguments.openapi:
+        if name != "harness-v1" or arguments.bundled:
+            raise UsageError("--openapi prints harness-v1's HTTP transport: 'schema harness-v1 --openapi'")
+        from kbconform.harness._openapi import render
+
+        sys.stdout.write(render())
+    elif arguments.bundled:
         print(json.dumps(_schemas.bundled(name), indent=2, ensure_ascii=False))
     else:
         sys.stdout.write(_schemas.text(name))

@@ -30,13 +30,21 @@ from kbconform.harness._wire import (
 
 
 def _request_id(message: object) -> int | None:
-    """The id to echo: the message's, when it has one (None for an unreadable request)."""
+    """The id to echo: the message's, when it has one (None for an unreadable request). JSON has
+    one kind of number: ``7.0`` is the integer 7 (as the schema reads it), echoed as ``7``."""
     found = message.get("id") if isinstance(message, dict) else None
+    if isinstance(found, float) and found.is_integer():
+        found = int(found)
     return found if isinstance(found, int) and not isinstance(found, bool) and found >= 0 else None
 
 
 def _invalid(request_id: int | None, message: str) -> dict[str, Any]:
     return {"id": request_id, "error": {"code": REQUEST_INVALID, "message": message}}
+
+
+class _Unusable(Exception):
+    """A valid request the harness cannot carry out: it names a backend handle that open did not
+    return (or that close released), or asks for faults on a backend opened without them."""
 
 
 class Dispatcher:
@@ -58,13 +66,20 @@ class Dispatcher:
         op, params = message["op"], message["params"]
         try:
             return {"id": request_id, "result": self._dispatch(op, params)}
-        except KeyError as error:
-            return _invalid(request_id, f"no backend {error}")
+        except _Unusable as error:  # the request's fault, not the adapter's
+            return _invalid(request_id, str(error))
         except Exception as error:  # every failure of the adapter travels back as an error
             return {"id": request_id, "error": error_to_wire(error)}
 
+    def _entry(self, params: Mapping[str, Any]) -> tuple[Any, FaultSwitch | None, RevisionMap | None]:
+        """The backend the request names, its fault switch and its revision map."""
+        try:
+            return self.backends[params["backend"]]
+        except KeyError:  # only the lookup: a KeyError escaping the adapter is its own failure
+            raise _Unusable(f"no backend {params['backend']!r}") from None
+
     def _backend(self, params: Mapping[str, Any]) -> Any:
-        return self.backends[params["backend"]][0]
+        return self._entry(params)[0]
 
     def _dispatch(self, op: str, params: Mapping[str, Any]) -> dict[str, Any]:
         if op == "hello":
@@ -72,7 +87,8 @@ class Dispatcher:
         if op == "open":
             return self._open(params)
         if op == "close":
-            backend = self.backends.pop(params["backend"])[0]
+            backend = self._entry(params)[0]
+            del self.backends[params["backend"]]
             self.adapter.close(backend)
             return {}
         if op == "shutdown":
@@ -83,9 +99,9 @@ class Dispatcher:
             self.adapter.shutdown()
             return {}
         if op == "fault":
-            switch = self.backends[params["backend"]][1]
+            switch = self._entry(params)[1]
             if switch is None:
-                raise ValueError("this backend was opened without faults")
+                raise _Unusable(f"backend {params['backend']!r} was opened without faults")
             plan = params["plan"]
             return {"consulted": switch.set(None if plan is None else FaultPlan(plan["pass"], plan["fail"]))}
         if op == "scan":
@@ -116,7 +132,7 @@ class Dispatcher:
         return {"backend": handle}
 
     def _delete(self, backend: Any, principal: Any, params: Mapping[str, Any]) -> dict[str, Any]:
-        resolver = self.backends[params["backend"]][2]
+        resolver = self._entry(params)[2]
         before = len(resolver.calls) if resolver is not None else 0
         result = backend.apply_deletion_signal(principal, params["signal"])
         calls = resolver.calls[before:] if resolver is not None else []
@@ -177,7 +193,7 @@ def serve_stdio(dispatcher: Dispatcher, requests: IO[bytes], responses: IO[bytes
     for line in requests:
         try:
             message = json.loads(line)
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:  # RecursionError: nested past Python's limit
             message = None
             response = _invalid(None, f"not JSON: {error}")
         else:
@@ -194,17 +210,25 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     dispatcher: Dispatcher
     protocol_version = "HTTP/1.1"
 
-    def do_POST(self) -> None:  # the name http.server calls
+    def _op(self) -> str | None:
+        """The operation the path names (``/v1/{op}``), or None."""
         op = self.path.removeprefix("/v1/")
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length)
+        return op if self.path.startswith("/v1/") and op in OPERATIONS else None
+
+    def do_POST(self) -> None:  # the name http.server calls
+        op = self._op()
+        length = self.headers.get("Content-Length") or "0"
+        if not (length.isascii() and length.isdigit()):
+            self._send(400, _invalid(None, f"Content-Length must be a number of bytes; got {length!r}"))
+            return
+        body = self.rfile.read(int(length))
+        if op is None:
+            self._send(404, _invalid(None, f"no operation at {self.path!r}"))
+            return
         try:
             message = json.loads(body)
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:  # RecursionError: nested past Python's limit
             self._send(400, _invalid(None, f"not JSON: {error}"))
-            return
-        if op not in OPERATIONS:
-            self._send(404, _invalid(None, f"no operation {op!r}"))
             return
         if not isinstance(message, dict) or message.get("op") != op:
             found = f"the message's op must be {op!r}, as in the path"
@@ -214,13 +238,32 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         invalid = response.get("error", {}).get("code") == REQUEST_INVALID
         self._send(400 if invalid else 200, response)
 
-    def _send(self, status: int, response: dict[str, Any]) -> None:
+    def _not_allowed(self) -> None:
+        """Any other method: 405 (``Allow: POST``) on an operation's path, else 404."""
+        op = self._op()
+        if op is None:
+            self._send(404, _invalid(None, f"no operation at {self.path!r}"))
+        else:
+            self._send(405, _invalid(None, f"{self.command} is not allowed: POST /v1/{op}"), allow="POST")
+
+    # The methods of RFC 9110 (and QUERY); one that is none of them stays 501 Not Implemented.
+    do_GET = do_HEAD = do_PUT = do_PATCH = do_DELETE = _not_allowed
+    do_OPTIONS = do_TRACE = do_CONNECT = do_QUERY = _not_allowed
+
+    def _send(self, status: int, response: dict[str, Any], allow: str | None = None) -> None:
         body = _encode(response)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
+        if allow is not None:
+            self.send_header("Allow", allow)
+        # One connection, one request: the server answers one connection at a time, so a client
+        # keeping its connection open would hold off every other one (and the exit after shutdown).
+        self.send_header("Connection", "close")
+        self.close_connection = True
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         """Requests are not logged; errors are (to stderr, the harness's log)."""
