@@ -82,8 +82,11 @@ class Run:
         to ``log``), or served at ``url``. Raises ContractViolation (``KB_ADAPTER_INVALID``) for
         an invalid manifest, HarnessBroken when the harness does not answer ``hello``."""
         from kbconform.harness import HarnessAdapter, HttpTransport, StdioTransport, Transport
+        from kbconform.harness._client import START_TIMEOUT
 
-        caller = Caller(call_timeout)
+        # Each request has the call deadline in the transport, which names the call and stops
+        # the harness; the caller's own deadline covers a restart (a harness's start) besides.
+        caller = Caller(call_timeout + START_TIMEOUT)
 
         def start() -> tuple[Adapter, Manifest]:
             if url is not None:

@@ -40,6 +40,8 @@ from kbconform.harness._wire import (
     problems,
 )
 
+#: The deadline of starting a harness and its ``hello``, at least (seconds).
+START_TIMEOUT = 120.0
 #: How much of the harness's log a failure shows, in characters.
 LOG_TAIL = 4000
 #: How much of the harness's log is kept (its first and last halves), in bytes.
@@ -316,9 +318,11 @@ class HttpTransport:
 class HarnessAdapter:
     """An adapter behind harness-v1. ``timeout`` is each request's deadline in seconds."""
 
-    def __init__(self, transport: Transport, timeout: float) -> None:
+    def __init__(self, transport: Transport, timeout: float, start_timeout: float = START_TIMEOUT) -> None:
         self.transport = transport
         self.timeout = timeout
+        #: The deadline of ``hello``: starting a harness (a server, a runtime) is not a call.
+        self.start_timeout = max(timeout, start_timeout)
         self._ids = 0
         #: How many times the harness was started afresh after it broke; a backend opened
         #: before a restart is gone.
@@ -345,6 +349,9 @@ class HarnessAdapter:
 
     def request(self, op: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
         """Send ``op``; its result, or the error it raises (a kbconform error by its code)."""
+        return self._send(op, params, self.start_timeout if op == "hello" else self.timeout)
+
+    def _send(self, op: str, params: Mapping[str, Any], timeout: float) -> Mapping[str, Any]:
         self._ids += 1
         call = f"harness {op} (request {self._ids})"
         try:
@@ -352,7 +359,7 @@ class HarnessAdapter:
             dumps(message)
         except (TypeError, ValueError) as error:
             raise HarnessBroken(call, f"its arguments have no harness-v1 form: {error}") from None
-        response = self.transport.exchange(call, message, self.timeout)
+        response = self.transport.exchange(call, message, timeout)
         if "error" in response:
             raise error_from_wire(op, params, response["error"])
         result: Mapping[str, Any] = response["result"]
