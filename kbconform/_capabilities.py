@@ -23,6 +23,14 @@ FEATURES: tuple[Feature, ...] = get_args(Feature)
 # What a suite test may require: an optional feature, or a shape the manifest declares.
 Capability = Literal[Feature, "shared-namespace", "id-profile", "spoof-overwrite", "spoof-reject"]
 CAPABILITIES: tuple[Capability, ...] = get_args(Capability)
+#: The isolation profiles a manifest may declare (``isolationProfile``); the first is the default.
+Profile = Literal["tenant-namespace", "project-pool"]
+PROFILES: tuple[Profile, ...] = get_args(Profile)
+
+
+def profile_of(manifest: Mapping[str, Any]) -> str:
+    """The isolation profile ``manifest`` declares (``tenant-namespace`` when it declares none)."""
+    return str(manifest.get("isolationProfile", PROFILES[0]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,12 +51,13 @@ class Axis:
 
     def values(self, manifest: Mapping[str, Any] | None) -> tuple[str, ...]:
         """The values the tests asking for ``fixture`` run with, one test each."""
-        return self.unset if manifest is None else tuple(manifest[self.field])
+        return self.unset if manifest is None else tuple(manifest.get(self.field, ()))
 
     def runs_in(self, entry: Mapping[str, Any], manifest: Mapping[str, Any]) -> bool:
         """Whether the catalogue ``entry`` runs at all against ``manifest`` on this axis."""
-        value = entry.get(self.key, self.default or manifest[self.field][0])
-        return value in manifest[self.field]
+        declared = manifest.get(self.field, ())
+        value = entry.get(self.key, self.default or (declared[0] if declared else None))
+        return value in declared
 
 
 AXES = (
@@ -62,8 +71,10 @@ def declines(manifest: Mapping[str, Any], capability: str) -> str | None:
 
     A feature is declined by a reason string in ``features``; the shared namespace and the id
     profile by ``null``; a spoof mode by leaving it out of ``spoofModes``. ``capability`` is
-    one of :data:`CAPABILITIES`.
+    one of :data:`CAPABILITIES`. A capability the manifest's profile does not define is declined.
     """
+    if capability != "fault-injection" and profile_of(manifest) != PROFILES[0]:
+        return f"not part of the {profile_of(manifest)} profile"
     if capability == "shared-namespace":
         return None if manifest["sharedNamespace"] else "the manifest declares sharedNamespace: null"
     if capability == "id-profile":
@@ -91,7 +102,10 @@ def skip_reason(manifest: Mapping[str, Any], required: Iterable[str]) -> str | N
 
 def applies(entry: Mapping[str, Any], manifest: Mapping[str, Any], level: str) -> bool:
     """Whether a run at ``level`` against ``manifest`` must report the catalogue ``entry`` (a
-    test whose required capability is declined is reported, as a skip)."""
-    return LEVELS.index(entry["level"]) <= LEVELS.index(level) and all(
-        axis.runs_in(entry, manifest) for axis in AXES
+    test whose required capability is declined is reported, as a skip). An entry belongs to one
+    profile (``profile``, the default when absent): another profile's tests are never asked."""
+    return (
+        entry.get("profile", PROFILES[0]) == profile_of(manifest)
+        and LEVELS.index(entry["level"]) <= LEVELS.index(level)
+        and all(axis.runs_in(entry, manifest) for axis in AXES)
     )

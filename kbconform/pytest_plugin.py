@@ -311,7 +311,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(f"kbconform: {item.nodeid} and {seen[stable]} share the id {stable!r}")
         seen[stable] = item.nodeid
         _check_fixtures(item)
-        if LEVELS.index(level) > limit or (chosen is not None and stable not in chosen):
+        if (
+            run.manifest.profile not in _profiles(item)
+            or LEVELS.index(level) > limit
+            or (chosen is not None and stable not in chosen)
+        ):
             drop.append(item)
             continue
         keep.append(item)
@@ -329,6 +333,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def _profiles(item: pytest.Item) -> tuple[str, ...]:
+    """The isolation profiles a suite test is written for: its module's ``PROFILES``. A test of
+    another profile than the manifest's is never asked of the backend (deselected, not skipped)."""
+    from kbconform._capabilities import PROFILES
+
+    declared = getattr(getattr(item, "module", None), "PROFILES", None)
+    if not isinstance(declared, tuple) or not declared or not set(declared) <= set(PROFILES):
+        raise pytest.UsageError(
+            f"kbconform: {item.nodeid}: a suite module declares PROFILES, a tuple of "
+            f"{', '.join(PROFILES)}; got {declared!r}"
+        )
+    return declared
 
 
 def _check_fixtures(item: pytest.Item) -> None:
@@ -365,6 +383,11 @@ def _entry(item: pytest.Item, mark: pytest.Mark) -> dict[str, Any]:
     required = _requires(mark)
     if required:
         entry["requires"] = list(required)
+    from kbconform._capabilities import PROFILES
+
+    run = item.config.stash.get(_RUN, None)
+    if run is not None and run.manifest.profile != PROFILES[0]:
+        entry["profile"] = run.manifest.profile
     from kbconform._capabilities import AXES
 
     params = getattr(getattr(item, "callspec", None), "params", {})

@@ -25,6 +25,9 @@ from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch
 from kbconform.conformance import Principals, Run, record, seed_canaries
 from kbconform.errors import BackendUnavailable, NotFound
 
+#: The isolation profile these tests are written for (schemas/project-pool.md).
+PROFILES = ("tenant-namespace",)
+
 #: A backend needs fewer store calls than this for one write (the loop stops there).
 MAX_CALLS = 50
 #: Records per big write: enough that a backend that pages its writes makes several pages.

@@ -12,6 +12,9 @@ from kbconform.conformance import Canaries, Principals, record
 from kbconform.contract import is_valid
 from kbconform.errors import ContractViolation, Forbidden, NotFound
 
+#: The isolation profile these tests are written for (schemas/project-pool.md).
+PROFILES = ("tenant-namespace",)
+
 
 def _canonical(records: Any) -> list[bytes]:
     return sorted(rfc8785.dumps(dict(r)) for r in records)

@@ -14,6 +14,9 @@ import pytest
 from kbconform.identity import Principal
 from kbconform.workspace import golden
 
+#: The isolation profile these tests are written for (schemas/project-pool.md).
+PROFILES = ("tenant-namespace",)
+
 FIXTURES = {fixture.name: fixture for fixture in golden.fixtures()}
 SOURCES = ["DecisionRecordsSource", "MarkdownDocsSource", "PythonModulesSource"]
 PARSERS = ["DecisionRecordParser", "MarkdownSectionsParser", "PythonAstParser"]

@@ -16,6 +16,9 @@ from kbconform._resources import data_dir
 from kbconform.conformance import Principals, record
 from kbconform.errors import ContractViolation
 
+#: The isolation profile these tests are written for (schemas/project-pool.md).
+PROFILES = ("tenant-namespace",)
+
 
 def _vectors(schema: str, valid: bool) -> list[tuple[str, Any]]:
     groups = json.loads((data_dir("schemas") / "vectors" / f"{schema}.json").read_text(encoding="utf-8"))

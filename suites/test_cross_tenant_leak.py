@@ -22,6 +22,9 @@ from kbconform.conformance import Canaries, Principals, Run, record
 from kbconform.errors import ContractViolation, KbconformError, NotFound
 from kbconform.identity import Principal
 
+#: The isolation profile these tests are written for (schemas/project-pool.md).
+PROFILES = ("tenant-namespace",)
+
 
 def _read_all(
     backend: Any,

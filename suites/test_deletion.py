@@ -12,6 +12,9 @@ from kbconform.adapter import BackendOptions, RevisionMap
 from kbconform.conformance import Principals, Run, record
 from kbconform.errors import ContractViolation, Forbidden, NotFound, RevisionBoundaryUnavailable
 
+#: The isolation profile these tests are written for (schemas/project-pool.md).
+PROFILES = ("tenant-namespace",)
+
 BASE, HEAD = "a1b2c3d4e5f6", "0f9e8d7c6b5a"
 APP = ("docs/a.md", "docs/b.md", "docs/c.md", "docs/d.md")
 

@@ -13,6 +13,9 @@ from kbconform.conformance import Canaries, Principals, record
 from kbconform.errors import BackendUnavailable, ContractViolation, Unauthenticated
 from kbconform.identity import Principal
 
+#: The isolation profile these tests are written for (schemas/project-pool.md).
+PROFILES = ("tenant-namespace",)
+
 _SIGNAL = {"deleted": [{"sourcePath": "docs/acme-0.md", "repoSlug": "app"}]}
 
 

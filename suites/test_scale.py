@@ -15,6 +15,9 @@ from kbconform.conformance import Run, record
 from kbconform.errors import NotFound
 from kbconform.identity import Principal
 
+#: The isolation profile these tests are written for (schemas/project-pool.md).
+PROFILES = ("tenant-namespace",)
+
 #: More rows than common exact-search thresholds (1,000; 2,000), written in batches.
 BIG = 2_500
 BATCH = 500

@@ -12,6 +12,9 @@ from kbconform.conformance import Principals, Run, record
 from kbconform.errors import Forbidden, NotFound, SpoofRejected
 from kbconform.identity import Principal, chunk_id
 
+#: The isolation profile these tests are written for (schemas/project-pool.md).
+PROFILES = ("tenant-namespace",)
+
 PATHS = st.from_regex(r"[a-z]{1,8}(/[a-z0-9_-]{1,8}){0,2}\.(md|py)", fullmatch=True)
 CONTENT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=80)
 BATCHES = st.lists(st.tuples(PATHS, CONTENT), min_size=1, max_size=4, unique_by=lambda pair: pair[0])

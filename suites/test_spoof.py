@@ -10,6 +10,9 @@ from kbconform.adapter import BackendOptions, SpoofMode
 from kbconform.conformance import Principals, Run, record
 from kbconform.errors import Forbidden, SpoofRejected
 
+#: The isolation profile these tests are written for (schemas/project-pool.md).
+PROFILES = ("tenant-namespace",)
+
 #: Every guarded field a record can claim, with a value no server would stamp for acme.
 GUARDED: dict[str, tuple[str, Any]] = {
     "tenantId": ("tenantId", "beta"),

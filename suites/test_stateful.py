@@ -32,6 +32,9 @@ from kbconform.contract import is_valid
 from kbconform.errors import BackendUnavailable, KbconformError, NotFound
 from kbconform.identity import Principal
 
+#: The isolation profile these tests are written for (schemas/project-pool.md).
+PROFILES = ("tenant-namespace",)
+
 HASH_INPUTS = (
     ["sourcePath", "kind", "name", "content"],
     ["content"],

@@ -6,6 +6,14 @@ See :mod:`kbconform.adapter._protocol` for the specification of every member.
 from kbconform._capabilities import CAPABILITIES, FEATURES, Capability, Feature
 from kbconform.adapter._doubles import FaultPlan, FaultSwitch, RevisionMap
 from kbconform.adapter._manifest import Manifest, check_backend, load_adapter
+from kbconform.adapter._pool import (
+    MAX_LIMIT,
+    POOL_INVALID,
+    POOL_READ_FACADES,
+    PoolHitView,
+    ProjectPoolBackend,
+    pool_invalid,
+)
 from kbconform.adapter._protocol import (
     Adapter,
     AnswerView,
@@ -25,6 +33,12 @@ from kbconform.adapter._protocol import (
 __all__ = [
     "CAPABILITIES",
     "FEATURES",
+    "MAX_LIMIT",
+    "POOL_INVALID",
+    "POOL_READ_FACADES",
+    "PoolHitView",
+    "ProjectPoolBackend",
+    "pool_invalid",
     "Adapter",
     "AnswerView",
     "Backend",

@@ -9,6 +9,7 @@ from typing import Any
 
 from kbconform import _capabilities
 from kbconform._capabilities import Capability, Feature
+from kbconform.adapter._pool import ProjectPoolBackend
 from kbconform.adapter._protocol import (
     Adapter,
     Backend,
@@ -37,21 +38,26 @@ class Manifest:
         return cls(data)
 
     @property
+    def profile(self) -> str:
+        """The isolation profile: ``tenant-namespace`` (the default) or ``project-pool``."""
+        return _capabilities.profile_of(self.raw)
+
+    @property
     def read_facades(self) -> tuple[str, ...]:
         return tuple(self.raw["readFacades"])
 
     @property
     def spoof_modes(self) -> tuple[SpoofMode, ...]:
-        return tuple(self.raw["spoofModes"])
+        return tuple(self.raw.get("spoofModes", ()))
 
     @property
     def shared_namespace(self) -> str | None:
-        value = self.raw["sharedNamespace"]
+        value = self.raw.get("sharedNamespace")
         return str(value) if value is not None else None
 
     @property
     def id_profile(self) -> str | None:
-        value = self.raw["idProfile"]
+        value = self.raw.get("idProfile")
         return str(value) if value is not None else None
 
     @property
@@ -124,12 +130,15 @@ def load_adapter(spec: str) -> tuple[Adapter, Manifest]:
 
 
 def check_backend(backend: object, manifest: Manifest) -> None:
-    """Raise ContractViolation unless ``backend`` has every facade it must have."""
-    expected: list[tuple[str, type]] = [("Backend", Backend)]
+    """Raise ContractViolation unless ``backend`` has every facade its profile and manifest require."""
+    if manifest.profile == "project-pool":
+        expected: list[tuple[str, type]] = [("ProjectPoolBackend", ProjectPoolBackend)]
+    else:
+        expected = [("Backend", Backend)]
     expected += [
         (f"{name} facade", kind) for name, kind in _OPTIONAL_FACADES.items() if name in manifest.read_facades
     ]
-    if manifest.supports("workspace-scan"):
+    if manifest.profile == "tenant-namespace" and manifest.supports("workspace-scan"):
         expected.append(("scan (workspace-scan)", SupportsScan))
     missing = [name for name, kind in expected if not isinstance(backend, kind)]
     if missing:

@@ -116,7 +116,8 @@ class Run:
 
     def open(self, options: BackendOptions | None = None) -> Backend:
         """A fresh, empty backend; closed by :meth:`close` (the fixtures do it)."""
-        chosen = options or BackendOptions(spoof_mode=self.manifest.spoof_modes[0])
+        modes = self.manifest.spoof_modes  # none in a profile without spoof modes
+        chosen = options or (BackendOptions(spoof_mode=modes[0]) if modes else BackendOptions())
         backend = self._caller.call("adapter.open()", self.adapter.open, chosen)
         guarded = Guarded(backend, self._caller)
         self._open.append(guarded)
