@@ -1,0 +1,69 @@
+"""The project-pool reference as a kbconform adapter: ``kbconform_reference.pool.adapter:qdrant_local``.
+
+Each backend it opens is a :class:`ProjectPool` with its own in-memory SQLite membership
+database and its own local-mode Qdrant client (``QdrantClient(":memory:")``): independent of
+every other one, and empty. Needs the ``qdrant`` extra (``pip install 'kbconform[qdrant]'``).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from typing import Any
+
+from kbconform.adapter import BackendOptions, ProjectPoolBackend
+from kbconform_reference.pool import qdrant
+from kbconform_reference.pool.service import ProjectPool
+
+
+class PoolAdapter:
+    """Opens a fresh :class:`ProjectPool` per request; closes what it opened."""
+
+    def __init__(self) -> None:
+        self._open: dict[int, ProjectPool] = {}
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        return {
+            "manifestVersion": "1",
+            "isolationProfile": "project-pool",
+            "adapter": {"name": "kbconform-reference-pool", "version": _version("kbconform")},
+            "backend": {"name": "qdrant", "version": qdrant.version()},
+            "isolationModel": "metadata-filter",
+            "readFacades": ["search-episodes", "search-entities"],
+            "features": {"fault-injection": True},
+            "config": {
+                "vectorStore": "qdrant-client local mode (:memory:), one client per backend",
+                "collections": [qdrant.EPISODES, qdrant.ENTITIES],
+                "membership": "sqlite3 :memory:, one database per backend",
+                "embedding": "hashing-256",
+            },
+        }
+
+    def _pool(self, options: BackendOptions) -> ProjectPool:
+        return ProjectPool(store_fails=options.store_fails)
+
+    def open(self, options: BackendOptions, /) -> ProjectPoolBackend:
+        pool = self._pool(options)
+        self._open[id(pool)] = pool
+        return pool
+
+    def close(self, backend: object, /) -> None:
+        pool = self._open.pop(id(backend), None)
+        if pool is not None:
+            pool.close()
+
+    def shutdown(self) -> None:
+        for key in list(self._open):
+            self._open.pop(key).close()
+
+
+def _version(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def qdrant_local() -> PoolAdapter:
+    """The project-pool reference over Qdrant in local mode (in memory), membership in SQLite."""
+    return PoolAdapter()
