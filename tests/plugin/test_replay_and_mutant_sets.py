@@ -20,9 +20,9 @@ MEMORY = "kbconform_reference.adapter:memory"
 
 @pytest.fixture(scope="module")
 def memory_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """A report of the reference in memory, seed 21."""
+    """A report of the reference in memory, seed 21, up to L2 (replays rerun the same level)."""
     path = tmp_path_factory.mktemp("replay") / "report.json"
-    assert main(["run", "--adapter", MEMORY, "--seed", "21", "--report", str(path)]) == 0
+    assert main(["run", "--adapter", MEMORY, "--seed", "21", "--level", "L2", "--report", str(path)]) == 0
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return data
 

@@ -21,6 +21,8 @@ from kbconform.cli import main
 HERE = Path(__file__).parent
 #: Among the tests the leaky backend fails: list reads every tenant.
 LEAKY_FAILS = {"leak-01[list]", "closed-03"}
+#: The leaky backend's failures are all at L2 or below: its runs stop there.
+LEAKY_LEVEL = "L2"
 
 REWRITER = """
 import pytest
@@ -62,9 +64,9 @@ def test_an_adapter_that_exits_zero_in_its_teardown_still_fails(
 ) -> None:
     """shutdown() calling sys.exit(0) or os._exit(0) after failing tests cannot make the run pass:
     the exit code comes from the report; the plain leaky adapter fails alike (control)."""
-    code, report = _run("--adapter", f"hostile_adapter:{factory}")
+    code, report = _run("--adapter", f"hostile_adapter:{factory}", "--level", LEAKY_LEVEL)
     assert code == 1, capfd.readouterr()
-    code, plain = _run("--adapter", "hostile_adapter:leaky")
+    code, plain = _run("--adapter", "hostile_adapter:leaky", "--level", LEAKY_LEVEL)
     assert code == 1
     assert LEAKY_FAILS <= _failing(report) == _failing(plain)
 
@@ -75,12 +77,14 @@ def test_an_adapter_that_kills_the_run_gets_no_verdict(
     """An os._exit(0) in the middle of the run ends the serving process, not the run: the call
     that found it gone fails naming it, and so does every test after it; exit 1, not a pass.
     In process the same exit leaves no report at all: an error, exit 1 (control)."""
-    code, report = _run("--adapter", "hostile_adapter:exits_in_close")
+    code, report = _run("--adapter", "hostile_adapter:exits_in_close", "--level", LEAKY_LEVEL)
     assert code == 1
     failing = [t for t in report["tests"] if t["status"] in ("fail", "error")]
     assert len(failing) > len(report["tests"]) // 2
     assert "KB_HARNESS_BROKEN: harness close (request" in capfd.readouterr().out
-    alone = runner.run_suites("hostile_adapter:exits_in_close", transport="in-process", seed=3)
+    alone = runner.run_suites(
+        "hostile_adapter:exits_in_close", transport="in-process", seed=3, level=LEAKY_LEVEL
+    )
     assert (alone.verdict, alone.report) == ("error", {})
 
 
@@ -88,9 +92,11 @@ def test_an_adapter_that_patches_the_judge_flips_only_an_in_process_verdict(proj
     """An adapter whose factory rewrites the plugin's results to passes makes the leaky backend
     pass in process, where the adapter shares the process that writes the report (the control:
     the attack works); kbconform run serves it from a child process, and it fails."""
-    patched = runner.run_suites("hostile_adapter:patches_the_judge", transport="in-process", seed=3)
+    patched = runner.run_suites(
+        "hostile_adapter:patches_the_judge", transport="in-process", seed=3, level=LEAKY_LEVEL
+    )
     assert patched.verdict == "pass", "the patch no longer flips an in-process verdict; update it"
-    code, report = _run("--adapter", "hostile_adapter:patches_the_judge")
+    code, report = _run("--adapter", "hostile_adapter:patches_the_judge", "--level", LEAKY_LEVEL)
     assert code == 1
     assert _failing(report) >= LEAKY_FAILS
     assert report["config"]["harness"]["transport"] == "stdio"
@@ -122,6 +128,7 @@ def test_an_installed_plugin_that_rewrites_failures_cannot_pass_a_leaky_backend(
     env["PYTHONPATH"] = os.pathsep.join([str(site), str(project)])
     plain = subprocess.run(
         [sys.executable, "-m", "pytest", "--kbconform-adapter=hostile_adapter:leaky", "-q",
+         f"--kbconform-level={LEAKY_LEVEL}",
          "-p", "no:randomly", "-p", "no:cacheprovider", "--kbconform-report=plain.json"],
         cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
@@ -134,7 +141,7 @@ def test_an_installed_plugin_that_rewrites_failures_cannot_pass_a_leaky_backend(
     monkeypatch.setenv("PYTHONPATH", str(site))
     monkeypatch.setenv("PYTEST_ADDOPTS", "-p kbconform_test_rewriter")
     monkeypatch.setenv("PYTEST_PLUGINS", "kbconform_test_rewriter")
-    code, report = _run("--adapter", "hostile_adapter:leaky")
+    code, report = _run("--adapter", "hostile_adapter:leaky", "--level", LEAKY_LEVEL)
     assert code == 1, capfd.readouterr()
     assert _failing(report) >= LEAKY_FAILS
     assert report["execution"]["pluginAutoload"] is False
@@ -266,8 +273,9 @@ def _statuses(outcome: runner.Outcome) -> dict[str, str]:
 def test_two_xdist_workers_give_the_serial_verdict(project: Path, adapter: str) -> None:
     """-n 2: every test runs on a worker with the controller's seed, the controller writes one
     complete report, and every outcome equals the serial run's."""
-    serial = runner.run_suites(adapter, seed=11)
-    parallel = runner.run_suites(adapter, seed=11, workers=2)
+    level = None if "reference" in adapter else LEAKY_LEVEL  # the reference's state machines too
+    serial = runner.run_suites(adapter, seed=11, level=level)
+    parallel = runner.run_suites(adapter, seed=11, workers=2, level=level)
     assert (serial.problems, parallel.problems) == ((), ())
     assert _statuses(parallel) == _statuses(serial)
     assert parallel.report["execution"]["workers"] == 2
