@@ -49,18 +49,20 @@ def list_hash(tests: Iterable[Mapping[str, Any]]) -> str:
     return "sha256:" + hashlib.sha256(rfc8785.dumps(list(tests))).hexdigest()
 
 
-def catalogue_from(report: Mapping[str, Any]) -> dict[str, Any]:
-    """The test list a full report of a maximal manifest gives (how catalogue.json is made)."""
-    tests = [
-        {key: value for key, value in test.items() if key not in ("status", "reason")}
+def catalogue_from(*reports: Mapping[str, Any]) -> dict[str, Any]:
+    """The test list full reports of maximal manifests give, one report per isolation profile
+    (how catalogue.json is made)."""
+    tests = {
+        test["id"]: {key: value for key, value in test.items() if key not in ("status", "reason")}
+        for report in reports
         for test in report["tests"]
-    ]
+    }
     return {
         "description": "Every stable test id of the kbconform suites, with its suite, level, the "
-        "capabilities it requires and the read facade or spoof mode it runs in. A run must report "
-        "each entry its manifest and level select; testListHash is sha256 of the RFC 8785 form "
-        "of the tests array.",
-        "tests": sorted(tests, key=lambda test: test["id"]),
+        "capabilities it requires, the read facade or spoof mode it runs in, and its isolation "
+        "profile (tenant-namespace when absent). A run must report each entry its manifest and "
+        "level select; testListHash is sha256 of the RFC 8785 form of the tests array.",
+        "tests": sorted(tests.values(), key=lambda test: test["id"]),
     }
 
 
