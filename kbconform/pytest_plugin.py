@@ -40,6 +40,8 @@ _OWN_FIXTURES = (
     "kbconform_backend",
     "kbconform_principals",
     "kbconform_canaries",
+    "kbconform_isolation",
+    "kbconform_world",
 )
 
 
@@ -624,3 +626,28 @@ def kbconform_canaries(
     mark = _case(request.node)
     name = _stable_id(request.node, mark) if mark is not None else request.node.nodeid
     return seed_canaries(kbconform_backend, kbconform_principals, kbconform_run.rng(name))
+
+
+if TYPE_CHECKING:
+    from kbconform.conformance import Isolation, World
+
+
+@pytest.fixture
+def kbconform_isolation(kbconform_run: Run) -> Isolation:
+    """The manifest's isolation profile: how its world is seeded, read and opened with faults."""
+    from kbconform.conformance import isolation_for
+
+    return isolation_for(kbconform_run.manifest)
+
+
+@pytest.fixture
+def kbconform_world(
+    request: pytest.FixtureRequest,
+    kbconform_run: Run,
+    kbconform_backend: Backend,
+    kbconform_isolation: Isolation,
+) -> World:
+    """``kbconform_backend`` seeded with the isolation profile's world, and the model of it."""
+    mark = _case(request.node)
+    name = _stable_id(request.node, mark) if mark is not None else request.node.nodeid
+    return kbconform_isolation.seed(kbconform_backend, kbconform_run.rng(name))

@@ -1,4 +1,5 @@
-"""What the conformance suites stand on: the run context and the model of the seeded data."""
+"""What the conformance suites stand on: the run context, the policy models of both isolation
+profiles, and the seeded data."""
 
 from kbconform.conformance._data import (
     Canaries,
@@ -9,6 +10,8 @@ from kbconform.conformance._data import (
 )
 from kbconform.conformance._deadline import DEFAULT_CALL_TIMEOUT, DeadlineExceeded
 from kbconform.conformance._model import Ingest, Policy, Refused, Row, differences
+from kbconform.conformance._pool_model import PoolPolicy
+from kbconform.conformance._profiles import Isolation, PoolDriver, Reading, World, isolation_for
 from kbconform.conformance._run import PROFILES, ProfileName, Run
 
 __all__ = [
@@ -18,13 +21,19 @@ __all__ = [
     "Canaries",
     "Canary",
     "Ingest",
+    "Isolation",
     "Policy",
+    "PoolDriver",
+    "PoolPolicy",
+    "Reading",
     "Refused",
     "Row",
     "differences",
     "Principals",
     "ProfileName",
     "Run",
+    "World",
+    "isolation_for",
     "record",
     "seed_canaries",
 ]

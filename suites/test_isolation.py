@@ -1,0 +1,81 @@
+"""The profile-independent isolation suite: the same three tests for every isolation profile.
+
+Each test takes the manifest's profile (``kbconform_isolation``) and its seeded world
+(``kbconform_world``): the readers, how a read facade shows them what it shows, and what the
+profile's policy model expects. For ``tenant-namespace`` the readers are principals and the
+facades query, get, list, count and ask; for ``project-pool`` the readers are sessions and the
+facades the two searches (``schemas/project-pool.md``, rules P1 to P4 and P11 to P13).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kbconform.adapter import FaultPlan, FaultSwitch
+from kbconform.conformance import Isolation, Run, World
+from kbconform.errors import BackendUnavailable, Unauthenticated
+
+#: The isolation profiles these tests are written for (schemas/project-pool.md).
+PROFILES = ("tenant-namespace", "project-pool")
+
+
+def _assert_reads_exactly(world: World, backend: Any, facade: str) -> None:
+    """Every reader reads exactly what the model says through ``facade``; someone reads
+    something, and no one everything (control: the check could see a leak and a loss)."""
+    expected = {reader: world.expected(facade, reader) for reader in world.readers}
+    assert any(e.number for e in expected.values()), f"the model expects {facade} to show no one anything"
+    assert all(e.number < world.size(facade) for e in expected.values()), (
+        f"the model expects {facade} to show someone everything: a leak could not show"
+    )
+    for reader, wanted in expected.items():
+        problems = wanted.differences(world.read(backend, facade, reader))
+        assert not problems, f"{facade} as {reader.label}: {'; '.join(problems)}"
+
+
+@pytest.mark.kbconform(id="iso-01", level="L1")
+def test_every_reader_reads_exactly_its_scope_through_every_read_facade(
+    kbconform_facade: str, kbconform_backend: Any, kbconform_world: World
+) -> None:
+    """P1-P4, P13 (read-filter.md for tenants): every reader of the seeded world (principals,
+    or sessions in projects, in none, in an empty project, with ids that read as numbers) reads
+    through the facade exactly its scope by the policy model: by id, by text and by number."""
+    _assert_reads_exactly(kbconform_world, kbconform_backend, kbconform_facade)
+
+
+@pytest.mark.kbconform(id="iso-02", level="L1")
+def test_no_identity_is_refused_on_every_read_facade_and_told_nothing(
+    kbconform_facade: str, kbconform_backend: Any, kbconform_world: World
+) -> None:
+    """P11 (closed-01 for tenants): None, values that are no identity (look-alike principals;
+    non-strings, empty, unknown and look-alike session ids) raise Unauthenticated through the
+    facade, and the error carries no stored text; every reader reads its scope (control)."""
+    world = kbconform_world
+    for label, identity in world.no_identities().items():
+        with pytest.raises(Unauthenticated) as raised:
+            world.read_once(kbconform_backend, kbconform_facade, identity)
+        told = world.carried(raised.value)
+        assert not told, f"{kbconform_facade} with {label}: the error carries stored text {told}"
+    _assert_reads_exactly(world, kbconform_backend, kbconform_facade)
+
+
+@pytest.mark.kbconform(id="iso-03", level="L2", requires="fault-injection")
+def test_a_failing_store_fails_every_read_facade_closed(
+    kbconform_facade: str, kbconform_run: Run, kbconform_open: Any, kbconform_isolation: Isolation
+) -> None:
+    """P12 (closed-02 for tenants): while the store fails, the facade raises BackendUnavailable
+    for every reader with something in scope, never a result (an empty one, a cached one);
+    before the fault and after it ends, each reads its scope exactly (control)."""
+    switch = FaultSwitch()
+    backend = kbconform_open(kbconform_isolation.options(switch))
+    world = kbconform_isolation.seed(backend, kbconform_run.rng(f"iso-03[{kbconform_facade}]"))
+    readers = [r for r in world.readers if world.expected(kbconform_facade, r).number]
+    assert readers, f"no reader has anything in scope through {kbconform_facade}"
+    _assert_reads_exactly(world, backend, kbconform_facade)
+    switch.set(FaultPlan(0))
+    for reader in readers:
+        with pytest.raises(BackendUnavailable):
+            world.read(backend, kbconform_facade, reader)
+    switch.set(None)
+    _assert_reads_exactly(world, backend, kbconform_facade)
