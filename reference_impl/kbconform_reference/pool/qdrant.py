@@ -3,7 +3,7 @@
 ``episodes`` holds what was said (payload ``{sessionId, createdAt, text}``, ``sessionId`` the
 session's internal id); ``entities`` what was extracted from it (payload ``{name, type, notes,
 projectId}``, ``projectId`` the project's internal id, or null). Filters are built here from
-internal ids, by :func:`any_of` and :func:`equal`.
+internal ids, by :func:`any_of`, :func:`equal` and :func:`is_null`.
 
 The only module of the reference that imports ``qdrant_client``, and only when a store is
 opened or a filter built: the rest of the package (the mutant catalogue included) imports
@@ -69,6 +69,13 @@ def equal(key: str, value: int | str) -> Filter:
     from qdrant_client import models
 
     return models.Filter(must=[models.FieldCondition(key=key, match=models.MatchValue(value=value))])
+
+
+def is_null(key: str) -> Filter:
+    """Points whose ``key`` is null."""
+    from qdrant_client import models
+
+    return models.Filter(must=[models.IsNullCondition(is_null=models.PayloadField(key=key))])
 
 
 class QdrantStore:

@@ -198,9 +198,9 @@ class ProjectPool:
     def _episode_payload(self, caller: SessionRow, text: str) -> dict[str, Any]:
         return {"sessionId": caller.id, "createdAt": int(time.time()), "text": text}
 
-    def _entity_tag(self, caller: SessionRow) -> int | None:
-        """The project an entity extracted now is tagged with: the caller's, now (or none)."""
-        return caller.project_id
+    def _entity_payload(self, caller: SessionRow, entity: Mapping[str, str]) -> dict[str, Any]:
+        """An entity's payload: tagged with the caller's project now (or none), for good."""
+        return {**entity, "projectId": caller.project_id}
 
     def write_episode(self, session: object, text: object, /) -> str:
         with self._lock:
@@ -220,9 +220,8 @@ class ProjectPool:
                 return []
             ids = [str(uuid.uuid4()) for _ in checked]
             vectors = self._embed([f"{e['name']} ({e['type']}): {e['notes']}" for e in checked])
-            tag = self._entity_tag(caller)
             points = [
-                (entity_id, vector, {**entity, "projectId": tag})
+                (entity_id, vector, self._entity_payload(caller, entity))
                 for entity_id, vector, entity in zip(ids, vectors, checked, strict=True)
             ]
             with self._store("extract_entities"):

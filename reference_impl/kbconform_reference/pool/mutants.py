@@ -1,0 +1,552 @@
+"""Mutants of the project-pool reference: each one invariant of ``schemas/project-pool.md`` broken.
+
+Each mutant is a :class:`ProjectPool` subclass that breaks the way such designs really break
+(most of them are readings of the system the profile models): a ``should`` built from an empty
+list, a cached membership, a soft-deleted row still counted, an id truthiness test. ``MUTANTS``
+is registered as the mutant set ``reference-pool`` (entry-point group ``kbconform.mutants``);
+``kbconform mutants --set reference-pool`` runs it. Importing this module needs no Qdrant: a
+mutant's backend imports ``qdrant_client`` when it is opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+from kbconform.adapter import BackendOptions
+from kbconform.errors import BackendUnavailable, NotFound, Unauthenticated
+from kbconform_reference.pool.adapter import PoolAdapter
+from kbconform_reference.pool.membership import SessionRow
+from kbconform_reference.pool.qdrant import ENTITIES, EPISODES, any_of, equal, is_null, unchecked_any_of
+from kbconform_reference.pool.service import PoolHit, ProjectPool, _name
+
+if TYPE_CHECKING:
+    from qdrant_client.http.models import Filter
+
+
+def _external(session: object) -> str | None:
+    """``session`` when it is a usable external id (a non-empty str), else None."""
+    return session if type(session) is str and session else None
+
+
+# -- filters ------------------------------------------------------------------------------------
+
+
+class EmptyShouldForFreshProject(ProjectPool):
+    """A project's pool is the sessions of the project that have talked already, and the filter
+    is a ``should`` over them with no guard: in a project where nobody has written yet it is
+    ``should=[]``, which Qdrant reads as every point."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._talked: set[int] = set()
+
+    def write_episode(self, session: object, text: object, /) -> str:
+        episode = super().write_episode(session, text)
+        row = self.membership.session(str(session))
+        assert row is not None
+        self._talked.add(row.id)
+        return episode
+
+    def _episode_filter(self, caller: SessionRow, operation: str) -> Filter | None:
+        scope = self._episode_scope(caller, operation)
+        if caller.project_id is None:
+            return any_of("sessionId", scope)
+        return unchecked_any_of("sessionId", [session for session in scope if session in self._talked])
+
+
+class ExternalIdInFilter(ProjectPool):
+    """The episode filter is built from the pool's external session ids (as a request carries
+    them, numeric-looking ones parsed to integers), while payloads hold internal ids."""
+
+    def _episode_filter(self, caller: SessionRow, operation: str) -> Filter | None:
+        scope = self._episode_scope(caller, operation)
+        marks = ", ".join("?" for _ in scope)
+        rows = self.membership._db.execute(f"SELECT external_id FROM sessions WHERE id IN ({marks})", scope)
+        external = [str(row[0]) for row in rows]
+        return unchecked_any_of("sessionId", [int(e) if e.isdecimal() else e for e in external])
+
+
+class NumericSessionIdReadAsInternal(ProjectPool):
+    """A caller id that parses as an integer is taken for an internal id when a session has it
+    (an API that accepts either form): the session named "1" is the session whose row is 1."""
+
+    def _caller(self, session: object, operation: str) -> SessionRow:
+        external = _external(session)
+        if external is not None and external.isdecimal():
+            with self._store(operation):
+                row = self.membership._db.execute(
+                    "SELECT s.id, m.project_id FROM sessions s LEFT JOIN memberships m "
+                    "ON m.session_id = s.id AND m.removed_at IS NULL WHERE s.id = ?",
+                    (int(external),),
+                ).fetchone()
+            if row is not None:
+                return SessionRow(int(row[0]), None if row[1] is None else int(row[1]))
+        return super()._caller(session, operation)
+
+
+class NoProjectEntitiesUnfiltered(ProjectPool):
+    """A session in no project searches the entities with no filter at all (the modelled code's
+    'no filter for non-project sessions'), instead of getting no entity context."""
+
+    def search_entities(self, session: object, text: object, limit: object, /) -> list[PoolHit]:
+        caller = self._caller(session, "search_entities")
+        if caller.project_id is not None:
+            return super().search_entities(session, text, limit)
+        query, checked = self._query(text, limit)
+        return self._search(ENTITIES, "name", query, None, checked, "search_entities")
+
+
+class SharedPoolIsOwnSession(ProjectPool):
+    """A session in no project searches its own episodes only (the modelled code's single-session
+    filter), not the shared pool of every session in no project."""
+
+    def _episode_scope(self, caller: SessionRow, operation: str) -> list[int]:
+        if caller.project_id is None:
+            return [caller.id]
+        return super()._episode_scope(caller, operation)
+
+
+class FilterAfterTopK(ProjectPool):
+    """Searches take the nearest ``limit`` points of the whole collection and then drop the ones
+    the scope's filter does not match: fewer hits than the scope holds."""
+
+    def _search(
+        self, collection: str, field: str, text: str, where: Filter | None, limit: int, operation: str
+    ) -> list[PoolHit]:
+        (vector,) = self._embed([text])
+        with self._store(operation):
+            points = self.vectors.search(collection, vector, None, limit)
+        return [
+            PoolHit(point.id, str(point.payload[field]), point.score)
+            for point in points
+            if where is None or _matches(point.payload, where)
+        ]
+
+
+def _matches(payload: Mapping[str, Any], where: Filter) -> bool:
+    """Whether ``payload`` satisfies ``where`` (its ``should`` and ``must`` value matches)."""
+
+    def holds(condition: Any) -> bool:
+        return bool(payload.get(condition.key) == condition.match.value)
+
+    def listed(conditions: Any) -> list[Any]:
+        return (
+            [] if conditions is None else list(conditions) if isinstance(conditions, list) else [conditions]
+        )
+
+    should, must = listed(where.should), listed(where.must)
+    return (not should or any(holds(c) for c in should)) and all(holds(c) for c in must)
+
+
+# -- membership -----------------------------------------------------------------------------------
+
+
+class MembershipCachedPerSession(ProjectPool):
+    """A session's project is read once, on its first call, and kept: moves never reach it."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._cache: dict[str, SessionRow] = {}
+
+    def _caller(self, session: object, operation: str) -> SessionRow:
+        external = _external(session)
+        if external is not None and external in self._cache:
+            return self._cache[external]
+        row = super()._caller(session, operation)
+        self._cache[str(session)] = row
+        return row
+
+
+class RemovedMembershipStillCounted(ProjectPool):
+    """A project's pool counts every membership row, the closed (soft-deleted) ones too: a
+    session taken out of a project, or moved on, stays in its pool."""
+
+    def _episode_scope(self, caller: SessionRow, operation: str) -> list[int]:
+        if caller.project_id is None:
+            return super()._episode_scope(caller, operation)
+        with self._store(operation):
+            rows = self.membership._db.execute(
+                "SELECT DISTINCT session_id FROM memberships WHERE project_id = ?", (caller.project_id,)
+            )
+            return [int(row[0]) for row in rows]
+
+
+class AssignKeepsFormerMembership(ProjectPool):
+    """Assigning a session adds a membership without closing the one it had: the session is in
+    both projects' pools, and keeps reading the first one."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.membership._db.execute("DROP INDEX one_open_membership")
+
+    def assign_session(self, session: object, project: object, /) -> None:
+        external, name = _name(session, "session"), _name(project, "project")
+        with self._lock, self._store("assign_session"):
+            row = self.membership.session(external)
+            if row is None:
+                raise NotFound(external)
+            project_id = self.membership.project(name)
+            if project_id is None:
+                raise NotFound(name)
+            if row.project_id != project_id:
+                self.membership._join(row.id, project_id)
+
+
+class FirstMessageWindow(ProjectPool):
+    """A session started in a project is put in it only after its first episode is written (the
+    modelled UI's assignment after the first reply): until then it is in no project."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._pending: dict[str, str] = {}
+
+    def start_session(self, session: object, project: object, /) -> None:
+        if project is None:
+            super().start_session(session, None)
+            return
+        name = _name(project, "project")
+        with self._store("start_session"):
+            if self.membership.project(name) is None:
+                raise NotFound(name)
+        super().start_session(session, None)
+        self._pending[str(session)] = name
+
+    def write_episode(self, session: object, text: object, /) -> str:
+        episode = super().write_episode(session, text)
+        project = self._pending.pop(str(session), None)
+        if project is not None:
+            super().assign_session(session, project)
+        return episode
+
+    def assign_session(self, session: object, project: object, /) -> None:
+        super().assign_session(session, project)
+        self._pending.pop(str(session), None)
+
+    def remove_session(self, session: object, /) -> None:
+        super().remove_session(session)
+        self._pending.pop(str(session), None)
+
+
+class ProjectZeroIsNoProject(ProjectPool):
+    """Project context is resolved with a truthiness test (``if project_id``): the sessions of
+    project 0 are read as sessions in no project."""
+
+    def _caller(self, session: object, operation: str) -> SessionRow:
+        row = super()._caller(session, operation)
+        return SessionRow(row.id, row.project_id if row.project_id else None)
+
+
+class AssignCreatesUnknownSession(ProjectPool):
+    """Assigning an unknown session starts it in the project (an upsert), instead of NotFound."""
+
+    def assign_session(self, session: object, project: object, /) -> None:
+        external = _external(session)
+        if external is not None and self.membership.session(external) is None:
+            self.start_session(external, project)
+            return
+        super().assign_session(session, project)
+
+
+# -- history and tags -----------------------------------------------------------------------------
+
+
+class EpisodesTaggedWithProject(ProjectPool):
+    """Episodes are tagged with the writer's project at write time and searched by that tag: a
+    session's history stays where it was written when the session moves."""
+
+    def _episode_payload(self, caller: SessionRow, text: str) -> dict[str, Any]:
+        return {**super()._episode_payload(caller, text), "projectId": caller.project_id}
+
+    def _episode_filter(self, caller: SessionRow, operation: str) -> Filter | None:
+        if caller.project_id is None:
+            return is_null("projectId")
+        return equal("projectId", caller.project_id)
+
+
+class EntityTagsRewrittenOnMove(ProjectPool):
+    """Moving a session re-tags the entities extracted from it (a payload update), so its old
+    entities follow it into the new project, or into none."""
+
+    def _entity_payload(self, caller: SessionRow, entity: Any) -> dict[str, Any]:
+        return {**super()._entity_payload(caller, entity), "sessionId": caller.id}
+
+    def _retag(self, session: object, operation: str) -> None:
+        row = self.membership.session(str(session))
+        assert row is not None
+        with self._store(operation):
+            self.vectors.set_payload(ENTITIES, {"projectId": row.project_id}, equal("sessionId", row.id))
+
+    def assign_session(self, session: object, project: object, /) -> None:
+        super().assign_session(session, project)
+        self._retag(session, "assign_session")
+
+    def remove_session(self, session: object, /) -> None:
+        super().remove_session(session)
+        self._retag(session, "remove_session")
+
+
+# -- identity -------------------------------------------------------------------------------------
+
+
+class UnknownSessionSearchesUnfiltered(ProjectPool):
+    """A session id that names no session finds no project and no session to filter by, and is
+    searched with no filter at all (the modelled code's fall-through)."""
+
+    def search_episodes(self, session: object, text: object, limit: object, /) -> list[PoolHit]:
+        try:
+            return super().search_episodes(session, text, limit)
+        except Unauthenticated:
+            if _external(session) is None:
+                raise
+            query, checked = self._query(text, limit)
+            return self._search(EPISODES, "text", query, None, checked, "search_episodes")
+
+    def search_entities(self, session: object, text: object, limit: object, /) -> list[PoolHit]:
+        try:
+            return super().search_entities(session, text, limit)
+        except Unauthenticated:
+            if _external(session) is None:
+                raise
+            query, checked = self._query(text, limit)
+            return self._search(ENTITIES, "name", query, None, checked, "search_entities")
+
+
+class UnknownSessionStartedOnWrite(ProjectPool):
+    """A write from a session id never started starts that session (in no project) and stores
+    the write: an unknown session is served as a new one."""
+
+    def _adopt(self, session: object) -> None:
+        external = _external(session)
+        if external is not None and self.membership.session(external) is None:
+            self.start_session(external, None)
+
+    def write_episode(self, session: object, text: object, /) -> str:
+        self._adopt(session)
+        return super().write_episode(session, text)
+
+    def extract_entities(self, session: object, entities: object, /) -> list[str]:
+        self._adopt(session)
+        return super().extract_entities(session, entities)
+
+
+class MissingSessionSearchesAll(ProjectPool):
+    """A search without a session (None) is run with no filter, as an internal caller would."""
+
+    def search_episodes(self, session: object, text: object, limit: object, /) -> list[PoolHit]:
+        if session is None:
+            query, checked = self._query(text, limit)
+            return self._search(EPISODES, "text", query, None, checked, "search_episodes")
+        return super().search_episodes(session, text, limit)
+
+    def search_entities(self, session: object, text: object, limit: object, /) -> list[PoolHit]:
+        if session is None:
+            query, checked = self._query(text, limit)
+            return self._search(ENTITIES, "name", query, None, checked, "search_entities")
+        return super().search_entities(session, text, limit)
+
+
+# -- faults ---------------------------------------------------------------------------------------
+
+
+class EmptyOnStoreError(ProjectPool):
+    """A store that fails is answered with no hits instead of BackendUnavailable."""
+
+    def search_episodes(self, session: object, text: object, limit: object, /) -> list[PoolHit]:
+        try:
+            return super().search_episodes(session, text, limit)
+        except BackendUnavailable:
+            return []
+
+    def search_entities(self, session: object, text: object, limit: object, /) -> list[PoolHit]:
+        try:
+            return super().search_entities(session, text, limit)
+        except BackendUnavailable:
+            return []
+
+
+# -- smoke ----------------------------------------------------------------------------------------
+
+
+class NoFilterAnywhere(ProjectPool):
+    """Smoke: every search of every known session runs over the whole collection."""
+
+    def _episode_filter(self, caller: SessionRow, operation: str) -> Filter | None:
+        return unchecked_any_of("sessionId", [])
+
+    def _entity_filter(self, caller: SessionRow, operation: str) -> Filter | None:
+        return unchecked_any_of("projectId", [])
+
+
+# -- the catalogue --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Mutant:
+    """One broken backend: what it breaks, and the suite tests that must fail against it."""
+
+    name: str
+    kind: type[ProjectPool]
+    breaks: str
+    killers: tuple[str, ...]
+    smoke: bool = False
+
+    @property
+    def adapter(self) -> str:
+        """The factory of the adapter that serves this mutant."""
+        return f"{__name__}:by_name.{self.name.replace('-', '_')}"
+
+
+def _both(test: str) -> tuple[str, str]:
+    return (f"{test}[search-episodes]", f"{test}[search-entities]")
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
+        "pool-empty-should-for-fresh-project",
+        EmptyShouldForFreshProject,
+        "a project's filter is a should over its sessions that have written, unguarded: a fresh "
+        "project's should=[] matches every episode",
+        ("iso-01[search-episodes]", "pool-05", "pool-09"),
+    ),
+    Mutant(
+        "pool-external-id-in-filter",
+        ExternalIdInFilter,
+        "episode filters are built from external session ids (numeric ones parsed to integers), "
+        "payloads hold internal ids",
+        ("pool-04",),
+    ),
+    Mutant(
+        "pool-numeric-session-id-read-as-internal",
+        NumericSessionIdReadAsInternal,
+        "a caller id that parses as an integer is taken for the internal id of another session",
+        ("pool-04",),
+    ),
+    Mutant(
+        "pool-no-project-entities-unfiltered",
+        NoProjectEntitiesUnfiltered,
+        "a session in no project searches every entity with no filter",
+        ("iso-01[search-entities]", "pool-08", "pool-09"),
+    ),
+    Mutant(
+        "pool-shared-pool-is-own-session",
+        SharedPoolIsOwnSession,
+        "a session in no project searches its own episodes only, not the shared pool",
+        ("iso-01[search-episodes]", "pool-08", "pool-09"),
+    ),
+    Mutant(
+        "pool-filter-after-top-k",
+        FilterAfterTopK,
+        "searches take the collection's top limit, then drop what is out of scope",
+        ("pool-07",),
+    ),
+    Mutant(
+        "pool-membership-cached-per-session",
+        MembershipCachedPerSession,
+        "a session's project is read on its first call and cached: moves never reach it",
+        ("pool-01", "pool-02", "pool-09"),
+    ),
+    Mutant(
+        "pool-removed-membership-still-counted",
+        RemovedMembershipStillCounted,
+        "a project's pool counts soft-deleted membership rows: a removed session stays in it",
+        ("pool-02", "pool-09"),
+    ),
+    Mutant(
+        "pool-assign-keeps-former-membership",
+        AssignKeepsFormerMembership,
+        "assigning a session does not close its former membership: it is in both projects",
+        ("pool-01", "pool-09"),
+    ),
+    Mutant(
+        "pool-first-message-window",
+        FirstMessageWindow,
+        "start_session(s, P) puts s in P only after its first episode is written",
+        ("pool-05",),
+    ),
+    Mutant(
+        "pool-project-zero-is-no-project",
+        ProjectZeroIsNoProject,
+        "project context is resolved with 'if project_id:': project 0's sessions are in no project",
+        (*_both("iso-01"), "pool-08", "pool-09"),
+    ),
+    Mutant(
+        "pool-assign-creates-unknown-session",
+        AssignCreatesUnknownSession,
+        "assigning an unknown session starts it in the project instead of raising NotFound",
+        ("pool-06",),
+    ),
+    Mutant(
+        "pool-episodes-tagged-with-project",
+        EpisodesTaggedWithProject,
+        "episodes are tagged with the project at write time: history does not follow its session",
+        ("pool-01", "pool-02", "pool-09"),
+    ),
+    Mutant(
+        "pool-entity-tags-rewritten-on-move",
+        EntityTagsRewrittenOnMove,
+        "moving a session re-tags the entities extracted from it",
+        ("pool-03", "pool-09"),
+    ),
+    Mutant(
+        "pool-unknown-session-searches-unfiltered",
+        UnknownSessionSearchesUnfiltered,
+        "a session id that names no session is searched with no filter",
+        ("pool-06",),
+    ),
+    Mutant(
+        "pool-unknown-session-started-on-write",
+        UnknownSessionStartedOnWrite,
+        "a write from a session never started starts it and stores the write",
+        ("pool-06",),
+    ),
+    Mutant(
+        "pool-missing-session-searches-all",
+        MissingSessionSearchesAll,
+        "a search without a session runs with no filter",
+        _both("iso-02"),
+    ),
+    Mutant(
+        "pool-empty-on-store-error",
+        EmptyOnStoreError,
+        "a failing store is answered with no hits",
+        _both("iso-03"),
+    ),
+    Mutant(
+        "pool-no-filter-anywhere",
+        NoFilterAnywhere,
+        "smoke: every search runs over the whole collection",
+        (),
+        smoke=True,
+    ),
+)
+
+
+class MutantAdapter(PoolAdapter):
+    """The project-pool reference adapter, opening the mutant instead of the reference."""
+
+    def __init__(self, mutant: Mutant) -> None:
+        super().__init__()
+        self.mutant = mutant
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        declared = super().manifest
+        declared["adapter"] = {
+            "name": f"kbconform mutant {self.mutant.name}",
+            "version": declared["adapter"]["version"],
+        }
+        return declared
+
+    def _pool(self, options: BackendOptions) -> ProjectPool:
+        return self.mutant.kind(store_fails=options.store_fails)
+
+
+def _names(mutants: Sequence[Mutant]) -> dict[str, Any]:
+    return {m.name.replace("-", "_"): (lambda m=m: MutantAdapter(m)) for m in mutants}
+
+
+#: ``kbconform_reference.pool.mutants:by_name.<name with underscores>`` is each mutant's factory.
+by_name = SimpleNamespace(**_names(MUTANTS))
