@@ -44,6 +44,13 @@ class Entity:
     project: str | None
 
 
+def _few(ids: Iterable[str], shown: int = 8) -> str:
+    """Sorted ids, the first ``shown`` of them, and how many more."""
+    listed = sorted(ids)
+    more = f" and {len(listed) - shown} more" if len(listed) > shown else ""
+    return f"{listed[:shown]}{more}"
+
+
 def _invalid(why: str) -> Refused:
     return Refused(ContractViolation, f"{POOL_INVALID}: {why}")
 
@@ -242,19 +249,19 @@ class PoolPolicy:
         ids = [i for i, _ in found]
         problems = []
         if len(set(ids)) != len(ids):
-            problems.append(f"an id twice: {sorted(i for i in set(ids) if ids.count(i) > 1)}")
-        foreign = sorted(i for i in set(ids) if i not in scope)
+            problems.append(f"an id twice: {_few(i for i in set(ids) if ids.count(i) > 1)}")
+        foreign = {i for i in ids if i not in scope}
         if foreign:
-            problems.append(f"hits out of scope: {foreign}")
-        altered = sorted(i for i, text in found if i in scope and text != scope[i])
+            problems.append(f"hits out of scope: {_few(foreign)}")
+        altered = {i for i, text in found if i in scope and text != scope[i]}
         if altered:
-            problems.append(f"hits whose text is not the stored text: {altered}")
+            problems.append(f"hits whose text is not the stored text: {_few(altered)}")
         wanted = min(limit, len(scope))
         if len(found) != wanted:
-            missing = sorted(set(scope) - set(ids)) if limit >= len(scope) else []
+            missing = set(scope) - set(ids) if limit >= len(scope) else set()
             problems.append(
                 f"{len(found)} hits; expected {wanted} (limit {limit}, scope {len(scope)})"
-                + (f", missing {missing}" if missing else "")
+                + (f", missing {_few(missing)}" if missing else "")
             )
         return problems
 

@@ -68,7 +68,7 @@ class Reading:
         return found
 
 
-def error_texts(error: BaseException) -> str:
+def _error_texts(error: BaseException) -> str:
     """Everything an error carries: its text, repr, args, fields and notes, and its causes'."""
     texts: list[str] = []
     seen: set[int] = set()
@@ -146,7 +146,7 @@ def _marks(texts: Iterable[str | None]) -> frozenset[str]:
 
 
 def _carried(error: BaseException, marks: frozenset[str]) -> list[str]:
-    text = error_texts(error)
+    text = _error_texts(error)
     return sorted(mark for mark in marks if mark in text)
 
 
@@ -306,24 +306,28 @@ class TenantIsolation:
 @dataclass
 class PoolDriver:
     """A project-pool backend and its model, driven together: each call is made, its outcome
-    compared with :class:`~kbconform.conformance.PoolPolicy`, and what landed committed to it."""
+    compared with :class:`~kbconform.conformance.PoolPolicy`, and what landed committed to it.
+    Every error is checked for stored text the call did not send. ``rng`` makes the unique
+    token each written text starts with."""
 
     backend: Any
+    rng: random.Random = field(default_factory=random.Random)
     policy: PoolPolicy = field(default_factory=PoolPolicy)
+
+    # -- membership and writes -------------------------------------------------------------------
 
     def attempt(self, operation: str, *args: Any, may_fail: bool = False) -> Any:
         """Call ``operation`` (a membership or write facade) with ``args``: a refusal the model
-        expects comes back as the error; a call that lands is checked (ids) and committed.
-        With ``may_fail`` (a store fault armed), BackendUnavailable is taken as a call that
-        changed nothing. Any other outcome fails."""
+        expects comes back as the error; a call that lands is checked (its ids) and committed.
+        With ``may_fail`` (a store fault armed), BackendUnavailable is a call that changed
+        nothing. Any other outcome fails."""
         expected: Refused | None = getattr(self.policy, operation)(*args)
         try:
             outcome = getattr(self.backend, operation)(*args)
         except KbconformError as error:
             outcome = error
         if isinstance(outcome, KbconformError):
-            told = _carried(outcome, _marks(self.policy.stored.values()) - _marks(_texts(args)))
-            assert not told, f"{operation}'s {type(outcome).__name__} carries stored text: {told}"
+            self._clean(outcome, f"{operation}{_shown(args)}", _texts(args))
             if may_fail and isinstance(outcome, BackendUnavailable):
                 return outcome
             assert expected is not None, f"{operation}{_shown(args)} failed: {outcome!r}"
@@ -334,35 +338,59 @@ class PoolDriver:
             f"{operation}{_shown(args)} must raise {expected.error.__name__} ({expected.why}); "
             f"it returned {outcome!r}"
         )
-        commit = getattr(self.policy, f"commit_{operation}", None)
         if operation == "write_episode":
             problems = self.policy.check_ids([outcome], 1)
-            assert not problems, f"write_episode: {'; '.join(problems)}"
+            assert not problems, f"write_episode{_shown(args)}: {'; '.join(problems)}"
             self.policy.commit_episode(args[0], args[1], outcome)
         elif operation == "extract_entities":
             outcome = list(outcome)
             problems = self.policy.check_ids(outcome, len(args[1]))
-            assert not problems, f"extract_entities: {'; '.join(problems)}"
+            assert not problems, f"extract_entities{_shown(args)}: {'; '.join(problems)}"
             self.policy.commit_entities(args[0], args[1], outcome)
         else:
-            assert commit is not None, operation
-            commit(*args)
+            getattr(self.policy, f"commit_{operation}")(*args)
         return outcome
 
     def call(self, operation: str, *args: Any) -> Any:
-        """A call the model allows: it must land."""
+        """A call the model allows: it must land; what it returned."""
         assert getattr(self.policy, operation)(*args) is None, (
-            f"the suite's {operation}{_shown(args)} is refused"
+            f"the suite's {operation}{_shown(args)} is refused by the model"
         )
         return self.attempt(operation, *args)
 
     def refuse(self, operation: str, *args: Any) -> KbconformError:
-        """A call the model refuses: it must raise exactly that error and change nothing."""
-        expected = getattr(self.policy, operation)(*args)
-        assert expected is not None, f"the suite's {operation}{_shown(args)} is not refused"
+        """A call the model refuses: it must raise exactly that error, and change nothing."""
+        assert getattr(self.policy, operation)(*args) is not None, (
+            f"the suite's {operation}{_shown(args)} is not refused by the model"
+        )
         outcome = self.attempt(operation, *args)
         assert isinstance(outcome, KbconformError)
         return outcome
+
+    def session_id(self) -> str:
+        """A new external session id as clients make them: a random UUID."""
+        return session_id(self.rng)
+
+    def text(self, what: str = TOPIC) -> str:
+        """An episode's text: a unique token, then ``what``."""
+        return f"kbp{self.rng.getrandbits(48):012x} {what}"
+
+    def entities(self, n: int = 1, what: str = "the billing service") -> list[dict[str, str]]:
+        """``n`` valid entities whose names start with a unique token, then ``what``."""
+        return [
+            {"name": f"kbe{self.rng.getrandbits(48):012x} {what}", "type": "concept", "notes": f"note {k}"}
+            for k in range(n)
+        ]
+
+    def write(self, session: str, what: str = TOPIC) -> str:
+        """An episode of ``session`` that must land; its id."""
+        return str(self.call("write_episode", session, self.text(what)))
+
+    def extract(self, session: str, n: int = 1, what: str = "the billing service") -> list[str]:
+        """``n`` entities of ``session`` that must land; their ids."""
+        return [str(i) for i in self.call("extract_entities", session, self.entities(n, what))]
+
+    # -- searches --------------------------------------------------------------------------------
 
     @property
     def everything(self) -> int:
@@ -371,26 +399,72 @@ class PoolDriver:
         assert limit <= MAX_LIMIT, "the suite stored more than a search may return"
         return limit
 
-    def search(self, facade: str, session: Any, text: str = PROBE, limit: int | None = None) -> list[Any]:
-        """Search as ``session``: the hits, checked against the model (P13)."""
+    def attempt_search(
+        self,
+        facade: str,
+        session: object,
+        text: str = PROBE,
+        limit: int | None = None,
+        may_fail: bool = False,
+    ) -> list[Any] | KbconformError:
+        """Search as ``session`` (any caller): the hits, checked against the model's scope (P13),
+        or the error the model expects (with ``may_fail``, BackendUnavailable too)."""
         limit = self.everything if limit is None else limit
         scope = self.policy.search(facade, session)
-        assert not isinstance(scope, Refused), f"the suite searches as {session!r}, which is refused"
-        call = getattr(self.backend, facade.replace("-", "_"))
-        hits = list(call(session, text, limit))
-        problems = self.policy.hit_problems(scope, hits, limit)
-        assert not problems, f"{facade} as {session!r} (limit {limit}): {'; '.join(problems)}"
-        return hits
+        try:
+            outcome: list[Any] | KbconformError = list(
+                getattr(self.backend, facade.replace("-", "_"))(session, text, limit)
+            )
+        except KbconformError as error:
+            outcome = error
+        who = f"{facade} as {session!r} (limit {limit})"
+        if isinstance(outcome, KbconformError):
+            self._clean(outcome, who, [text])
+            if may_fail and isinstance(outcome, BackendUnavailable):
+                return outcome
+            assert isinstance(scope, Refused), f"{who} failed: {outcome!r}"
+            problem = self.policy.wrong_error(scope, outcome)
+            assert problem is None, f"{who}: {problem}"
+            return outcome
+        assert not isinstance(scope, Refused), (
+            f"{who} must raise {scope.error.__name__} ({scope.why}); it returned {len(outcome)} hits"
+        )
+        problems = self.policy.hit_problems(scope, outcome, limit)
+        assert not problems, f"{who}: {'; '.join(problems)}"
+        return outcome
+
+    def search(self, facade: str, session: object, text: str = PROBE, limit: int | None = None) -> list[Any]:
+        """A search the model allows: its hits, exactly as the model says (P13)."""
+        assert not isinstance(self.policy.search(facade, session), Refused), (
+            f"the suite searches as {session!r}, which the model refuses"
+        )
+        outcome = self.attempt_search(facade, session, text, limit)
+        assert isinstance(outcome, list)
+        return outcome
+
+    def refuse_search(self, facade: str, session: object) -> KbconformError:
+        """A search the model refuses: it must raise exactly that error."""
+        assert isinstance(self.policy.search(facade, session), Refused), (
+            f"the suite expects {session!r} to be refused, which the model is not"
+        )
+        outcome = self.attempt_search(facade, session)
+        assert isinstance(outcome, KbconformError)
+        return outcome
 
     def check(self) -> int:
         """Every search of every session equals the model; how many scopes were neither empty
-        nor everything (a check that could tell a leak from a correct backend)."""
+        nor everything (a check that could tell a leak, or a loss, from a correct backend)."""
         informative = 0
         for session in self.policy.sessions:
             for facade in POOL_READ_FACADES:
                 hits = self.search(facade, session)
                 informative += 0 < len(hits) < self.policy.size(facade)
         return informative
+
+    def _clean(self, error: KbconformError, call: str, sent: Iterable[str]) -> None:
+        """No error carries a stored text the call did not send."""
+        told = _carried(error, _marks(self.policy.stored.values()) - _marks(sent))
+        assert not told, f"{call}: its {type(error).__name__} carries stored text {told}"
 
 
 def _texts(args: Sequence[Any]) -> list[str]:
@@ -409,19 +483,6 @@ def _shown(args: Sequence[Any]) -> str:
 def session_id(rng: random.Random) -> str:
     """An external session id as clients make them: a random UUID."""
     return str(uuid.UUID(int=rng.getrandbits(128), version=4))
-
-
-def entities(rng: random.Random, what: str, n: int) -> list[dict[str, str]]:
-    """``n`` valid entities whose names start with a unique token."""
-    return [
-        {"name": f"kbe{rng.getrandbits(48):012x} {what} {k}", "type": "concept", "notes": f"from {what}"}
-        for k in range(n)
-    ]
-
-
-def episode(rng: random.Random, what: str) -> str:
-    """An episode's text, starting with a unique token."""
-    return f"kbp{rng.getrandbits(48):012x} {TOPIC} said by {what}"
 
 
 @dataclass
@@ -487,7 +548,7 @@ class PoolIsolation:
     name: str = "project-pool"
 
     def seed(self, backend: Any, rng: random.Random) -> PoolWorld:
-        driver = PoolDriver(backend)
+        driver = PoolDriver(backend, rng)
         for project, _ in POOL_LAYOUT:
             if project is not None:
                 driver.call("create_project", project)
@@ -500,17 +561,17 @@ class PoolIsolation:
         driver.call("start_session", leaver, "1")
         for session, project in placed:
             if project != "empty":
-                for n in range(2):
-                    driver.call("write_episode", session, episode(rng, f"{session} {n}"))
-                driver.call("extract_entities", session, entities(rng, session, 2))
+                driver.write(session, f"{TOPIC} said by {session}")
+                driver.write(session, f"{TOPIC} said by {session} again")
+                driver.extract(session, 2, f"what {session} named")
         for session in (mover, leaver):  # entities before and after a move keep their tags (P7)
-            driver.call("write_episode", session, episode(rng, session))
-            driver.call("extract_entities", session, entities(rng, session, 1))
+            driver.write(session)
+            driver.extract(session)
         driver.call("assign_session", mover, "alpha-2")
         driver.call("remove_session", leaver)
         for session in (mover, leaver):
-            driver.call("write_episode", session, episode(rng, f"{session} moved"))
-            driver.call("extract_entities", session, entities(rng, f"{session} moved", 1))
+            driver.write(session, f"{TOPIC} after the move")
+            driver.extract(session, 1, "after the move")
         readers = tuple(
             Reader(f"session {s!r} (in {'no project' if p is None else f'project {p!r}'})", s)
             for s, p in driver.policy.sessions.items()

@@ -1,0 +1,533 @@
+"""The project-pool profile's own suite (schemas/project-pool.md): membership, tags, identity.
+
+Each test drives a fresh backend and the policy model together (:class:`PoolDriver`): every
+call's outcome is compared with :class:`~kbconform.conformance.PoolPolicy` and committed to it,
+every search's hits are compared with the model's scope (exactly, or ``limit`` hits of it), and
+every error is checked for stored text. Each test's docstring names the rule it checks; the
+profile-independent tests (iso-01 to iso-03) are in ``test_isolation.py``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pytest
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from kbconform.adapter import MAX_LIMIT, POOL_READ_FACADES, BackendOptions, FaultPlan, FaultSwitch
+from kbconform.conformance import PoolDriver, Run
+from kbconform.errors import BackendUnavailable
+
+#: The isolation profile these tests are written for (schemas/project-pool.md).
+PROFILES = ("project-pool",)
+
+EPISODES, ENTITIES = POOL_READ_FACADES
+#: External session ids that collide under a common mistake: numbers a backend gives as internal
+#: ids (and one with a leading zero), prefixes of each other, case and trailing-space variants,
+#: and names of projects.
+SESSION_NAMES = ("1", "2", "3", "01", "10", "a", "A", "a ", "s-1", "s-10", "S-1", "alpha")
+#: Project names that collide likewise: numbers, a prefix, a case variant, a session's name.
+PROJECT_NAMES = ("1", "2", "alpha", "alpha-2", "Alpha", "a")
+
+
+def _ids(hits: list[Any]) -> set[str]:
+    return {hit.id for hit in hits}
+
+
+def _driver(run: Run, backend: Any, name: str) -> PoolDriver:
+    return PoolDriver(backend, run.rng(name))
+
+
+@pytest.mark.kbconform(id="pool-01", level="L2")
+def test_a_session_added_to_a_project_brings_its_episodes_on_its_next_call(
+    kbconform_run: Run, kbconform_backend: Any
+) -> None:
+    """P5: a session in no project, added to project alpha, searches alpha's pool (its own
+    episodes included) and alpha's entities on its very next call; alpha's sessions see its
+    episodes and the shared pool no longer does. Moved on to beta, its episodes leave alpha."""
+    d = _driver(kbconform_run, kbconform_backend, "pool-01")
+    d.call("create_project", "alpha")
+    d.call("create_project", "beta")
+    mover, shared, in_alpha, in_beta = (d.session_id() for _ in range(4))
+    for session, project in ((mover, None), (shared, None), (in_alpha, "alpha"), (in_beta, "beta")):
+        d.call("start_session", session, project)
+    moved = {d.write(mover), d.write(mover)}
+    alpha = {d.write(in_alpha)}
+    d.write(shared)
+    d.write(in_beta)
+    alpha_entities = set(d.extract(in_alpha, 2))
+    d.extract(in_beta)
+    d.check()  # every session has searched before the move: a cached project would show
+    assert moved <= _ids(d.search(EPISODES, shared)), "control: the shared pool holds the mover's episodes"
+    d.call("assign_session", mover, "alpha")
+    assert _ids(d.search(EPISODES, mover)) == alpha | moved
+    assert _ids(d.search(ENTITIES, mover)) == alpha_entities
+    assert moved <= _ids(d.search(EPISODES, in_alpha))
+    assert not moved & _ids(d.search(EPISODES, shared))
+    d.check()
+    d.call("assign_session", mover, "beta")
+    assert moved <= _ids(d.search(EPISODES, in_beta))
+    assert not moved & _ids(d.search(EPISODES, in_alpha))
+    assert d.check()
+
+
+@pytest.mark.kbconform(id="pool-02", level="L2")
+def test_a_session_removed_from_its_project_returns_to_the_shared_pool_at_once(
+    kbconform_run: Run, kbconform_backend: Any
+) -> None:
+    """P6: a session removed from alpha searches the shared pool (its episodes with it) and gets
+    no entity context from its next call on; alpha's sessions no longer see its episodes, the
+    shared pool's do. Removing a session in no project leaves it there."""
+    d = _driver(kbconform_run, kbconform_backend, "pool-02")
+    d.call("create_project", "alpha")
+    leaver, stayer, shared = (d.session_id() for _ in range(3))
+    for session, project in ((leaver, "alpha"), (stayer, "alpha"), (shared, None)):
+        d.call("start_session", session, project)
+    left = {d.write(leaver), d.write(leaver)}
+    pooled = {d.write(shared)}
+    d.write(stayer)
+    d.extract(leaver)
+    d.extract(stayer)
+    d.check()
+    assert left <= _ids(d.search(EPISODES, stayer)), "control: alpha's pool holds the leaver's episodes"
+    assert d.search(ENTITIES, leaver), "control: the leaver gets alpha's entities"
+    d.call("remove_session", leaver)
+    assert _ids(d.search(EPISODES, leaver)) == left | pooled
+    assert d.search(ENTITIES, leaver) == []
+    assert left <= _ids(d.search(EPISODES, shared))
+    assert not left & _ids(d.search(EPISODES, stayer))
+    d.check()
+    d.call("remove_session", leaver)
+    d.call("remove_session", shared)
+    assert d.check()
+
+
+@pytest.mark.kbconform(id="pool-03", level="L2")
+def test_entity_tags_are_immutable_across_moves(kbconform_run: Run, kbconform_backend: Any) -> None:
+    """P7: entities a session extracted in alpha stay alpha's after it moves to beta; those it
+    extracts in beta are beta's; those it extracts after its removal are no one's, even when it
+    returns to alpha."""
+    d = _driver(kbconform_run, kbconform_backend, "pool-03")
+    d.call("create_project", "alpha")
+    d.call("create_project", "beta")
+    mover, in_alpha, in_beta = (d.session_id() for _ in range(3))
+    for session, project in ((mover, "alpha"), (in_alpha, "alpha"), (in_beta, "beta")):
+        d.call("start_session", session, project)
+    first = set(d.extract(mover, 2))
+    d.extract(in_alpha)
+    d.extract(in_beta)
+    d.call("assign_session", mover, "beta")
+    second = set(d.extract(mover))
+    assert first <= _ids(d.search(ENTITIES, in_alpha))
+    assert not second & _ids(d.search(ENTITIES, in_alpha))
+    assert second <= _ids(d.search(ENTITIES, in_beta))
+    assert not first & _ids(d.search(ENTITIES, in_beta))
+    d.check()
+    d.call("remove_session", mover)
+    third = set(d.extract(mover))
+    assert d.search(ENTITIES, mover) == []
+    d.call("assign_session", mover, "alpha")
+    seen = _ids(d.search(ENTITIES, mover))
+    assert first <= seen
+    assert not (second | third) & seen
+    assert d.check()
+    assert not any(third & _ids(d.search(ENTITIES, s)) for s in d.policy.sessions)
+
+
+@pytest.mark.kbconform(id="pool-04", level="L2")
+def test_external_ids_that_look_like_internal_ids_change_nothing(
+    kbconform_run: Run, kbconform_backend: Any
+) -> None:
+    """P8: projects named "2" and "1" (created in that order) and sessions named "3", "1", "2",
+    "01", "10", "s-1", "S-1" and "s-1 " beside UUID sessions, each in another pool than the
+    session or project whose internal id its name spells, each search exactly its own scope,
+    before and after moves."""
+    d = _driver(kbconform_run, kbconform_backend, "pool-04")
+    for name in ("2", "1", "alpha"):
+        d.call("create_project", name)
+    u1, u2, u3 = (d.session_id() for _ in range(3))
+    layout: tuple[tuple[str, str | None], ...] = (
+        (u1, "alpha"),
+        (u2, "1"),
+        (u3, None),
+        ("3", "2"),
+        ("1", None),
+        ("2", "alpha"),
+        ("01", "1"),
+        ("10", None),
+        ("s-1", "2"),
+        ("S-1", "alpha"),
+        ("s-1 ", None),
+    )
+    for session, project in layout:
+        d.call("start_session", session, project)
+        d.write(session)
+        d.write(session)
+        d.extract(session)
+    assert d.check()
+    d.call("assign_session", "1", "2")
+    d.call("assign_session", "2", "1")
+    d.call("remove_session", "01")
+    d.call("assign_session", "10", "alpha")
+    assert d.check()
+
+
+@pytest.mark.kbconform(id="pool-05", level="L2")
+def test_a_session_started_in_a_project_is_in_it_from_its_first_call(
+    kbconform_run: Run, kbconform_backend: Any
+) -> None:
+    """P9: sessions started in alpha whose very first call is a search of episodes, a search of
+    entities, an episode written, or entities extracted: answered from alpha's pool, or stored
+    into it (alpha's other session sees them at once, the shared pool never)."""
+    d = _driver(kbconform_run, kbconform_backend, "pool-05")
+    d.call("create_project", "alpha")
+    member, shared = d.session_id(), d.session_id()
+    d.call("start_session", member, "alpha")
+    d.call("start_session", shared, None)
+    alpha = {d.write(member), d.write(member)}
+    alpha_entities = set(d.extract(member, 2))
+    d.write(shared)
+    d.extract(shared)
+    first = {name: d.session_id() for name in ("search-episodes", "search-entities", "write", "extract")}
+    for session in first.values():
+        d.call("start_session", session, "alpha")
+    assert _ids(d.search(EPISODES, first["search-episodes"])) == alpha
+    assert _ids(d.search(ENTITIES, first["search-entities"])) == alpha_entities
+    written = d.write(first["write"])
+    assert written in _ids(d.search(EPISODES, member))
+    assert written not in _ids(d.search(EPISODES, shared))
+    extracted = set(d.extract(first["extract"]))
+    assert extracted <= _ids(d.search(ENTITIES, member))
+    assert d.check()
+
+
+@pytest.mark.kbconform(id="pool-06", level="L1")
+def test_an_unknown_session_is_no_identity_and_unknown_names_are_not_found(
+    kbconform_run: Run, kbconform_backend: Any
+) -> None:
+    """P10: sessions never started (a fresh id, a number some session has as its internal id,
+    case and space variants of a started one) raise Unauthenticated on every facade, and are
+    not started by it; membership operations naming an unknown session or project raise
+    NotFound; an existing project or session created again, empty text and malformed entities
+    raise KB_POOL_INVALID; nothing changes. The same calls with known names land (control)."""
+    d = _driver(kbconform_run, kbconform_backend, "pool-06")
+    d.call("create_project", "alpha")
+    member, shared = d.session_id(), d.session_id()
+    d.call("start_session", member, "alpha")
+    d.call("start_session", shared, None)
+    d.write(member)
+    d.write(shared)
+    d.extract(member)
+    unknown = (d.session_id(), "2", "1", member.upper(), f" {member}", f"{member} ", member[:8])
+    for session in unknown:
+        d.refuse("write_episode", session, d.text())
+        d.refuse("extract_entities", session, d.entities())
+        for facade in POOL_READ_FACADES:
+            d.refuse_search(facade, session)
+        d.refuse("assign_session", session, "alpha")
+        d.refuse("remove_session", session)
+    fresh = d.session_id()
+    d.refuse("start_session", fresh, "no-such-project")
+    d.refuse("write_episode", fresh, d.text())  # the failed start started nothing
+    d.refuse("assign_session", member, "no-such-project")
+    d.refuse("assign_session", member, "Alpha")
+    d.refuse("create_project", "alpha")
+    d.refuse("start_session", member, None)
+    d.refuse("start_session", shared, "alpha")
+    d.refuse("write_episode", member, "")
+    valid = d.entities()[0]
+    for malformed in (
+        [{"name": valid["name"], "type": "concept"}],
+        [{**valid, "name": ""}],
+        [{**valid, "notes": 7}],
+        [valid, {**valid, "type": None}],
+        ["not an entity"],
+    ):
+        d.refuse("extract_entities", member, malformed)
+    assert d.check()
+    d.call("start_session", fresh, "alpha")  # control: the same calls with known names land
+    d.write(fresh)
+    d.extract(fresh, 2)
+    d.call("assign_session", shared, "alpha")
+    d.call("remove_session", member)
+    assert d.check()
+
+
+@pytest.mark.kbconform(id="pool-07", level="L1")
+def test_a_small_projects_searches_are_exact_and_limited_within_its_scope(
+    kbconform_run: Run, kbconform_backend: Any
+) -> None:
+    """P3, P13: in a project of three episodes and three entities, beside a project and a
+    shared pool of thirty each whose texts are nearer the query, a search with any limit
+    returns that many hits (or the whole scope), all in scope, and an episode's or entity's own
+    text finds it first."""
+    d = _driver(kbconform_run, kbconform_backend, "pool-07")
+    query = "what was said about the release plan and the deploy keys"
+    d.call("create_project", "small")
+    d.call("create_project", "big")
+    one, two, big, shared = (d.session_id() for _ in range(4))
+    for session, project in ((one, "small"), (two, "small"), (big, "big"), (shared, None)):
+        d.call("start_session", session, project)
+    own = [d.write(one, f"the mountain weather in week {n}") for n in range(2)] + [d.write(two, "lunch")]
+    named = d.extract(one, 3, "the mountain hut")
+    for session in (big, shared):
+        for _ in range(30):
+            d.write(session, query)
+        d.extract(session, 30, query)
+    scopes = {EPISODES: len(own), ENTITIES: len(named)}
+    for facade, size in scopes.items():
+        for limit in sorted({1, 2, size, size + 1, MAX_LIMIT}):
+            d.search(facade, one, query, limit)
+            d.search(facade, two, query, limit)
+    for episode in own:
+        assert [hit.id for hit in d.search(EPISODES, one, d.policy.stored[episode], 1)] == [episode]
+    for entity in named:
+        assert [hit.id for hit in d.search(ENTITIES, two, d.policy.stored[entity], 1)] == [entity]
+    assert d.check()
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of a program: ``op`` on the session and project the indices pick (modulo)."""
+
+    op: str
+    session: int
+    project: int = 0
+    n: int = 1
+
+
+STEPS = st.builds(
+    Step,
+    op=st.sampled_from(["assign", "remove", "write", "extract", "start"]),
+    session=st.integers(0, 20),
+    project=st.integers(0, 5),
+    n=st.integers(1, 3),
+)
+
+
+@st.composite
+def _names(draw: st.DrawFn) -> tuple[list[str], list[str], list[int]]:
+    """Project names, session names, and the project (or none: -1) each session starts in."""
+    projects = draw(st.lists(st.sampled_from(PROJECT_NAMES), min_size=1, max_size=3, unique=True))
+    sessions = draw(st.lists(st.sampled_from(SESSION_NAMES), min_size=2, max_size=8, unique=True))
+    places = draw(
+        st.lists(st.integers(-1, len(projects) - 1), min_size=len(sessions), max_size=len(sessions))
+    )
+    return projects, sessions, places
+
+
+@pytest.mark.kbconform(id="pool-08", level="L3")
+def test_random_programs_of_moves_and_writes_leave_every_search_as_the_model_says(
+    kbconform_run: Run, kbconform_open: Any
+) -> None:
+    """P1-P7, P13: after a random program of sessions started, added to and removed from
+    projects, episodes written and entities extracted, over ids that collide under common
+    mistakes, every search of every session equals the model; the model compared scopes that
+    are neither empty nor everything (control)."""
+    informative = [0]
+
+    @kbconform_run.given(names=_names(), program=st.lists(STEPS, min_size=1, max_size=25))
+    def check(names: tuple[list[str], list[str], list[int]], program: list[Step]) -> None:
+        projects, sessions, places = names
+        backend = kbconform_open()
+        try:
+            d = _driver(kbconform_run, backend, "pool-08")
+            for project in projects:
+                d.call("create_project", project)
+            started = sessions[: max(2, len(sessions) // 2)]
+            for session, place in zip(started, places, strict=False):
+                d.call("start_session", session, None if place < 0 else projects[place])
+            waiting = sessions[len(started) :]
+            for step in program:
+                session = started[step.session % len(started)]
+                if step.op == "assign":
+                    d.call("assign_session", session, projects[step.project % len(projects)])
+                elif step.op == "remove":
+                    d.call("remove_session", session)
+                elif step.op == "write":
+                    d.write(session)
+                elif step.op == "extract":
+                    d.extract(session, step.n)
+                elif waiting:
+                    placed = None if step.project >= len(projects) else projects[step.project]
+                    d.call("start_session", waiting[0], placed)
+                    started.append(waiting.pop(0))
+            informative[0] += d.check()
+        finally:
+            kbconform_run.close(backend)
+
+    check()
+    assert informative[0] > 0, "no example compared a scope that is neither empty nor everything"
+
+
+#: Callers that are no identity: None, values that are not strings, strings that are no session.
+NO_IDENTITY: tuple[object, ...] = (None, 0, 1, "", "never started", "A ", "001", ["1"])
+#: A caller: a session (an index into those started), or no identity (a negative index into
+#: NO_IDENTITY).
+CALLERS = st.integers(0, 30) | st.integers(1, len(NO_IDENTITY)).map(lambda n: -n)
+FAULTS = st.none() | st.integers(0, 2)
+
+
+class PoolMachine(RuleBasedStateMachine):
+    """Membership changes interleaved with writes, extractions and searches of many sessions,
+    compared with the model after every step; :func:`machine_for` binds it to a run."""
+
+    run: ClassVar[Run]
+    compared: ClassVar[list[int]]  # informative comparisons over every example (vacuity guard)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fault = FaultSwitch()
+        self.faults = self.run.manifest.supports("fault-injection")
+        self.backend: Any = None
+        self.driver: PoolDriver | None = None
+
+    @initialize(names=_names(), seed=st.integers(0, 2**32 - 1))
+    def open_backend(self, names: tuple[list[str], list[str], list[int]], seed: int) -> None:
+        """A backend with a few projects and sessions, each session with an episode."""
+        projects, sessions, places = names
+        self.backend = self.run.open(BackendOptions(store_fails=self.fault if self.faults else None))
+        self.driver = d = PoolDriver(self.backend, random.Random(seed))
+        for project in projects:
+            d.call("create_project", project)
+        for session, place in zip(sessions, places, strict=True):
+            d.call("start_session", session, None if place < 0 else projects[place])
+            d.write(session)
+
+    def teardown(self) -> None:
+        if self.backend is not None:
+            self.run.close(self.backend)
+
+    @property
+    def d(self) -> PoolDriver:
+        assert self.driver is not None
+        return self.driver
+
+    def _session(self, pick: int) -> str:
+        sessions = list(self.d.policy.sessions)
+        return sessions[pick % len(sessions)]
+
+    def _caller(self, pick: int) -> object:
+        return self._session(pick) if pick >= 0 else NO_IDENTITY[-pick - 1]
+
+    def _known(self, caller: object) -> bool:
+        return isinstance(caller, str) and caller in self.d.policy.sessions
+
+    @contextmanager
+    def _armed(self, fault: int | None) -> Iterator[bool]:
+        """The (fault+1)th store call of the block and every later one fail; whether armed."""
+        armed = fault is not None and self.faults
+        if armed:
+            self.fault.set(FaultPlan(fault or 0))
+        try:
+            yield armed
+        finally:
+            if armed:
+                self.fault.set(None)
+
+    # -- membership ------------------------------------------------------------------------------
+
+    @rule(project=st.sampled_from(PROJECT_NAMES))
+    def create_project(self, project: str) -> None:
+        """A new project, or KB_POOL_INVALID for a name that exists."""
+        self.d.attempt("create_project", project)
+
+    @rule(session=st.sampled_from(SESSION_NAMES), project=st.none() | st.sampled_from(PROJECT_NAMES))
+    def start_session(self, session: str, project: str | None) -> None:
+        """A new session (in a project, in none, or in an unknown one: NotFound), or
+        KB_POOL_INVALID for one that exists (never in an unknown project: two faults at once)."""
+        if session in self.d.policy.sessions and project not in self.d.policy.projects:
+            project = None
+        self.d.attempt("start_session", session, project)
+
+    @rule(session=st.integers(0, 30) | st.sampled_from(SESSION_NAMES), project=st.sampled_from(PROJECT_NAMES))
+    def assign_session(self, session: int | str, project: str) -> None:
+        """A session (or a name that may be none: NotFound) into a project that may not exist."""
+        self.d.attempt("assign_session", self._named(session), project)
+
+    @rule(session=st.integers(0, 30) | st.sampled_from(SESSION_NAMES))
+    def remove_session(self, session: int | str) -> None:
+        """A session (or a name that may be none: NotFound) out of its project."""
+        self.d.attempt("remove_session", self._named(session))
+
+    def _named(self, session: int | str) -> str:
+        return self._session(session) if isinstance(session, int) else session
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    @rule(caller=CALLERS, empty=st.booleans(), fault=FAULTS)
+    def write_episode(self, caller: int, empty: bool, fault: int | None) -> None:
+        """An episode of a session or of no identity (Unauthenticated); empty text of a session
+        (KB_POOL_INVALID); with the store failing from some store call on."""
+        session = self._caller(caller)
+        text = "" if empty and self._known(session) else self.d.text()
+        allowed = self.d.policy.write_episode(session, text) is None
+        with self._armed(fault) as armed:
+            outcome = self.d.attempt("write_episode", session, text, may_fail=armed)
+        self._failed_if_first(outcome, armed and fault == 0 and allowed)
+
+    @rule(caller=CALLERS, n=st.integers(1, 3), malformed=st.booleans(), fault=FAULTS)
+    def extract_entities(self, caller: int, n: int, malformed: bool, fault: int | None) -> None:
+        """Entities of a session (tagged with its project now) or of no identity; a batch with a
+        malformed entity (KB_POOL_INVALID) stores nothing."""
+        session = self._caller(caller)
+        batch: list[Any] = self.d.entities(n)
+        if malformed and self._known(session):
+            batch[-1] = {**batch[-1], "type": ""}
+        allowed = self.d.policy.extract_entities(session, batch) is None
+        with self._armed(fault) as armed:
+            outcome = self.d.attempt("extract_entities", session, batch, may_fail=armed)
+        self._failed_if_first(outcome, armed and fault == 0 and allowed)
+
+    @staticmethod
+    def _failed_if_first(outcome: object, must: bool) -> None:
+        """A write the model allows whose first store call failed must have failed."""
+        if must:
+            assert isinstance(outcome, BackendUnavailable), (
+                f"a write whose every store call failed returned {outcome!r}"
+            )
+
+    # -- searches --------------------------------------------------------------------------------
+
+    @rule(caller=CALLERS, facade=st.sampled_from(POOL_READ_FACADES), limit=st.integers(1, 4), fault=FAULTS)
+    def search(self, caller: int, facade: str, limit: int, fault: int | None) -> None:
+        """A search with a small limit: that many hits of the scope (P13); no identity:
+        Unauthenticated; with the store failing, BackendUnavailable, never a result, unless the
+        scope needs no store call (a session in no project asking for entities)."""
+        session = self._caller(caller)
+        with self._armed(fault) as armed:
+            outcome = self.d.attempt_search(facade, session, limit=limit, may_fail=armed)
+        known = self._known(session)
+        storeless = facade == ENTITIES and known and self.d.policy.project_of(str(session)) is None
+        if armed and fault == 0 and known and not storeless:
+            assert isinstance(outcome, BackendUnavailable), (
+                f"{facade} as {session!r} with every store call failing returned {outcome!r}"
+            )
+
+    # -- the invariant ---------------------------------------------------------------------------
+
+    @invariant()
+    def every_search_of_every_session_equals_the_model(self) -> None:
+        if self.driver is not None:
+            self.compared[0] += self.driver.check()
+
+
+def machine_for(run: Run) -> type[PoolMachine]:
+    return type("ProjectPool", (PoolMachine,), {"run": run, "compared": [0]})
+
+
+@pytest.mark.kbconform(id="pool-09", level="L4")
+def test_interleaved_membership_changes_writes_and_searches_match_the_model(kbconform_run: Run) -> None:
+    """P1-P13: every step of every program (projects and sessions created, sessions added and
+    removed, episodes written and entities extracted by sessions and by no identity, malformed
+    calls, searches with small limits, store faults from any store call of a call) and, after
+    each, every search of every session equals the policy model; the model compared scopes that
+    are neither empty nor everything (control)."""
+    machine = machine_for(kbconform_run)
+    kbconform_run.run_machine(machine)
+    assert machine.compared[0] > 0, "no step compared a scope that is neither empty nor everything"
