@@ -263,12 +263,17 @@ def test_an_unknown_session_is_no_identity_and_changes_nothing(
 def test_membership_operations_naming_unknown_sessions_or_projects_raise_not_found(
     world: ProjectPool,
 ) -> None:
-    """P10: NotFound, and the membership is as before."""
+    """P10: NotFound (a name that is not a non-empty string names nothing), and the membership
+    is as before."""
     calls: list[Callable[[], None]] = [
         lambda: world.assign_session("stranger", "alpha"),
         lambda: world.assign_session("s1", "nowhere"),
         lambda: world.remove_session("stranger"),
         lambda: world.start_session("newcomer", "nowhere"),
+        lambda: world.start_session("newcomer", 3),
+        lambda: world.assign_session("s1", None),
+        lambda: world.assign_session(None, "alpha"),
+        lambda: world.remove_session(""),
     ]
     for call in calls:
         with pytest.raises(NotFound):
@@ -413,8 +418,7 @@ def test_duplicates_and_malformed_membership_calls_are_pool_invalid(world: Proje
     _refused(lambda: world.start_session("a1", None))
     _refused(lambda: world.start_session("a1", "beta"))
     _refused(lambda: world.start_session("", None))
-    _refused(lambda: world.start_session("x", 3))
-    _refused(lambda: world.assign_session("a1", None))
+    assert world.membership.session("x") is None
     assert episodes(world, "a1") == {"memory of a1", "memory of a2"}
     assert world.membership.project("alpha") == 0
 
@@ -436,7 +440,6 @@ def test_a_limit_that_is_not_an_integer_from_1_to_1000_is_pool_invalid(
         {"name": "x", "type": "t"},
         {"name": "", "type": "t", "notes": "n"},
         {"name": "x", "type": "t", "notes": 3},
-        {"name": "x", "type": "t", "notes": "n", "projectId": 1},
         "name",
     ],
     ids=repr,
@@ -448,6 +451,14 @@ def test_a_malformed_entity_stores_nothing_of_its_batch(world: ProjectPool, bad:
     _refused(lambda: world.write_episode("a1", ""))
     assert payloads(world, ENTITIES) == before
     assert "good" not in entities(world, "a1")
+
+
+def test_an_entity_claiming_a_project_is_stored_with_the_callers_project_only(world: ProjectPool) -> None:
+    """Keys beside name, type and notes are dropped: a claimed projectId is never stored."""
+    world.extract_entities("s1", [{**entity("claimed"), "projectId": 0}])
+    assert "claimed" not in entities(world, "a1")
+    assert {"name", "type", "notes", "projectId"} == set(payloads(world, ENTITIES)[-1])
+    assert [p["projectId"] for p in payloads(world, ENTITIES) if p["name"] == "claimed"] == [None]
 
 
 def test_ids_are_unique_non_empty_strings_in_call_order(pool: ProjectPool) -> None:

@@ -20,7 +20,7 @@ from kbconform.errors import BackendUnavailable, NotFound, Unauthenticated
 from kbconform_reference.pool.adapter import PoolAdapter
 from kbconform_reference.pool.membership import SessionRow
 from kbconform_reference.pool.qdrant import ENTITIES, EPISODES, any_of, equal, is_null, unchecked_any_of
-from kbconform_reference.pool.service import PoolHit, ProjectPool, _name
+from kbconform_reference.pool.service import PoolHit, ProjectPool, _known
 
 if TYPE_CHECKING:
     from qdrant_client.http.models import Filter
@@ -183,7 +183,7 @@ class AssignKeepsFormerMembership(ProjectPool):
         self.membership._db.execute("DROP INDEX one_open_membership")
 
     def assign_session(self, session: object, project: object, /) -> None:
-        external, name = _name(session, "session"), _name(project, "project")
+        external, name = _known(session), _known(project)
         with self._lock, self._store("assign_session"):
             row = self.membership.session(external)
             if row is None:
@@ -207,7 +207,7 @@ class FirstMessageWindow(ProjectPool):
         if project is None:
             super().start_session(session, None)
             return
-        name = _name(project, "project")
+        name = _known(project)
         with self._store("start_session"):
             if self.membership.project(name) is None:
                 raise NotFound(name)

@@ -77,24 +77,31 @@ def _limit(value: object) -> int:
 
 
 def _entities(value: object) -> list[dict[str, str]]:
-    """Every entity checked before anything is stored: a mapping of exactly ``name``, ``type``
-    and ``notes``, each a non-empty string."""
+    """Every entity checked before anything is stored: a mapping whose ``name``, ``type`` and
+    ``notes`` are non-empty strings. Only those three are kept: any other key (a ``projectId``
+    claimed by the caller included) is never stored nor read."""
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise pool_invalid("entities", "a list of entities", _describe(value))
     checked = []
     for index, entity in enumerate(value):
-        if (
-            not isinstance(entity, Mapping)
-            or set(entity) != set(ENTITY_FIELDS)
-            or not all(type(entity[key]) is str and entity[key] for key in ENTITY_FIELDS)
+        if not isinstance(entity, Mapping) or not all(
+            type(entity.get(key)) is str and entity[key] for key in ENTITY_FIELDS
         ):
             raise pool_invalid(
                 f"entities[{index}]",
-                "an entity: name, type and notes, each a non-empty string, and nothing else",
+                "an entity: name, type and notes, each a non-empty string",
                 _describe(entity),
             )
         checked.append({key: str(entity[key]) for key in ENTITY_FIELDS})
     return checked
+
+
+def _known(value: object) -> str:
+    """A session or project a membership operation names: anything but a non-empty string names
+    none, and is NotFound like an unknown name."""
+    if type(value) is not str or not value:
+        raise NotFound(_describe(value))
+    return value
 
 
 class ProjectPool:
@@ -163,7 +170,7 @@ class ProjectPool:
 
     def start_session(self, session: object, project: object, /) -> None:
         external = _name(session, "session")
-        name = None if project is None else _name(project, "project")
+        name = None if project is None else _known(project)
         with self._lock, self._store("start_session"):
             if self.membership.session(external) is not None:
                 raise pool_invalid("session", "a session not started yet", _describe(external))
@@ -173,7 +180,7 @@ class ProjectPool:
             self.membership.start_session(external, project_id)
 
     def assign_session(self, session: object, project: object, /) -> None:
-        external, name = _name(session, "session"), _name(project, "project")
+        external, name = _known(session), _known(project)
         with self._lock, self._store("assign_session"):
             row = self.membership.session(external)
             if row is None:
@@ -185,7 +192,7 @@ class ProjectPool:
                 self.membership.assign(row.id, project_id)
 
     def remove_session(self, session: object, /) -> None:
-        external = _name(session, "session")
+        external = _known(session)
         with self._lock, self._store("remove_session"):
             row = self.membership.session(external)
             if row is None:
