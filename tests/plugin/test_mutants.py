@@ -11,22 +11,29 @@ import pytest
 from kbconform import mutants, runner
 from kbconform.cli import main
 from kbconform.mutants import MutantSpec
-from kbconform_reference.mutants import MUTANTS
+from kbconform_reference.mutants import MUTANTS as TENANT
+
+#: Every mutant of the installed sets: the tenant-namespace reference's (``reference``) and the
+#: project-pool reference's (``reference-pool``).
+MUTANTS = mutants.discover()
+SMOKES = {"accepts-everything", "rejects-everything", "pool-no-filter-anywhere"}
 
 
 def _entries(path: Path) -> dict[str, dict[str, Any]]:
     return {entry["name"]: entry for entry in json.loads(path.read_text(encoding="utf-8"))["mutants"]}
 
 
-def test_every_mutant_is_killed_by_its_killers_and_both_smokes_fail(
+def test_every_mutant_is_killed_by_its_killers_and_the_smokes_fail(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """kbconform mutants (each mutant served over harness-v1 on stdio) exits 0 only because each
     broken backend fails every test named for it, in a run of those tests alone; the smokes,
     naming none, fail a run of every test. A mutant whose bug cannot cross harness-v1 is not
     applicable there, and says why."""
-    assert len([m for m in MUTANTS if not m.smoke]) >= 15
-    assert {m.name for m in MUTANTS if m.smoke} == {"accepts-everything", "rejects-everything"}
+    assert len([m for m in TENANT if not m.smoke]) >= 15
+    assert {m.source for m in MUTANTS} == {"reference", "reference-pool"}
+    assert len([m for m in MUTANTS if m.source == "reference-pool" and not m.smoke]) >= 10
+    assert {m.name for m in MUTANTS if m.smoke} == SMOKES
     assert main(["mutants", "--json", str(tmp_path / "mutants.json")]) == 0
     by_name = _entries(tmp_path / "mutants.json")
     assert set(by_name) == {m.name for m in MUTANTS}
