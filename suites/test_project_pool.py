@@ -183,7 +183,8 @@ def test_a_session_started_in_a_project_is_in_it_from_its_first_call(
 ) -> None:
     """P9: sessions started in alpha whose very first call is a search of episodes, a search of
     entities, an episode written, or entities extracted: answered from alpha's pool, or stored
-    into it (alpha's other session sees them at once, the shared pool never)."""
+    into it (alpha's other session sees them at once, the shared pool never). The first session
+    of a new project finds nothing at all: its pool is empty, not the shared pool or everything."""
     d = _driver(kbconform_run, kbconform_backend, "pool-05")
     d.call("create_project", "alpha")
     member, shared = d.session_id(), d.session_id()
@@ -193,6 +194,11 @@ def test_a_session_started_in_a_project_is_in_it_from_its_first_call(
     alpha_entities = set(d.extract(member, 2))
     d.write(shared)
     d.extract(shared)
+    d.call("create_project", "beta")
+    opening = d.session_id()
+    d.call("start_session", opening, "beta")
+    assert d.search(EPISODES, opening) == []
+    assert d.search(ENTITIES, opening) == []
     first = {name: d.session_id() for name in ("search-episodes", "search-entities", "write", "extract")}
     for session in first.values():
         d.call("start_session", session, "alpha")
@@ -314,7 +320,7 @@ STEPS = st.builds(
 def _names(draw: st.DrawFn) -> tuple[list[str], list[str], list[int]]:
     """Project names, session names, and the project (or none: -1) each session starts in."""
     projects = draw(st.lists(st.sampled_from(PROJECT_NAMES), min_size=1, max_size=3, unique=True))
-    sessions = draw(st.lists(st.sampled_from(SESSION_NAMES), min_size=2, max_size=8, unique=True))
+    sessions = draw(st.lists(st.sampled_from(SESSION_NAMES), min_size=4, max_size=8, unique=True))
     places = draw(
         st.lists(st.integers(-1, len(projects) - 1), min_size=len(sessions), max_size=len(sessions))
     )
@@ -370,6 +376,11 @@ NO_IDENTITY: tuple[object, ...] = (None, 0, 1, "", "never started", "A ", "001",
 #: A caller: a session (an index into those started), or no identity (a negative index into
 #: NO_IDENTITY).
 CALLERS = st.integers(0, 30) | st.integers(1, len(NO_IDENTITY)).map(lambda n: -n)
+#: A session named in a membership operation: a started one (two picks in three), or a name of
+#: SESSION_NAMES, which may be started or not.
+NAMED = st.integers(0, 3 * len(SESSION_NAMES) - 1)
+#: A project: an existing one (one pick in two), or a name of PROJECT_NAMES, existing or not.
+PROJECTS = st.integers(0, 2 * len(PROJECT_NAMES) - 1)
 FAULTS = st.none() | st.integers(0, 2)
 
 
@@ -387,17 +398,27 @@ class PoolMachine(RuleBasedStateMachine):
         self.backend: Any = None
         self.driver: PoolDriver | None = None
 
-    @initialize(names=_names(), seed=st.integers(0, 2**32 - 1))
-    def open_backend(self, names: tuple[list[str], list[str], list[int]], seed: int) -> None:
-        """A backend with a few projects and sessions, each session with an episode."""
+    @initialize(
+        names=_names(),
+        written=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), min_size=8, max_size=8),
+        seed=st.integers(0, 2**32 - 1),
+    )
+    def open_backend(
+        self, names: tuple[list[str], list[str], list[int]], written: list[tuple[int, int]], seed: int
+    ) -> None:
+        """A backend with a few projects and sessions; each session has written a few episodes
+        and extracted a few entities, or none (a project whose sessions wrote nothing exists)."""
         projects, sessions, places = names
         self.backend = self.run.open(BackendOptions(store_fails=self.fault if self.faults else None))
         self.driver = d = PoolDriver(self.backend, random.Random(seed))
         for project in projects:
             d.call("create_project", project)
-        for session, place in zip(sessions, places, strict=True):
+        for session, place, (episodes, extracted) in zip(sessions, places, written, strict=False):
             d.call("start_session", session, None if place < 0 else projects[place])
-            d.write(session)
+            for _ in range(episodes):
+                d.write(session)
+            if extracted:
+                d.extract(session, extracted)
 
     def teardown(self) -> None:
         if self.backend is not None:
@@ -437,26 +458,47 @@ class PoolMachine(RuleBasedStateMachine):
         """A new project, or KB_POOL_INVALID for a name that exists."""
         self.d.attempt("create_project", project)
 
-    @rule(session=st.sampled_from(SESSION_NAMES), project=st.none() | st.sampled_from(PROJECT_NAMES))
-    def start_session(self, session: str, project: str | None) -> None:
-        """A new session (in a project, in none, or in an unknown one: NotFound), or
-        KB_POOL_INVALID for one that exists (never in an unknown project: two faults at once)."""
-        if session in self.d.policy.sessions and project not in self.d.policy.projects:
-            project = None
-        self.d.attempt("start_session", session, project)
+    @rule(session=st.none() | st.sampled_from(SESSION_NAMES), project=st.none() | PROJECTS)
+    def start_session(self, session: str | None, project: int | None) -> None:
+        """A new session (None: a fresh UUID) in a project, in none, or in an unknown one
+        (NotFound), or KB_POOL_INVALID for one that exists (never in an unknown project too:
+        two faults at once)."""
+        name = self.d.session_id() if session is None else session
+        placed = None if project is None else self._project(project)
+        if name in self.d.policy.sessions and placed not in self.d.policy.projects:
+            placed = None
+        self.d.attempt("start_session", name, placed)
 
-    @rule(session=st.integers(0, 30) | st.sampled_from(SESSION_NAMES), project=st.sampled_from(PROJECT_NAMES))
-    def assign_session(self, session: int | str, project: str) -> None:
-        """A session (or a name that may be none: NotFound) into a project that may not exist."""
-        self.d.attempt("assign_session", self._named(session), project)
+    @rule(session=NAMED, project=PROJECTS)
+    def assign_session(self, session: int, project: int) -> None:
+        """A session (or a name that may be none: NotFound) into a project (or a name that may be
+        none: NotFound)."""
+        self.d.attempt("assign_session", self._named(session), self._project(project))
 
-    @rule(session=st.integers(0, 30) | st.sampled_from(SESSION_NAMES))
-    def remove_session(self, session: int | str) -> None:
+    @rule(session=st.integers(0, 30), project=st.none() | st.integers(0, 5))
+    def move(self, session: int, project: int | None) -> None:
+        """A started session into an existing project, or out of its project (None)."""
+        if project is None:
+            self.d.call("remove_session", self._session(session))
+        else:
+            self.d.call("assign_session", self._session(session), self._project(project))
+
+    @rule(session=NAMED)
+    def remove_session(self, session: int) -> None:
         """A session (or a name that may be none: NotFound) out of its project."""
         self.d.attempt("remove_session", self._named(session))
 
-    def _named(self, session: int | str) -> str:
-        return self._session(session) if isinstance(session, int) else session
+    def _named(self, pick: int) -> str:
+        known = 2 * len(SESSION_NAMES)
+        return self._session(pick) if pick < known else SESSION_NAMES[pick - known]
+
+    def _project(self, pick: int) -> str:
+        projects = sorted(self.d.policy.projects)
+        return (
+            projects[pick % len(projects)]
+            if pick < len(PROJECT_NAMES)
+            else PROJECT_NAMES[pick % len(PROJECT_NAMES)]
+        )
 
     # -- writes ----------------------------------------------------------------------------------
 
