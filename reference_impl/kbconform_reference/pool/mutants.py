@@ -409,20 +409,20 @@ MUTANTS: tuple[Mutant, ...] = (
         EmptyShouldForFreshProject,
         "a project's filter is a should over its sessions that have written, unguarded: a fresh "
         "project's should=[] matches every episode",
-        ("iso-01[search-episodes]", "pool-05", "pool-09"),
+        ("iso-01[search-episodes]", "pool-05", "pool-08", "pool-09"),
     ),
     Mutant(
         "pool-external-id-in-filter",
         ExternalIdInFilter,
         "episode filters are built from external session ids (numeric ones parsed to integers), "
         "payloads hold internal ids",
-        ("pool-04",),
+        ("iso-01[search-episodes]", "pool-04"),
     ),
     Mutant(
         "pool-numeric-session-id-read-as-internal",
         NumericSessionIdReadAsInternal,
         "a caller id that parses as an integer is taken for the internal id of another session",
-        ("pool-04",),
+        (*_both("iso-02"), "pool-04", "pool-06"),
     ),
     Mutant(
         "pool-no-project-entities-unfiltered",
@@ -458,13 +458,13 @@ MUTANTS: tuple[Mutant, ...] = (
         "pool-assign-keeps-former-membership",
         AssignKeepsFormerMembership,
         "assigning a session does not close its former membership: it is in both projects",
-        ("pool-01", "pool-09"),
+        ("iso-01[search-episodes]", "pool-01", "pool-08"),
     ),
     Mutant(
         "pool-first-message-window",
         FirstMessageWindow,
         "start_session(s, P) puts s in P only after its first episode is written",
-        ("pool-05",),
+        ("iso-01[search-episodes]", "pool-05"),
     ),
     Mutant(
         "pool-project-zero-is-no-project",
@@ -494,13 +494,13 @@ MUTANTS: tuple[Mutant, ...] = (
         "pool-unknown-session-searches-unfiltered",
         UnknownSessionSearchesUnfiltered,
         "a session id that names no session is searched with no filter",
-        ("pool-06",),
+        (*_both("iso-02"), "pool-06"),
     ),
     Mutant(
         "pool-unknown-session-started-on-write",
         UnknownSessionStartedOnWrite,
         "a write from a session never started starts it and stores the write",
-        ("pool-06",),
+        ("pool-06", "pool-09"),
     ),
     Mutant(
         "pool-missing-session-searches-all",
