@@ -77,5 +77,7 @@ def test_a_failing_store_fails_every_read_facade_closed(
     for reader in readers:
         with pytest.raises(BackendUnavailable):
             world.read(backend, kbconform_facade, reader)
+        with pytest.raises(BackendUnavailable):
+            world.read_once(backend, kbconform_facade, reader.identity)
     switch.set(None)
     _assert_reads_exactly(world, backend, kbconform_facade)

@@ -50,6 +50,7 @@ class Reading:
     that shows only a number, as count), and how many it showed (an item shown twice counts twice)."""
 
     items: Mapping[str, str | None] | None
+    #: For a facade read with several probes (query, ask), the fewest hits one probe got.
     number: int
 
     def differences(self, got: Reading) -> list[str]:
@@ -105,7 +106,8 @@ class World(Protocol):
         ...
 
     def read_once(self, backend: Any, facade: str, identity: object) -> object:
-        """One call of ``facade`` with ``identity`` as the caller; its answer."""
+        """One call of ``facade`` with ``identity`` as the caller (one that would answer from its
+        scope, for a reader); its answer."""
         ...
 
     def no_identities(self) -> dict[str, object]:
@@ -213,20 +215,27 @@ class TenantWorld:
                 except NotFound:  # what a foreign id and a missing one raise alike
                     continue
             return Reading(found, len(found))
+        fewest = None  # each probe's top-k is the whole scope: the fewest hits a probe got
         for probe in contents.values():  # query and ask: own, shared and foreign texts as probes
             if facade == "query":
-                hits = backend.query(principal, probe, n, None)
+                hits = list(backend.query(principal, probe, n, None))
             else:
                 answer = backend.ask(principal, probe, n)
-                hits = answer.sources
+                hits = list(answer.sources)
                 quoted = {i for i, text in contents.items() if text and text.split()[0] in answer.text}
                 for chunk in quoted:  # a stored text the answer quotes is shown too
                     found.setdefault(chunk, contents[chunk])
             found.update((hit.id, hit.document) for hit in hits)
-        return Reading(found, len(found))
+            fewest = len(hits) if fewest is None else min(fewest, len(hits))
+        return Reading(found, fewest or 0)
+
+    def _some(self, identity: object) -> str:
+        """A stored id: the first the caller reads, when it is a principal that reads one."""
+        readable = self.policy.scope(identity) if type(identity) is Principal else {}
+        return min(readable or self.policy.rows)
 
     def read_once(self, backend: Any, facade: str, identity: object) -> object:
-        some = min(self.policy.rows)
+        some = self._some(identity)
         calls: dict[str, Callable[[], object]] = {
             "query": lambda: backend.query(identity, PROBE, 5, None),
             "get": lambda: backend.get(identity, some),
