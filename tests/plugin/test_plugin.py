@@ -42,7 +42,13 @@ def test_the_declined_tests_are_those_needing_what_the_tiny_manifest_declines() 
     features: Any = MANIFEST["features"]
     refused = {name for name, value in features.items() if isinstance(value, str)}
     refused.add("spoof-reject")
-    by_hand = {e["id"] for e in reports.catalogue() if refused & set(e.get("requires", ()))}
+    tenant = [e for e in reports.catalogue() if "profile" not in e]  # the tiny adapter's profile
+    facades = set(MANIFEST["readFacades"])
+    by_hand = {
+        e["id"]
+        for e in tenant
+        if refused & set(e.get("requires", ())) and e.get("facade", "query") in facades
+    }
     assert {"closed-02", "spoof-03", "spoof-04", "bytes-03", "leak-03[an empty clause]"} <= by_hand
     assert by_hand == DECLINED
 
@@ -75,7 +81,10 @@ def test_a_tiny_adapter_passes_every_suite_and_declines_only_what_it_declared(
     result.stdout.fnmatch_lines(["*client-where not offered: the tiny adapter passes no where clauses*"])
     from kbconform import report as reports
 
-    assert {entry["suite"] for entry in report["tests"]} == {e["suite"] for e in reports.catalogue()}
+    tenant = {e["suite"] for e in reports.catalogue() if "profile" not in e}
+    assert {entry["suite"] for entry in report["tests"]} == tenant
+    assert "isolation" in tenant
+    assert "project-pool" not in tenant
     assert {"contract", "spoof", "cross-tenant-leak", "backup"} <= {e["suite"] for e in report["tests"]}
 
 
@@ -113,7 +122,7 @@ def test_a_level_runs_only_the_tests_up_to_it(pytester: pytest.Pytester) -> None
     """--kbconform-level=L1 runs the L0 and L1 suites and deselects the rest."""
     result, report = _run(pytester, "make", "--kbconform-level=L1")
     assert {entry["level"] for entry in report["tests"]} == {"L0", "L1"}
-    assert {entry["suite"] for entry in report["tests"]} == {"contract", "spoof", "shadow-ids"}
+    assert {entry["suite"] for entry in report["tests"]} == {"contract", "spoof", "shadow-ids", "isolation"}
     result.stdout.fnmatch_lines(["*deselected*"])
     assert result.ret == 0
 
@@ -177,9 +186,24 @@ def test_the_manifest_decides_parametrization_skips_and_expected_tests_by_one_ru
     }
     values = {axis.key: axis.values(manifest) for axis in rule.AXES}
     assert values == {"facade": ("query", "get", "list", "count"), "spoofMode": ("overwrite",)}
+    pool = {
+        "manifestVersion": "1",
+        "isolationProfile": "project-pool",
+        "adapter": {"name": "one-rule", "version": "1"},
+        "backend": {"name": "memory", "version": "1"},
+        "isolationModel": "metadata-filter",
+        "readFacades": ["search-episodes", "search-entities"],
+        "features": {"fault-injection": "no switch"},
+    }
     for entry in reports.catalogue():
-        runs = all(entry.get(key, values[key][0]) in values[key] for key in values)
+        tenant = "profile" not in entry
+        runs = tenant and all(entry.get(key, values[key][0]) in values[key] for key in values)
         assert rule.applies(entry, manifest, "L4") == runs, entry["id"]
+        assert rule.applies(entry, pool, "L4") == (entry.get("profile") == "project-pool"), entry["id"]
+    assert [rule.skip_reason(pool, [c]) for c in ("fault-injection", "client-where")] == [
+        "fault-injection not offered: no switch",
+        "client-where not offered: not part of the project-pool profile",
+    ]
     declared = Manifest.from_mapping(manifest)
     for capability in CAPABILITIES:
         reason = rule.skip_reason(manifest, [capability])

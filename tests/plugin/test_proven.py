@@ -11,7 +11,10 @@ from collections.abc import Mapping
 
 from kbconform import report as reports
 from kbconform._resources import data_dir
-from kbconform_reference.mutants import MUTANTS
+from kbconform.mutants import discover
+
+#: Every built-in mutant: the tenant-namespace reference's set and the project-pool reference's.
+MUTANTS = discover(("reference", "reference-pool"))
 
 
 def _catalogue() -> set[str]:
