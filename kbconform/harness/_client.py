@@ -32,12 +32,16 @@ from kbconform.harness._wire import (
     HarnessBroken,
     Hit,
     IngestResult,
+    PoolHit,
     SpoofWarning,
     dumps,
     error_from_wire,
     hit_from_wire,
+    name_to_wire,
+    pool_hit_from_wire,
     principal_to_wire,
     problems,
+    session_to_wire,
 )
 
 #: The deadline of starting a harness and its ``hello``, at least (seconds).
@@ -411,7 +415,13 @@ class HarnessAdapter:
 
 
 class HarnessBackend:
-    """One backend the harness opened; every facade is a request."""
+    """One backend the harness opened; every facade is a request.
+
+    It has the facades of both isolation profiles: the tenant-namespace ones
+    (:class:`~kbconform.adapter.Backend` and the optional ones) and the project-pool ones
+    (:class:`~kbconform.adapter.ProjectPoolBackend`). The manifest's ``isolationProfile`` says
+    which the harness serves; it answers the others with ``KB_HARNESS_REQUEST_INVALID``.
+    """
 
     def __init__(self, adapter: HarnessAdapter, handle: str, resolver: RevisionMap | None) -> None:
         self.adapter, self.handle, self.resolver = adapter, handle, resolver
@@ -428,6 +438,10 @@ class HarnessBackend:
         return self._request(
             op, {"backend": self.handle, "principal": principal_to_wire(principal), **params}
         )
+
+    def _as(self, op: str, session: object, **params: Any) -> Mapping[str, Any]:
+        """A project-pool read or write: the session crosses as data (no identity: None)."""
+        return self._request(op, {"backend": self.handle, "session": session_to_wire(session), **params})
 
     def set_fault(self, plan: FaultPlan | None) -> int:
         if self.closed:  # nothing consults the switch of a closed backend
@@ -488,3 +502,48 @@ class HarnessBackend:
             },
         )
         return list(result["records"])
+
+    # -- the project-pool profile (schemas/project-pool.md) ----------------------------------------
+
+    def create_project(self, project: str, /) -> None:
+        self._request(
+            "createProject", {"backend": self.handle, "project": name_to_wire("project name", project)}
+        )
+
+    def start_session(self, session: str, project: str | None, /) -> None:
+        params = {
+            "backend": self.handle,
+            "session": name_to_wire("session id", session),
+            "project": name_to_wire("project name", project, optional=True),
+        }
+        self._request("startSession", params)
+
+    def assign_session(self, session: str, project: str, /) -> None:
+        params = {
+            "backend": self.handle,
+            "session": name_to_wire("session id", session),
+            "project": name_to_wire("project name", project),
+        }
+        self._request("assignSession", params)
+
+    def remove_session(self, session: str, /) -> None:
+        self._request(
+            "removeSession", {"backend": self.handle, "session": name_to_wire("session id", session)}
+        )
+
+    def write_episode(self, session: object, text: str, /) -> str:
+        return str(self._as("writeEpisode", session, text=text)["id"])
+
+    def extract_entities(
+        self, session: object, entities: Sequence[Mapping[str, str]], /
+    ) -> builtins.list[str]:
+        sent = [dict(entity) if isinstance(entity, Mapping) else entity for entity in entities]
+        return list(self._as("extractEntities", session, entities=sent)["ids"])
+
+    def search_episodes(self, session: object, text: str, limit: int, /) -> builtins.list[PoolHit]:
+        result = self._as("searchEpisodes", session, text=text, limit=limit)
+        return [pool_hit_from_wire(hit) for hit in result["hits"]]
+
+    def search_entities(self, session: object, text: str, limit: int, /) -> builtins.list[PoolHit]:
+        result = self._as("searchEntities", session, text=text, limit=limit)
+        return [pool_hit_from_wire(hit) for hit in result["hits"]]

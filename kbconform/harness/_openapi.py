@@ -11,6 +11,8 @@ message (its ``result`` the op's ``<op>Result``, or its ``error``), a ``400`` wi
 response (``KB_HARNESS_REQUEST_INVALID``). Links chain the stateful flow: the backend handle
 ``open`` returns goes into the ``params.backend`` of every operation on a backend, and the first
 id ``ingest`` returns into the ``params.id`` of ``get`` (with the ingest's backend and principal).
+In the project-pool profile, the project ``createProject`` made goes into ``startSession`` and
+``assignSession``, and the session ``startSession`` started into every operation on a session.
 """
 
 from __future__ import annotations
@@ -129,7 +131,46 @@ def _links(defs: dict[str, Any], op: str) -> dict[str, Any]:
                 ),
             }
         }
+    if op == "createProject":
+        return {
+            f"{target}InTheProject": {
+                "operationId": target,
+                "requestBody": {
+                    "params": {
+                        "backend": "{$request.body#/params/backend}",
+                        "project": "{$request.body#/params/project}",
+                    }
+                },
+                "description": f"{target} into the project createProject made, on its backend",
+            }
+            for target in ("startSession", "assignSession")
+        }
+    if op == "startSession":
+        return {
+            f"{target}OfTheSession": {
+                "operationId": target,
+                "requestBody": {
+                    "params": {
+                        "backend": "{$request.body#/params/backend}",
+                        "session": "{$request.body#/params/session}",
+                    }
+                },
+                "description": f"{target} of the session startSession started, on its backend",
+            }
+            for target in _ON_A_SESSION
+        }
     return {}
+
+
+#: The operations whose params name a session: startSession links to each.
+_ON_A_SESSION = (
+    "assignSession",
+    "removeSession",
+    "writeEpisode",
+    "extractEntities",
+    "searchEpisodes",
+    "searchEntities",
+)
 
 
 def _operation(defs: dict[str, Any], op: str) -> dict[str, Any]:
@@ -157,8 +198,9 @@ def _operation(defs: dict[str, Any], op: str) -> dict[str, Any]:
                 "description": (
                     "The body is not a valid request of this operation (not JSON, not a request "
                     "of harness-v1, another op than the path's), or one the harness cannot carry "
-                    "out (a backend handle that open did not return or close released; a fault "
-                    "plan for a backend opened without faults)."
+                    "out (an operation of another isolation profile than the manifest's; a backend "
+                    "handle that open did not return or close released; a fault plan for a backend "
+                    "opened without faults)."
                 ),
                 "content": {MEDIA_TYPE: {"schema": _ref("requestInvalid")}},
             },

@@ -24,8 +24,10 @@ from kbconform.harness._wire import (
     dumps,
     error_to_wire,
     hit_to_wire,
+    pool_hit_to_wire,
     principal_from_wire,
     problems,
+    serves,
 )
 
 
@@ -43,12 +45,15 @@ def _invalid(request_id: int | None, message: str) -> dict[str, Any]:
 
 
 class _Unusable(Exception):
-    """A valid request the harness cannot carry out: it names a backend handle that open did not
-    return (or that close released), or asks for faults on a backend opened without them."""
+    """A valid request the harness cannot carry out: an operation of another isolation profile
+    than the manifest's, a backend handle that open did not return (or that close released), or
+    faults asked of a backend opened without them."""
 
 
 class Dispatcher:
-    """Answers harness-v1 requests by calling one adapter and the backends it opens."""
+    """Answers harness-v1 requests by calling one adapter and the backends it opens: the
+    operations of the manifest's isolation profile (a tenant-namespace
+    :class:`~kbconform.adapter.Backend` or a :class:`~kbconform.adapter.ProjectPoolBackend`)."""
 
     def __init__(self, adapter: Adapter, manifest: Manifest) -> None:
         self.adapter, self.manifest = adapter, manifest
@@ -82,6 +87,11 @@ class Dispatcher:
         return self._entry(params)[0]
 
     def _dispatch(self, op: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        profile = self.manifest.profile
+        if not serves(profile, op):
+            raise _Unusable(
+                f"{op} is not an operation of the {profile} profile (the manifest's isolationProfile)"
+            )
         if op == "hello":
             return {"protocol": PROTOCOL, "manifest": dict(self.manifest.raw)}
         if op == "open":
@@ -113,6 +123,8 @@ class Dispatcher:
                 params["rootKind"],
             )
             return {"records": list(records)}
+        if op in _POOL:
+            return _POOL[op](self._backend(params), params)
         return _FACADES[op](self, self._backend(params), principal_from_wire(params["principal"]), params)
 
     def _open(self, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -167,7 +179,31 @@ _FACADES: dict[str, _Facade] = {
     "export": lambda _, b, p, a: {"records": [dict(r) for r in b.export(p)]},
     "restore": lambda _, b, p, a: {"restored": b.restore(p, a["records"])},
 }
-assert set(_FACADES) | {"hello", "open", "close", "fault", "scan", "shutdown"} == set(OPERATIONS)
+
+
+def _done(_: object) -> dict[str, Any]:
+    """A membership operation's result: an empty object, whatever the backend returned."""
+    return {}
+
+
+def _pool_hits(found: Any) -> dict[str, Any]:
+    return {"hits": [pool_hit_to_wire(hit) for hit in found]}
+
+
+#: The project-pool facades: each gets the backend and the params; the session as sent (a
+#: string, or None for no identity), which the backend checks as it does in process.
+_PoolFacade = Callable[[Any, Mapping[str, Any]], dict[str, Any]]
+_POOL: dict[str, _PoolFacade] = {
+    "createProject": lambda b, a: _done(b.create_project(a["project"])),
+    "startSession": lambda b, a: _done(b.start_session(a["session"], a["project"])),
+    "assignSession": lambda b, a: _done(b.assign_session(a["session"], a["project"])),
+    "removeSession": lambda b, a: _done(b.remove_session(a["session"])),
+    "writeEpisode": lambda b, a: {"id": b.write_episode(a["session"], a["text"])},
+    "extractEntities": lambda b, a: {"ids": list(b.extract_entities(a["session"], a["entities"]))},
+    "searchEpisodes": lambda b, a: _pool_hits(b.search_episodes(a["session"], a["text"], a["limit"])),
+    "searchEntities": lambda b, a: _pool_hits(b.search_entities(a["session"], a["text"], a["limit"])),
+}
+assert set(_FACADES) | set(_POOL) | {"hello", "open", "close", "fault", "scan", "shutdown"} == set(OPERATIONS)
 
 
 def _encode(response: dict[str, Any]) -> bytes:

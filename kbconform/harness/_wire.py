@@ -1,4 +1,5 @@
-"""harness-v1 values on the wire: principals, hits, errors, and the schema checks of messages."""
+"""harness-v1 values on the wire: principals, sessions, hits, errors, and the schema checks of
+messages."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from kbconform._capabilities import PROFILES
 from kbconform.errors import (
     BackendUnavailable,
     ContractViolation,
@@ -39,8 +41,53 @@ OPERATIONS = (
     "export",
     "restore",
     "scan",
+    "createProject",
+    "startSession",
+    "assignSession",
+    "removeSession",
+    "writeEpisode",
+    "extractEntities",
+    "searchEpisodes",
+    "searchEntities",
     "shutdown",
 )
+#: The operations every harness serves, whatever its isolation profile.
+COMMON_OPERATIONS = ("hello", "open", "close", "fault", "shutdown")
+#: The operations each isolation profile adds (the manifest's ``isolationProfile`` says which
+#: one a harness serves; it answers the other's with ``KB_HARNESS_REQUEST_INVALID``).
+PROFILE_OPERATIONS: Mapping[str, tuple[str, ...]] = {
+    "tenant-namespace": (
+        "ingest",
+        "query",
+        "get",
+        "list",
+        "count",
+        "ask",
+        "applyDeletionSignal",
+        "export",
+        "restore",
+        "scan",
+    ),
+    "project-pool": (
+        "createProject",
+        "startSession",
+        "assignSession",
+        "removeSession",
+        "writeEpisode",
+        "extractEntities",
+        "searchEpisodes",
+        "searchEntities",
+    ),
+}
+assert set(COMMON_OPERATIONS).union(*PROFILE_OPERATIONS.values()) == set(OPERATIONS)
+assert tuple(PROFILE_OPERATIONS) == PROFILES
+
+
+def serves(profile: str, op: str) -> bool:
+    """Whether a harness whose manifest declares ``profile`` serves the operation ``op``."""
+    return op in COMMON_OPERATIONS or op in PROFILE_OPERATIONS.get(profile, ())
+
+
 INTERNAL = "KB_HARNESS_INTERNAL"
 REQUEST_INVALID = "KB_HARNESS_REQUEST_INVALID"
 BROKEN = "KB_HARNESS_BROKEN"
@@ -114,6 +161,28 @@ def principal_from_wire(data: Mapping[str, Any] | None) -> Principal | None:
     )
 
 
+# -- sessions ---------------------------------------------------------------------------------
+
+
+def session_to_wire(session: object) -> str | None:
+    """The caller of a project-pool read or write as harness-v1 data: a ``str`` crosses as its
+    plain value (the empty string included: the backend refuses it); anything else, None
+    included, as no identity (``None``)."""
+    return str.__str__(session) if isinstance(session, str) else None
+
+
+def name_to_wire(what: str, name: object, *, optional: bool = False) -> str | None:
+    """A session or project name a membership operation takes (the operator's, not a caller):
+    a ``str`` crosses as its plain value (None too, where ``optional``); anything else has no
+    harness-v1 form."""
+    if isinstance(name, str):
+        return str.__str__(name)
+    if optional and name is None:
+        return None
+    allowed = "a str or None" if optional else "a str"
+    raise TypeError(f"behind harness-v1 a {what} is {allowed}; got {type(name).__name__}")
+
+
 # -- results ----------------------------------------------------------------------------------
 
 
@@ -146,6 +215,22 @@ class DeletionResult:
 class Answer:
     text: str
     sources: Sequence[Hit]
+
+
+@dataclass(frozen=True, slots=True)
+class PoolHit:
+    """An episode or an entity as a project-pool search returns it."""
+
+    id: str
+    text: str
+
+
+def pool_hit_to_wire(hit: Any) -> dict[str, Any]:
+    return {"id": hit.id, "text": hit.text}
+
+
+def pool_hit_from_wire(data: Mapping[str, Any]) -> PoolHit:
+    return PoolHit(data["id"], data["text"])
 
 
 def hit_to_wire(hit: Any) -> dict[str, Any]:
@@ -212,6 +297,11 @@ _REMOTE: dict[type[KbconformError], Any] = {
 }
 
 
+#: What a NotFound names, by operation, when it is not a chunk (``id``): the project
+#: ``startSession`` names, or the session of the other membership operations.
+_NAMED = {"startSession": "project", "assignSession": "session", "removeSession": "session"}
+
+
 def error_from_wire(op: str, params: Mapping[str, Any], error: Mapping[str, Any]) -> Exception:
     """The exception a call raises for a harness's error answer: the kbconform error of its
     code (its text the harness's message), else :class:`RemoteError`."""
@@ -222,7 +312,7 @@ def error_from_wire(op: str, params: Mapping[str, Any], error: Mapping[str, Any]
     elif code == Forbidden.code:
         built = _REMOTE[Forbidden](op, message)
     elif code == NotFound.code:
-        built = _REMOTE[NotFound](str(params.get("id", "")))
+        built = _REMOTE[NotFound](str(params.get(_NAMED.get(op, "id"), "")))
     elif code == RevisionBoundaryUnavailable.code:
         built = _REMOTE[RevisionBoundaryUnavailable](op, message)
     elif code == BackendUnavailable.code:

@@ -6,29 +6,32 @@ After changing the schema or the generator, rewrite it with
 ``kbconform schema harness-v1 --openapi > schemas/harness-v1.openapi.json`` (or run this module
 with ``KBCONFORM_UPDATE_OPENAPI=1``).
 
-The reference (memory store) is served over HTTP for the module (``kbconform serve --http``, in
-a scratch folder). Schemathesis sends every operation but ``shutdown`` valid and invalid bodies
-(positive and negative generation, its coverage and fuzzing phases) and checks every answer: no
-5xx, a declared status code and content type, a body the response schema accepts, an invalid
-body refused with 400, 405 with ``Allow`` for another method. Then its stateful phase follows
-the document's links: ``open`` -> every operation on the backend it returned, ``ingest`` ->
-``get`` of the chunk it stored. ``shutdown`` ends the server it is sent to, so it is tested on
+Two servers are driven, one per isolation profile, each for the module (``kbconform serve
+--http``, in a scratch folder): the reference (memory store), a tenant-namespace adapter, and the
+project-pool double beside this module (``pool_double.py``). Schemathesis sends each every
+operation but ``shutdown`` valid and invalid bodies (positive and negative generation, its
+coverage and fuzzing phases) and checks every answer: no 5xx, a declared status code and content
+type, a body the response schema accepts, an invalid body refused with 400, 405 with ``Allow``
+for another method. Then its stateful phase follows the document's links: ``open`` -> every
+operation on the backend it returned, ``ingest`` -> ``get`` of the chunk it stored,
+``createProject`` -> ``startSession`` and ``assignSession`` in that project, ``startSession`` ->
+every operation on that session. ``shutdown`` ends the server it is sent to, so it is tested on
 a server of its own: invalid shutdowns are refused, a valid one is answered and the server
 exits 0.
 
-A valid body naming a backend handle that ``open`` did not return (or that ``close`` released),
-or asking for faults on a backend opened without them, is refused with 400
-``KB_HARNESS_REQUEST_INVALID`` by design. Schemathesis cannot know which handles are live, so its
-"valid data is accepted" check is replaced here by a stricter one that can: this module follows
-the handles from the answers and holds each valid body to exactly one status (200 on a live
-backend, 400 naming the handle otherwise). Valid bodies are steered onto live backends three
-times in four, a batch to ingest onto a valid record one time in two, and a scan onto a small
-workspace, so that the backend really runs.
+A valid body of an operation of the other profile, naming a backend handle that ``open`` did not
+return (or that ``close`` released), or asking for faults on a backend opened without them, is
+refused with 400 ``KB_HARNESS_REQUEST_INVALID`` by design. Schemathesis cannot know which
+handles are live, so its "valid data is accepted" check is replaced here by a stricter one that
+can: this module follows the handles from the answers and holds each valid body to exactly one
+status (400 naming the profile for another profile's operation; 200 on a live backend, 400
+naming the handle otherwise). Valid bodies are steered onto live backends three times in four, a
+batch to ingest onto a valid record one time in two, a scan onto a small workspace, and a
+project or session name onto one the server knows one time in two, so that the backend really
+runs.
 
 The budget follows the Hypothesis profile (tests/conftest.py): the default one (CI) gives each
-operation 25 examples and the stateful phase 25 scenarios of up to 10 calls. The module then
-sends about 2,000 requests, over half of them from the coverage phase (whose count does not
-depend on the budget), in 15 to 25 s on an idle 2-core machine.
+operation 25 examples and the stateful phase 25 scenarios of up to 10 calls, on each server.
 """
 
 from __future__ import annotations
@@ -60,9 +63,13 @@ from kbconform.cli import main
 from kbconform.conformance import record
 from kbconform.harness import Dispatcher
 from kbconform.harness._openapi import openapi, render
-from kbconform.harness._wire import OPERATIONS, REQUEST_INVALID
+from kbconform.harness._wire import OPERATIONS, REQUEST_INVALID, serves
 
 REFERENCE = "kbconform_reference.adapter:memory"
+POOL = "tests.harness.pool_double:adapter"
+#: The adapter served for each isolation profile.
+ADAPTERS = {"tenant-namespace": REFERENCE, "project-pool": POOL}
+ROOT = Path(__file__).resolve().parents[2]
 DOCUMENT = data_dir("schemas") / "harness-v1.openapi.json"
 #: Examples per operation (valid and invalid together), and scenarios of the stateful phase, of
 #: at most STEPS calls each: a quarter of the profile's max_examples (25 by default, 500 thorough).
@@ -71,6 +78,13 @@ STEPS = 10
 #: The operations on a backend: their params name it (params.backend).
 ON_A_BACKEND = tuple(
     op for op in OPERATIONS if "backend" in openapi()["components"]["schemas"][f"{op}Params"]["properties"]
+)
+#: The operations on a session (params.session), and those naming a project (params.project).
+ON_A_SESSION = tuple(
+    op for op in OPERATIONS if "session" in openapi()["components"]["schemas"][f"{op}Params"]["properties"]
+)
+ON_A_PROJECT = tuple(
+    op for op in OPERATIONS if "project" in openapi()["components"]["schemas"][f"{op}Params"]["properties"]
 )
 SETTINGS = hypothesis.settings(
     max_examples=BUDGET,
@@ -120,17 +134,23 @@ def _message(case: Case[Any]) -> dict[str, Any] | None:
 
 
 class Server:
-    """The reference served over HTTP, and the backends it holds open, as its answers show."""
+    """An adapter served over HTTP (the reference, or the pool double for ``profile``
+    project-pool), and the backends, projects and sessions it holds, as its answers show."""
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        command = runner.serve_command(REFERENCE, http=True)
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, cwd=folder)
+    def __init__(self, folder: Path, profile: str = "tenant-namespace") -> None:
+        self.folder, self.profile = folder, profile
+        command = runner.serve_command(ADAPTERS[profile], http=True)
+        path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        environment = {**os.environ, "PYTHONPATH": path}  # the pool double is a module of tests/
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, cwd=folder, env=environment)
         assert self.process.stdout is not None
         self.url = self.process.stdout.readline().decode().strip()
         assert self.url.startswith("http://127.0.0.1:"), self.url
         #: Each live backend's handle, and whether it was opened with faults.
         self.live: dict[str, bool] = {}
+        #: The projects created and the sessions started, by backend handle.
+        self.projects: dict[str, list[str]] = {}
+        self.sessions: dict[str, list[str]] = {}
         self.workspace = folder / "workspace"
         (self.workspace / "docs").mkdir(parents=True)
         (self.workspace / "docs" / "a.md").write_text("# A\n\nalpha words\n", encoding="utf-8")
@@ -148,8 +168,9 @@ class Server:
         """Point a valid body where it does something: with ``handles``, onto a live backend
         three times in four (the stateful phase has the links for that); a batch to ingest, one
         time in two, onto a valid record of the principal's tenant; a scan onto this module's
-        small workspace (never a folder of the machine) or a missing one. Each choice hangs on
-        the body itself, so that a replayed example is steered alike."""
+        small workspace (never a folder of the machine) or a missing one; a project or a session,
+        one time in two, onto one the backend knows. Each choice hangs on the body itself, so
+        that a replayed example is steered alike."""
         body = _message(case)
         if body is None or not _is_positive(case):
             return
@@ -166,6 +187,12 @@ class Server:
         if op == "scan":
             params["root"] = str(self.workspace if draw % 4 else self.folder / "missing")
             params["config"] = None if draw % 3 else str(self.folder / "no-such.toml")
+        projects = self.projects.get(params.get("backend", ""), [])
+        if op in ("startSession", "assignSession") and draw % 4 and (projects or op == "startSession"):
+            params["project"] = projects[draw % len(projects)] if projects else None
+        sessions = self.sessions.get(params.get("backend", ""), [])
+        if op in ON_A_SESSION and op != "startSession" and draw % 4 and sessions:
+            params["session"] = sessions[draw % len(sessions)]
 
     def expected(self, case: Case[Any]) -> int | None:
         """The one status a valid body may get (None for the rest: Schemathesis's own checks)."""
@@ -173,6 +200,8 @@ class Server:
         if body is None or not _is_positive(case):
             return None
         op, params = body["op"], body["params"]
+        if not serves(self.profile, op):
+            return 400
         if op in ON_A_BACKEND and params["backend"] not in self.live:
             return 400
         if op == "fault" and not self.live[params["backend"]]:
@@ -187,8 +216,10 @@ class Server:
         answer: Any = response.json() if response.status_code in (200, 400) else {}
         if expected == 400 and body is not None:
             assert answer["error"]["code"] == REQUEST_INVALID, answer
-            handle = body["params"]["backend"]
+            handle = body["params"].get("backend")
             assert answer["error"]["message"] in (
+                f"{body['op']} is not an operation of the {self.profile} profile (the manifest's "
+                "isolationProfile)",
                 f"no backend {handle!r}",
                 f"backend {handle!r} was opened without faults",
             )
@@ -198,6 +229,10 @@ class Server:
                 self.live[answer["result"]["backend"]] = params["faults"]
             if op == "close":
                 del self.live[params["backend"]]
+            if op == "createProject":
+                self.projects.setdefault(params["backend"], []).append(params["project"])
+            if op == "startSession":
+                self.sessions.setdefault(params["backend"], []).append(params["session"])
 
     def stop(self) -> None:
         """Shut the server down, if it runs: it answers, then exits 0."""
@@ -213,10 +248,11 @@ class Server:
             self.process.stdout.close()
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """The reference's HTTP server for the module; at the end it must shut down cleanly."""
-    served = Server(tmp_path_factory.mktemp("harness-http"))
+@pytest.fixture(scope="module", params=list(ADAPTERS))
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """An HTTP server for the module, one per isolation profile; at the end it must shut down
+    cleanly."""
+    served = Server(tmp_path_factory.mktemp("harness-http"), request.param)
     try:
         yield served
     finally:
@@ -244,7 +280,8 @@ def test_kbconform_schema_harness_v1_openapi_prints_the_document(capsys: pytest.
 
 def test_the_document_has_a_post_per_operation_and_links_for_the_stateful_flow() -> None:
     """Each op's body is its request message, its 200 its response message; open links to every
-    operation on a backend, ingest to get; Schemathesis reads all 13 links."""
+    operation on a backend, ingest to get, createProject to the operations naming a project,
+    startSession to those on a session; Schemathesis reads every link."""
     document = openapi()
     assert document["openapi"] == "3.1.0"
     WHOLE.validate()  # against the OpenAPI 3.1 schema
@@ -261,6 +298,7 @@ def test_the_document_has_a_post_per_operation_and_links_for_the_stateful_flow()
         assert response["properties"]["error"]["$ref"] == "#/components/schemas/error"
     assert "#/$defs/" not in json.dumps(document)
     assert set(ON_A_BACKEND) == set(OPERATIONS) - {"hello", "open", "shutdown"}
+    assert set(ON_A_PROJECT) == {"createProject", "startSession", "assignSession"}
     links = document["paths"]["/v1/open"]["post"]["responses"]["200"]["links"]
     assert sorted(link["operationId"] for link in links.values()) == sorted(ON_A_BACKEND)
     for link in links.values():
@@ -268,7 +306,23 @@ def test_the_document_has_a_post_per_operation_and_links_for_the_stateful_flow()
     (get,) = document["paths"]["/v1/ingest"]["post"]["responses"]["200"]["links"].values()
     assert get["operationId"] == "get"
     assert get["requestBody"]["params"]["id"] == "{$response.body#/result/ids/0}"
-    assert WHOLE.statistic.transitions.total == len(ON_A_BACKEND) + 1
+    in_project = document["paths"]["/v1/createProject"]["post"]["responses"]["200"]["links"]
+    assert sorted(link["operationId"] for link in in_project.values()) == sorted(
+        set(ON_A_PROJECT) - {"createProject"}
+    )
+    for link in in_project.values():
+        assert link["requestBody"]["params"]["project"] == "{$request.body#/params/project}"
+    on_session = document["paths"]["/v1/startSession"]["post"]["responses"]["200"]["links"]
+    assert sorted(link["operationId"] for link in on_session.values()) == sorted(
+        set(ON_A_SESSION) - {"startSession"}
+    )
+    for link in on_session.values():
+        assert link["requestBody"]["params"] == {
+            "backend": "{$request.body#/params/backend}",
+            "session": "{$request.body#/params/session}",
+        }
+    links = len(ON_A_BACKEND) + 1 + len(in_project) + len(on_session)
+    assert WHOLE.statistic.transitions.total == links
 
 
 @SCHEMA.parametrize()
@@ -311,6 +365,48 @@ def test_the_stateful_phase_follows_the_links(server: Server) -> None:
     Flow.run(settings=SETTINGS)
     assert opened, "no scenario opened a backend"
     assert results_on_opened, "no call on a backend a scenario opened was answered with a result"
+
+
+def _follow(link: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+    """The params a link fills from the request it starts at (``{$request.body#/params/x}``)."""
+    prefix = "{$request.body#/params/"
+    filled = link["requestBody"]["params"].items()
+    assert all(value.startswith(prefix) and value.endswith("}") for _, value in filled), link
+    return {key: request["params"][value[len(prefix) : -1]] for key, value in filled}
+
+
+def test_the_project_pool_links_carry_a_project_and_a_session_that_work(tmp_path: Path) -> None:
+    """Followed by hand on the pool double: createProject's links start a session in the
+    project it made; startSession's reach that session on every operation on a session, each
+    answered with a result (the session is the one started, on its backend)."""
+    served = Server(tmp_path, "project-pool")
+    try:
+        paths = openapi()["paths"]
+        backend = served.open(faults=False)
+        made = {"backend": backend, "project": "apollo"}
+        assert _request(served.url, "createProject", made)[1] == {"id": 1, "result": {}}
+        created = {"id": 1, "op": "createProject", "params": made}
+        links = paths["/v1/createProject"]["post"]["responses"]["200"]["links"]
+        start = {**_follow(links["startSessionInTheProject"], created), "session": "s1"}
+        assert start == {"backend": backend, "project": "apollo", "session": "s1"}
+        assert _request(served.url, "startSession", start)[1] == {"id": 1, "result": {}}
+        started = {"id": 1, "op": "startSession", "params": start}
+        rest = {
+            "writeEpisode": {"text": "words"},
+            "extractEntities": {"entities": [{"name": "Ada", "type": "person", "notes": "first"}]},
+            "searchEpisodes": {"text": "words", "limit": 5},
+            "searchEntities": {"text": "Ada", "limit": 5},
+            "assignSession": {"project": "apollo"},
+            "removeSession": {},
+        }
+        links = paths["/v1/startSession"]["post"]["responses"]["200"]["links"]
+        assert sorted(link["operationId"] for link in links.values()) == sorted(rest)
+        for link in links.values():
+            op = link["operationId"]
+            status, answer = _request(served.url, op, {**_follow(link, started), **rest[op]})
+            assert (status, "result" in answer) == (200, True), (op, answer)
+    finally:
+        served.stop()
 
 
 def test_the_http_layer_answers_what_the_document_cannot_describe(server: Server) -> None:

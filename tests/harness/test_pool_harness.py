@@ -1,0 +1,314 @@
+"""harness-v1 carries the project-pool profile: a project-pool adapter served on stdio and on HTTP
+answers every operation and error as in process; a harness serves only its profile's operations.
+
+The adapter is the small in-memory double beside this module (``pool_double.py``), served by
+``kbconform serve tests.harness.pool_double:adapter`` from the repository root.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbconform import runner
+from kbconform.adapter import (
+    POOL_INVALID,
+    BackendOptions,
+    FaultPlan,
+    FaultSwitch,
+    Manifest,
+    ProjectPoolBackend,
+    check_backend,
+    load_adapter,
+)
+from kbconform.errors import BackendUnavailable, ContractViolation, NotFound, Unauthenticated
+from kbconform.harness import Dispatcher, HarnessAdapter, HarnessBroken, HttpTransport, StdioTransport
+from kbconform.harness._wire import REQUEST_INVALID, dumps, session_to_wire
+from tests.harness.pool_double import PoolAdapter
+
+ROOT = Path(__file__).resolve().parents[2]
+POOL = "tests.harness.pool_double:adapter"
+TENANT = "kbconform_reference.adapter:memory"
+ENTITY = {"name": "Ada", "type": "person", "notes": "wrote the first program"}
+
+
+class Loopback:
+    """A transport that hands each message, as JSON, to a Dispatcher in this process."""
+
+    description = "loopback"
+    broken = False
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self.dispatcher = dispatcher
+
+    def exchange(self, call: str, message: Mapping[str, Any], timeout: float) -> Mapping[str, Any]:
+        answer: Mapping[str, Any] = json.loads(dumps(self.dispatcher.answer(json.loads(dumps(message)))))
+        return answer
+
+    def log_tail(self) -> str:
+        return ""
+
+    def stop(self) -> None:
+        """Nothing runs."""
+
+    def abandon(self) -> None:
+        self.broken = True
+
+
+def _loopback(spec: str) -> HarnessAdapter:
+    adapter, manifest = load_adapter(spec)
+    return HarnessAdapter(Loopback(Dispatcher(adapter, manifest)), 60)
+
+
+@pytest.fixture
+def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[HarnessAdapter]:
+    """The pool double behind harness-v1, on stdio or on HTTP (``request.param``)."""
+    if request.param == "stdio":
+        transport = StdioTransport(runner.serve_command(POOL), tmp_path / "log", cwd=str(ROOT))
+        adapter = HarnessAdapter(transport, 60)
+        yield adapter
+        adapter.shutdown()
+        assert transport.process.wait(timeout=10) == 0
+        return
+    server = subprocess.Popen(runner.serve_command(POOL, http=True), stdout=subprocess.PIPE, cwd=ROOT)
+    try:
+        assert server.stdout is not None
+        adapter = HarnessAdapter(HttpTransport(server.stdout.readline().decode().strip()), 60)
+        yield adapter
+        adapter.shutdown()
+        assert server.wait(timeout=10) == 0, "shutdown did not end the HTTP server"
+    finally:
+        server.kill()
+        server.wait()
+        server.stdout.close()  # type: ignore[union-attr]
+
+
+def _story(backend: Any) -> list[object]:
+    """Every pool operation, in an order that exercises the scope rules; what each returned."""
+    seen: list[object] = []
+    backend.create_project("apollo")
+    backend.create_project("gemini")
+    backend.start_session("s-shared", None)
+    backend.start_session("s-apollo", "apollo")
+    backend.start_session("s-mover", None)
+    seen.append(backend.write_episode("s-shared", "shared words"))
+    seen.append(backend.write_episode("s-apollo", "apollo words"))
+    seen.append(backend.write_episode("s-mover", "mover words"))
+    seen.append(list(backend.extract_entities("s-apollo", [ENTITY, {**ENTITY, "name": "Grace"}])))
+    seen.append(list(backend.extract_entities("s-mover", [{**ENTITY, "name": "Linus"}])))
+    for session in ("s-shared", "s-apollo", "s-mover"):
+        seen.append([(hit.id, hit.text) for hit in backend.search_episodes(session, "words", 10)])
+        seen.append([(hit.id, hit.text) for hit in backend.search_entities(session, "Ada", 10)])
+    backend.assign_session("s-mover", "apollo")
+    seen.append(list(backend.extract_entities("s-mover", [{**ENTITY, "name": "Edsger"}])))
+    seen.append([(hit.id, hit.text) for hit in backend.search_episodes("s-apollo", "mover words", 1)])
+    seen.append([(hit.text) for hit in backend.search_entities("s-mover", "Ada", 10)])
+    backend.assign_session("s-mover", "gemini")
+    seen.append([(hit.text) for hit in backend.search_entities("s-mover", "Ada", 10)])
+    backend.remove_session("s-mover")
+    backend.remove_session("s-shared")  # in no project: stays so
+    seen.append([(hit.text) for hit in backend.search_episodes("s-shared", "words", 10)])
+    seen.append([(hit.text) for hit in backend.search_episodes("s-apollo", "words", 10)])
+    return seen
+
+
+@pytest.mark.parametrize("served", ["stdio", "http"], indirect=True)
+def test_every_pool_operation_answers_over_the_wire_as_in_process(served: HarnessAdapter) -> None:
+    """The same story gives the same results in process and served; the scope rules hold in it."""
+    assert served.manifest["isolationProfile"] == "project-pool"
+    backend = served.open(BackendOptions())
+    check_backend(backend, Manifest.from_mapping(served.manifest))
+    in_process = PoolAdapter().open(BackendOptions())
+    over_the_wire = _story(backend)
+    assert over_the_wire == _story(in_process)
+    searches = over_the_wire[5:11]
+    assert [text for _, text in searches[0]] == ["shared words", "mover words"]  # P1
+    assert searches[1] == []  # P2: no entity context in the shared pool
+    assert [text for _, text in searches[2]] == ["apollo words"]  # P3, P4
+    assert [text for _, text in searches[3]] == ["Ada", "Grace"]
+    assert over_the_wire[12] == [(over_the_wire[2], "mover words")]  # P5: its episodes moved in
+    assert over_the_wire[13] == ["Ada", "Grace", "Edsger"]  # P7: Linus stays untagged
+    assert over_the_wire[14] == []
+    assert over_the_wire[15] == ["shared words", "mover words"]  # P6
+    assert over_the_wire[16] == ["apollo words"]
+    served.close(backend)
+
+
+@pytest.mark.parametrize("served", ["stdio", "http"], indirect=True)
+def test_pool_errors_cross_the_wire_with_their_codes(served: HarnessAdapter) -> None:
+    """Unauthenticated, NotFound, KB_POOL_INVALID and BackendUnavailable (by the fault plan)
+    come back as the kit's errors, with the harness's message; a failed call changes nothing."""
+    switch = FaultSwitch()
+    backend = served.open(BackendOptions(store_fails=switch))
+    backend.create_project("apollo")
+    backend.start_session("s1", "apollo")
+    kept = backend.write_episode("s1", "kept words")
+    for nobody in (None, 7, "", "never-started", object()):
+        with pytest.raises(Unauthenticated) as refused:
+            backend.search_episodes(nobody, "words", 5)
+        assert refused.value.code == "KB_UNAUTHENTICATED"
+        with pytest.raises(Unauthenticated):
+            backend.write_episode(nobody, "words")
+    with pytest.raises(Unauthenticated):
+        backend.extract_entities(None, [ENTITY])
+    with pytest.raises(Unauthenticated):
+        backend.search_entities("never-started", "Ada", 5)
+    for call, args in [
+        (backend.start_session, ("s2", "no-such-project")),
+        (backend.assign_session, ("no-such-session", "apollo")),
+        (backend.assign_session, ("s1", "no-such-project")),
+        (backend.remove_session, ("no-such-session",)),
+    ]:
+        with pytest.raises(NotFound) as missing:
+            call(*args)
+        assert missing.value.code == "KB_NOT_FOUND"
+        assert "no-such" in str(missing.value)
+    for call, args in [
+        (backend.create_project, ("apollo",)),
+        (backend.start_session, ("s1", None)),
+        (backend.write_episode, ("s1", "")),
+        (backend.extract_entities, ("s1", [ENTITY, {"name": "Ada"}])),
+        (backend.extract_entities, ("s1", ["Ada"])),
+        (backend.search_episodes, ("s1", "words", 0)),
+    ]:
+        with pytest.raises(ContractViolation) as invalid:
+            call(*args)
+        assert invalid.value.code == POOL_INVALID
+    switch.set(FaultPlan(0))
+    for failing in (
+        lambda: backend.search_episodes("s1", "words", 5),
+        lambda: backend.search_entities("s1", "Ada", 5),
+        lambda: backend.write_episode("s1", "lost words"),
+        lambda: backend.extract_entities("s1", [ENTITY]),
+    ):
+        with pytest.raises(BackendUnavailable) as down:
+            failing()
+        assert down.value.code == "KB_BACKEND_UNAVAILABLE"
+    assert switch.set(None) == 4, "the harness's switch was not consulted once per store call"
+    assert [hit.id for hit in backend.search_episodes("s1", "words", 10)] == [kept]
+    assert backend.search_entities("s1", "Ada", 10) == []
+    served.close(backend)
+
+
+def test_a_session_crosses_as_a_string_or_as_no_identity() -> None:
+    """A str (a subclass's plain value, the empty string too) crosses as itself; anything else,
+    a look-alike included, as null."""
+
+    class Sneaky(str):
+        def __str__(self) -> str:
+            return "someone-else"
+
+    crossed = session_to_wire(Sneaky("s1"))
+    assert (crossed, type(crossed)) == ("s1", str)
+    assert session_to_wire("") == ""
+    assert [session_to_wire(v) for v in (None, 7, 1.5, True, b"s1", ["s1"], object())] == [None] * 7
+
+
+def test_a_membership_name_that_is_not_a_string_is_never_sent() -> None:
+    """Membership operations take the operator's names: anything but a str (None for the project
+    of startSession: no project) is a TypeError before any request, and nothing changes."""
+    adapter = _loopback(POOL)
+    backend = adapter.open(BackendOptions())
+    sent = adapter._ids
+    for call, args in [
+        (backend.create_project, (None,)),
+        (backend.start_session, (7, None)),
+        (backend.start_session, ("s1", 7)),
+        (backend.assign_session, ("s1", None)),
+        (backend.remove_session, (None,)),
+    ]:
+        with pytest.raises(TypeError, match=r"behind harness-v1 a (session id|project name) is a str"):
+            call(*args)
+    assert adapter._ids == sent
+    backend.start_session("s1", None)  # control: None is no project
+    assert backend.write_episode("s1", "words")
+
+
+def test_the_proxy_passes_check_backend_for_either_profile() -> None:
+    """A backend behind harness-v1 has the facades of the profile its manifest declares."""
+    for spec in (POOL, TENANT):
+        adapter = _loopback(spec)
+        manifest = Manifest.from_mapping(adapter.manifest)
+        backend = adapter.open(BackendOptions())
+        check_backend(backend, manifest)
+        assert isinstance(backend, ProjectPoolBackend)
+        adapter.shutdown()
+
+
+def _ask(dispatcher: Dispatcher, op: str, params: dict[str, Any]) -> dict[str, Any]:
+    return dispatcher.answer({"id": 3, "op": op, "params": params})
+
+
+@pytest.mark.parametrize(
+    ("spec", "op", "params"),
+    [
+        (POOL, "ingest", {"principal": None, "records": []}),
+        (POOL, "count", {"principal": None}),
+        (
+            POOL,
+            "scan",
+            {"root": "/w", "config": None, "tenantId": "a", "repoSlug": "r", "rootKind": "bare-repo"},
+        ),
+        (TENANT, "createProject", {"project": "apollo"}),
+        (TENANT, "searchEpisodes", {"session": "s1", "text": "words", "limit": 5}),
+    ],
+)
+def test_a_harness_answers_the_other_profiles_operations_as_requests_it_cannot_carry_out(
+    spec: str, op: str, params: dict[str, Any]
+) -> None:
+    """KB_HARNESS_REQUEST_INVALID naming the profile, before the backend is looked at; the
+    profile's own operations are answered (control)."""
+    adapter, manifest = load_adapter(spec)
+    dispatcher = Dispatcher(adapter, manifest)
+    opened = _ask(dispatcher, "open", {"spoofMode": "overwrite", "revisionMap": None, "faults": False})
+    handle = opened["result"]["backend"]
+    for backend in (handle, "b99"):
+        answer = _ask(dispatcher, op, {"backend": backend, **params})
+        assert answer["error"] == {
+            "code": REQUEST_INVALID,
+            "message": f"{op} is not an operation of the {manifest.profile} profile (the manifest's "
+            "isolationProfile)",
+        }
+    own = ("searchEpisodes", {"session": "s1", "text": "words", "limit": 5})
+    if manifest.profile == "tenant-namespace":
+        own = ("count", {"principal": None})
+    answer = _ask(dispatcher, own[0], {"backend": handle, **own[1]})
+    assert answer["error"]["code"] == "KB_UNAUTHENTICATED"
+    _ask(dispatcher, "shutdown", {})
+
+
+def test_a_pool_result_of_the_wrong_shape_breaks_the_harness(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An episode id that is not a string, a hit without its text: KB_HARNESS_BROKEN naming the
+    call, never a result."""
+    adapter = _loopback(POOL)
+    backend = adapter.open(BackendOptions())
+    backend.start_session("s1", None)
+    served = next(iter(adapter.transport.dispatcher.backends.values()))[0]  # type: ignore[attr-defined]
+    monkeypatch.setattr(served, "write_episode", lambda *_: 7)
+    with pytest.raises(HarnessBroken, match="not a writeEpisode result"):
+        backend.write_episode("s1", "words")
+
+
+def test_a_pool_hit_without_its_text_breaks_the_harness(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search answered with hits of the tenant shape is not a searchEpisodes result."""
+    adapter = _loopback(POOL)
+    backend = adapter.open(BackendOptions())
+    backend.start_session("s1", None)
+    served = next(iter(adapter.transport.dispatcher.backends.values()))[0]  # type: ignore[attr-defined]
+
+    class TenantHit:
+        id, text, document, metadata = "h1", "words", "words", {}
+
+    monkeypatch.setattr(served, "search_episodes", lambda *_: [TenantHit()])
+    assert [(hit.id, hit.text) for hit in backend.search_episodes("s1", "words", 5)] == [("h1", "words")]
+    monkeypatch.setattr(
+        "kbconform.harness._server.pool_hit_to_wire",
+        lambda hit: {"id": hit.id, "document": hit.document, "metadata": {}},
+    )
+    with pytest.raises(HarnessBroken, match="not a searchEpisodes result"):
+        backend.search_episodes("s1", "words", 5)
