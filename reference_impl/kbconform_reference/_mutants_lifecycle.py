@@ -677,13 +677,13 @@ MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
         "get-cache-outlives-delete",
         GetCacheOutlivesDelete,
         "get reads through a cache that deletion signals do not clear",
-        ("delete-15[get]",),
+        ("delete-15[get]", "iso-03[get]"),
     ),
     (
         "count-cache-outlives-delete",
         CountCacheOutlivesDelete,
         "count is cached, and deletion signals do not clear the cache",
-        ("delete-15[count]",),
+        ("delete-15[count]", "iso-03[count]"),
     ),
     (
         "reingest-keeps-stale-embedding",
@@ -785,7 +785,7 @@ MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
         "list-cache-outlives-delete",
         ListCacheOutlivesDelete,
         "list pages are cached, and deletion signals do not clear the cache",
-        ("delete-15[list]",),
+        ("delete-15[list]", "iso-03[list]"),
     ),
     (
         "taken-id-looked-up-in-tenant",

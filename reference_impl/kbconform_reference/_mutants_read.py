@@ -505,7 +505,7 @@ MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
         "paginate-before-filter",
         PaginateBeforeFilter,
         "list cuts the page from the whole collection, then filters it",
-        ("leak-01[list]", "leak-13"),
+        ("leak-01[list]", "leak-13", "iso-01[list]"),
     ),
     (
         "list-order-unstable",
@@ -544,18 +544,22 @@ MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
         "get-by-id-unscoped",
         GetByIdUnscoped,
         "get looks an id up without the tenant scope: a foreign id reads",
-        ("leak-01[get]",),
+        ("leak-01[get]", "iso-01[get]"),
     ),
     (
         "ask-searches-unfiltered",
         AskSearchesUnfiltered,
         "ask answers from an unfiltered search of every tenant",
-        ("leak-01[ask]",),
+        ("leak-01[ask]", "iso-01[ask]"),
     ),
     (
         "principal-coerced",
         PrincipalCoerced,
         "a tenant id string or a mapping of a principal's fields is coerced into a Principal",
-        ("closed-01[a dict that looks like a principal]", "closed-01[a tenant id string]"),
+        (
+            "closed-01[a dict that looks like a principal]",
+            "closed-01[a tenant id string]",
+            *(f"iso-02[{f}]" for f in _FACADES),
+        ),
     ),
 )

@@ -131,7 +131,7 @@ MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
         "operator-reads-every-tenant",
         OperatorReadsEveryTenant,
         "an operator's reads skip the tenant filter, since operators may export everything",
-        _STATE,
+        (*_STATE, *(f"iso-01[{facade}]" for facade in ("query", "get", "list", "count", "ask"))),
     ),
     (
         "agentless-reads-ownerless-private",

@@ -376,8 +376,18 @@ MUTANTS: tuple[Mutant, ...] = (
         "deletion signals with unknown fields are applied",
         ("contract-03",),
     ),
-    Mutant("unfiltered-query", UnfilteredQuery, "query drops the tenant filter", ("leak-01[query]",)),
-    Mutant("filter-after-top-k", FilterAfterTopK, "query filters after an unfiltered top-k", ("leak-02",)),
+    Mutant(
+        "unfiltered-query",
+        UnfilteredQuery,
+        "query drops the tenant filter",
+        ("leak-01[query]", "iso-01[query]"),
+    ),
+    Mutant(
+        "filter-after-top-k",
+        FilterAfterTopK,
+        "query filters after an unfiltered top-k",
+        ("leak-02", "iso-01[query]", "iso-01[ask]"),
+    ),
     Mutant(
         "client-where-overrides",
         ClientWhereOverrides,
@@ -385,7 +395,10 @@ MUTANTS: tuple[Mutant, ...] = (
         ("leak-03[a tenantId equality]", "leak-03[an $or around a tenantId]"),
     ),
     Mutant(
-        "unfiltered-list", UnfilteredList, "list reads every tenant's rows", ("leak-01[list]", "closed-03")
+        "unfiltered-list",
+        UnfilteredList,
+        "list reads every tenant's rows",
+        ("leak-01[list]", "closed-03", "iso-01[list]"),
     ),
     Mutant(
         "private-listed-to-tenant",
@@ -393,7 +406,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "list filters by tenant only: every agent reads another agent's private chunks",
         ("leak-06",),
     ),
-    Mutant("unfiltered-count", UnfilteredCount, "count counts every tenant's rows", ("leak-01[count]",)),
+    Mutant(
+        "unfiltered-count",
+        UnfilteredCount,
+        "count counts every tenant's rows",
+        ("leak-01[count]", "iso-01[count]"),
+    ),
     Mutant(
         "existence-oracle",
         ExistenceOracle,
@@ -404,22 +422,30 @@ MUTANTS: tuple[Mutant, ...] = (
         "missing-identity-reads-all",
         MissingIdentityReadsAll,
         "list without a principal reads everything",
-        ("closed-01[None]",),
+        ("closed-01[None]", "iso-02[list]"),
     ),
     Mutant(
         "duck-typed-principal",
         DuckTypedPrincipal,
         "any object with a principal's attributes authenticates",
-        ("closed-01[an object with a principal's attributes]",),
+        (
+            "closed-01[an object with a principal's attributes]",
+            *(f"iso-02[{facade}]" for facade in ("query", "get", "list", "count", "ask")),
+        ),
         in_process_only=PRINCIPAL_AS_DATA,
     ),
     Mutant(
         "shared-visible-to-all",
         SharedVisibleToAll,
         "every principal reads the shared namespace",
-        ("leak-05",),
+        ("leak-05", *(f"iso-01[{facade}]" for facade in ("query", "get", "list", "count", "ask"))),
     ),
-    Mutant("empty-on-store-error", EmptyOnStoreError, "a failing store reads as no results", ("closed-02",)),
+    Mutant(
+        "empty-on-store-error",
+        EmptyOnStoreError,
+        "a failing store reads as no results",
+        ("closed-02", "iso-03[query]", "iso-03[list]", "iso-03[ask]"),
+    ),
     Mutant(
         "trusts-client-tenant",
         TrustsClientTenant,
