@@ -193,7 +193,8 @@ def test_payloads_and_filters_hold_internal_integer_ids_only(
     assert [p["projectId"] for p in payloads(pool, ENTITIES)] == [0]
     pool.search_episodes("7f3c2a4e-uuid", "memory", 5)
     pool.search_entities("7f3c2a4e-uuid", "memory", 5)
-    values = [c.match.value for where in sent for c in (where.should or []) + (where.must or [])]
+    conditions = [c for where in sent for c in (where.should or []) + (where.must or [])]
+    values = [v for c in conditions for v in getattr(c.match, "any", None) or [c.match.value]]
     assert values == [0, 0]
     assert all(type(v) is int for v in values)
 
@@ -509,7 +510,11 @@ def test_no_search_ever_sends_an_empty_should(world: ProjectPool, monkeypatch: p
             world.search_episodes(session, "memory", 10)
             world.search_entities(session, "memory", 10)
     assert sent
-    assert all(where is not None and (where.must or where.should) for where in sent)
+    for where in sent:
+        assert where is not None
+        assert where.should != []
+        assert where.must or where.should
+        assert all(getattr(c.match, "any", None) != [] for c in where.must or [])
 
 
 # -- the adapter ----------------------------------------------------------------------------------

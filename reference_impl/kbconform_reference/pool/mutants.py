@@ -127,10 +127,13 @@ class FilterAfterTopK(ProjectPool):
 
 
 def _matches(payload: Mapping[str, Any], where: Filter) -> bool:
-    """Whether ``payload`` satisfies ``where`` (its ``should`` and ``must`` value matches)."""
+    """Whether ``payload`` satisfies ``where`` (its ``should`` and ``must`` matches)."""
 
     def holds(condition: Any) -> bool:
-        return bool(payload.get(condition.key) == condition.match.value)
+        match = condition.match
+        if hasattr(match, "any"):
+            return payload.get(condition.key) in match.any
+        return bool(payload.get(condition.key) == match.value)
 
     def listed(conditions: Any) -> list[Any]:
         return (

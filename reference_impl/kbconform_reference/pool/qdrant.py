@@ -11,7 +11,7 @@ without the ``qdrant`` extra. Qdrant's local mode searches exactly (brute force)
 returns the nearest points of its filter, not an approximation.
 
 A trap of Qdrant's filter language: a ``should`` list that is empty matches every point. The
-service never builds one (:func:`any_of` refuses to).
+service never sends one: :func:`any_of` is a match-any condition, and refuses an empty list.
 """
 
 from __future__ import annotations
@@ -47,16 +47,19 @@ def version() -> str:
 
 
 def any_of(key: str, values: Sequence[int]) -> Filter:
-    """Points whose ``key`` is one of ``values`` (a ``should`` of matches); ``values`` must not be
-    empty, for an empty ``should`` matches everything."""
+    """Points whose ``key`` is one of ``values`` (one match-any condition, what a ``should`` of
+    one match per value says, and five times faster in local mode). ``values`` must not be
+    empty: a scope with no one in it is answered without a query."""
+    from qdrant_client import models
+
     if not values:
         raise ValueError(f"an empty 'should' on {key!r} would match every point")
-    return unchecked_any_of(key, values)
+    return models.Filter(must=[models.FieldCondition(key=key, match=models.MatchAny(any=list(values)))])
 
 
 def unchecked_any_of(key: str, values: Iterable[int | str]) -> Filter:
-    """:func:`any_of` without the guard: an empty ``values`` gives a ``should`` that matches every
-    point (for the mutants that model the trap)."""
+    """The modelled system's form of :func:`any_of`, a ``should`` of one match per value, without
+    the guard: with no values it matches every point (for the mutants that model the trap)."""
     from qdrant_client import models
 
     return models.Filter(
