@@ -28,7 +28,7 @@ from kbconform.adapter import (
 )
 from kbconform.errors import BackendUnavailable, ContractViolation, NotFound, Unauthenticated
 from kbconform.harness import Dispatcher, HarnessAdapter, HarnessBroken, HttpTransport, StdioTransport
-from kbconform.harness._wire import REQUEST_INVALID, dumps, session_to_wire
+from kbconform.harness._wire import REQUEST_INVALID, dumps, problems, session_to_wire
 from tests.harness.pool_double import PoolAdapter
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -312,3 +312,19 @@ def test_a_pool_hit_without_its_text_breaks_the_harness(monkeypatch: pytest.Monk
     )
     with pytest.raises(HarnessBroken, match="not a searchEpisodes result"):
         backend.search_episodes("s1", "words", 5)
+
+
+def test_each_answer_of_the_example_session_is_a_result_of_its_request() -> None:
+    """The project-pool example session (vectors/harness-v1.json, harness-v1.md): every result
+    is valid for the operation of the request before it; a tenant-shaped hit is not (control)."""
+    groups = json.loads((ROOT / "schemas" / "vectors" / "harness-v1.json").read_text(encoding="utf-8"))
+    [example] = [g for g in groups if g["description"].startswith("harness-v1 project-pool example")]
+    messages = [test["data"] for test in example["tests"]]
+    pairs = list(zip(messages[::2], messages[1::2], strict=True))
+    assert len(pairs) == 11
+    for request, response in pairs:
+        assert response["id"] == request["id"]
+        if "result" in response:
+            assert problems(f"{request['op']}Result", response["result"]) == [], request["op"]
+    tenant_hit = {"hits": [{"id": "ep-1", "document": "words", "metadata": {}}]}
+    assert problems("searchEpisodesResult", tenant_hit) != []
