@@ -3,7 +3,9 @@ process can be judged (``schemas/harness-v1.md``).
 
 The kit's side is :class:`HarnessAdapter` over a :class:`StdioTransport` (a child process) or an
 :class:`HttpTransport` (a server on 127.0.0.1); the serving side, for Python adapters, is
-:class:`Dispatcher` with :func:`serve_stdio` or :func:`serve_http` (``kbconform serve``).
+:class:`Dispatcher` with :func:`serve_stdio` or :func:`serve_http` (``kbconform serve``). Either
+isolation profile crosses: a harness serves the operations of the profile its manifest declares
+(tenant-namespace, or project-pool: ``schemas/project-pool.md``).
 """
 
 from kbconform.harness._client import HarnessAdapter, HarnessBackend, HttpTransport, StdioTransport, Transport
