@@ -123,9 +123,6 @@ class Isolation(Protocol):
     """One isolation profile: how a world is seeded, and how a backend is opened with a store
     switch (feature ``fault-injection``)."""
 
-    @property
-    def name(self) -> str: ...
-
     def seed(self, backend: Any, rng: random.Random) -> World:
         """Write the profile's world into the fresh ``backend``, checking every write landed."""
         ...
@@ -280,7 +277,6 @@ class TenantIsolation:
     """The ``tenant-namespace`` profile."""
 
     manifest: Manifest
-    name: str = "tenant-namespace"
 
     def seed(self, backend: Any, rng: random.Random) -> TenantWorld:
         principals = Principals.for_manifest(self.manifest)
@@ -378,7 +374,7 @@ class PoolDriver:
 
     def session_id(self) -> str:
         """A new external session id as clients make them: a random UUID."""
-        return session_id(self.rng)
+        return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
 
     def text(self, what: str = TOPIC) -> str:
         """An episode's text: a unique token, then ``what``."""
@@ -489,11 +485,6 @@ def _shown(args: Sequence[Any]) -> str:
     return "(" + ", ".join(repr(a) for a in args) + ")"
 
 
-def session_id(rng: random.Random) -> str:
-    """An external session id as clients make them: a random UUID."""
-    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
-
-
 @dataclass
 class PoolWorld:
     """The seeded sessions, and the model that holds what they wrote."""
@@ -554,16 +545,16 @@ POOL_LAYOUT: tuple[tuple[str | None, tuple[str, ...]], ...] = (
 class PoolIsolation:
     """The ``project-pool`` profile."""
 
-    name: str = "project-pool"
-
     def seed(self, backend: Any, rng: random.Random) -> PoolWorld:
         driver = PoolDriver(backend, rng)
         for project, _ in POOL_LAYOUT:
             if project is not None:
                 driver.call("create_project", project)
-        uuids = {label: session_id(rng) for _, labels in POOL_LAYOUT for label in labels if label[0] == "u"}
+        uuids = {
+            label: driver.session_id() for _, labels in POOL_LAYOUT for label in labels if label[0] == "u"
+        }
         placed = [(uuids.get(label, label), project) for project, labels in POOL_LAYOUT for label in labels]
-        mover, leaver = session_id(rng), session_id(rng)
+        mover, leaver = driver.session_id(), driver.session_id()
         for session, project in sorted(placed, key=lambda pair: pair[0].isdecimal()):
             driver.call("start_session", session, project)
         driver.call("start_session", mover, "alpha")
