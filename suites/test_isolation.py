@@ -34,6 +34,14 @@ def _assert_reads_exactly(world: World, backend: Any, facade: str) -> None:
         assert not problems, f"{facade} as {reader.label}: {'; '.join(problems)}"
 
 
+def _assert_reads_something(world: World, backend: Any, facade: str) -> None:
+    """Every reader with something in scope is answered with something through ``facade`` (the
+    control of a refusal: the backend does not refuse everyone). Exactness is iso-01's."""
+    for reader in world.readers:
+        if world.expected(facade, reader).number:
+            assert world.read(backend, facade, reader).number, f"{facade} as {reader.label}: shows nothing"
+
+
 @pytest.mark.kbconform(id="iso-01", level="L1")
 def test_every_reader_reads_exactly_its_scope_through_every_read_facade(
     kbconform_facade: str, kbconform_backend: Any, kbconform_world: World
@@ -50,14 +58,15 @@ def test_no_identity_is_refused_on_every_read_facade_and_told_nothing(
 ) -> None:
     """P11 (closed-01 for tenants): None, values that are no identity (look-alike principals;
     non-strings, empty, unknown and look-alike session ids) raise Unauthenticated through the
-    facade, and the error carries no stored text; every reader reads its scope (control)."""
+    facade, and the error carries no stored text; every reader with something in scope is
+    answered (control)."""
     world = kbconform_world
     for label, identity in world.no_identities().items():
         with pytest.raises(Unauthenticated) as raised:
             world.read_once(kbconform_backend, kbconform_facade, identity)
         told = world.carried(raised.value)
         assert not told, f"{kbconform_facade} with {label}: the error carries stored text {told}"
-    _assert_reads_exactly(world, kbconform_backend, kbconform_facade)
+    _assert_reads_something(world, kbconform_backend, kbconform_facade)
 
 
 @pytest.mark.kbconform(id="iso-03", level="L2", requires="fault-injection")
@@ -66,13 +75,13 @@ def test_a_failing_store_fails_every_read_facade_closed(
 ) -> None:
     """P12 (closed-02 for tenants): while the store fails, the facade raises BackendUnavailable
     for every reader with something in scope, never a result (an empty one, a cached one);
-    before the fault and after it ends, each reads its scope exactly (control)."""
+    before the fault and after it ends, each is answered (control)."""
     switch = FaultSwitch()
     backend = kbconform_open(kbconform_isolation.options(switch))
     world = kbconform_isolation.seed(backend, kbconform_run.rng(f"iso-03[{kbconform_facade}]"))
     readers = [r for r in world.readers if world.expected(kbconform_facade, r).number]
     assert readers, f"no reader has anything in scope through {kbconform_facade}"
-    _assert_reads_exactly(world, backend, kbconform_facade)
+    _assert_reads_something(world, backend, kbconform_facade)
     switch.set(FaultPlan(0))
     for reader in readers:
         with pytest.raises(BackendUnavailable):
@@ -80,4 +89,4 @@ def test_a_failing_store_fails_every_read_facade_closed(
         with pytest.raises(BackendUnavailable):
             world.read_once(backend, kbconform_facade, reader.identity)
     switch.set(None)
-    _assert_reads_exactly(world, backend, kbconform_facade)
+    _assert_reads_something(world, backend, kbconform_facade)

@@ -48,19 +48,19 @@ def test_the_reference_passes_every_suite_test(mode: str) -> None:
     factory, transport = MODES[mode]
     outcome = runner.run_suites(factory, transport=transport)
     report = outcome.report
-    assert outcome.problems == (), outcome.output
     profile = report["manifest"].get("isolationProfile", "tenant-namespace")
     listed = reports.catalogue_from(report)["tests"]
     shipped = json.loads(SHIPPED.read_text(encoding="utf-8"))
     if os.environ.get("KBCONFORM_UPDATE_CATALOGUE") == "1" and LISTS[profile] == mode:
         others = {"tests": [entry for entry in shipped["tests"] if _profile(entry) != profile]}
         SHIPPED.write_text(reports.render_catalogue(reports.catalogue_from(others, report)), encoding="utf-8")
+    assert outcome.problems == (), outcome.output
     assert listed == [entry for entry in shipped["tests"] if _profile(entry) == profile], (
         "the suites and suites/catalogue.json differ; see this module's docstring to rewrite it"
     )
     statuses = {entry["id"]: entry["status"] for entry in report["tests"]}
     assert {test: status for test, status in statuses.items() if status != "pass"} == {}
-    assert len(statuses) >= 20
+    assert len(statuses) >= (15 if profile == "project-pool" else 140)
     assert outcome.returncode == 0
     reports.verify(report)
     assert [lv for lv, v in report["levels"].items() if v["earned"]] == ["L0", "L1", "L2", "L3", "L4"]
