@@ -19,9 +19,16 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from kbconform.adapter import MAX_LIMIT, POOL_READ_FACADES, BackendOptions, FaultPlan, FaultSwitch
+from kbconform.adapter import (
+    MAX_LIMIT,
+    POOL_INVALID,
+    POOL_READ_FACADES,
+    BackendOptions,
+    FaultPlan,
+    FaultSwitch,
+)
 from kbconform.conformance import PoolDriver, Run
-from kbconform.errors import BackendUnavailable
+from kbconform.errors import BackendUnavailable, ContractViolation
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).
 PROFILES = ("project-pool",)
@@ -219,8 +226,7 @@ def test_an_unknown_session_is_no_identity_and_unknown_names_are_not_found(
     """P10: sessions never started (a fresh id, a number some session has as its internal id,
     case and space variants of a started one) raise Unauthenticated on every facade, and are
     not started by it; membership operations naming an unknown session or project raise
-    NotFound; an existing project or session created again, empty text and malformed entities
-    raise KB_POOL_INVALID; nothing changes. The same calls with known names land (control)."""
+    NotFound; nothing changes. The same calls with known names land (control)."""
     d = _driver(kbconform_run, kbconform_backend, "pool-06")
     d.call("create_project", "alpha")
     member, shared = d.session_id(), d.session_id()
@@ -242,6 +248,32 @@ def test_an_unknown_session_is_no_identity_and_unknown_names_are_not_found(
     d.refuse("write_episode", fresh, d.text())  # the failed start started nothing
     d.refuse("assign_session", member, "no-such-project")
     d.refuse("assign_session", member, "Alpha")
+    assert d.check()
+    d.call("start_session", fresh, "alpha")  # control: the same calls with known names land
+    d.write(fresh)
+    d.extract(fresh, 2)
+    d.call("assign_session", shared, "alpha")
+    d.call("remove_session", member)
+    assert d.check()
+
+
+@pytest.mark.kbconform(id="pool-10", level="L0")
+def test_malformed_calls_are_refused_as_pool_invalid_and_change_nothing(
+    kbconform_run: Run, kbconform_backend: Any
+) -> None:
+    """The call contract (schemas/project-pool.md, facades): an existing project or session
+    created again, empty episode text, malformed entities (a field missing, empty or not a
+    string, a batch with one bad entity) and search limits outside 1 to 1000 (0, 1001, -1) raise
+    KB_POOL_INVALID; nothing changes. Valid calls land (control). (A limit that is no integer
+    cannot cross harness-v1; the reference's own tests refuse those in process.)"""
+    d = _driver(kbconform_run, kbconform_backend, "pool-10")
+    d.call("create_project", "alpha")
+    member, shared = d.session_id(), d.session_id()
+    d.call("start_session", member, "alpha")
+    d.call("start_session", shared, None)
+    d.write(member)
+    d.write(shared)
+    d.extract(member)
     d.refuse("create_project", "alpha")
     d.refuse("start_session", member, None)
     d.refuse("start_session", shared, "alpha")
@@ -255,12 +287,16 @@ def test_an_unknown_session_is_no_identity_and_unknown_names_are_not_found(
         ["not an entity"],
     ):
         d.refuse("extract_entities", member, malformed)
+    for facade in POOL_READ_FACADES:
+        search = getattr(kbconform_backend, facade.replace("-", "_"))
+        for limit in (0, MAX_LIMIT + 1, -1):
+            with pytest.raises(ContractViolation) as raised:
+                search(member, "billing", limit)
+            assert raised.value.code == POOL_INVALID, f"{facade} with limit {limit!r}: {raised.value}"
+        d.search(facade, member, limit=1)  # control: a valid limit is answered
     assert d.check()
-    d.call("start_session", fresh, "alpha")  # control: the same calls with known names land
-    d.write(fresh)
-    d.extract(fresh, 2)
-    d.call("assign_session", shared, "alpha")
-    d.call("remove_session", member)
+    d.write(member)  # control: valid calls land
+    d.extract(member, 2)
     assert d.check()
 
 

@@ -6,7 +6,7 @@ hits (id, text) each search returns, and which error each call raises. It never 
 backend: a suite calls the backend, compares, and then tells the model that the call landed
 (:meth:`PoolPolicy.commit_episode` and the others); a call that raised changes nothing.
 
-Each method names its rule (P1 to P13). A call that breaks two rules at once (an existing
+Each method names its rule (P1 to P14). A call that breaks two rules at once (an existing
 session started in an unknown project, an unknown session writing empty text) has no order in
 the contract: the model answers the first check it makes, and the suites never make such a call.
 """

@@ -383,6 +383,34 @@ class NoFilterAnywhere(ProjectPool):
         return unchecked_any_of("projectId", [])
 
 
+# -- the call contract ----------------------------------------------------------------------------
+
+
+class LimitCoerced(ProjectPool):
+    """A search limit is not checked, only passed through ``int()`` to Qdrant: 0, -1 and 1001
+    reach the store as they are (and ``"3"``, ``True`` and ``2.0`` are answered in process)."""
+
+    def _query(self, text: object, limit: object) -> tuple[str, int]:
+        if not isinstance(text, str):
+            return super()._query(text, limit)
+        return text, int(limit)  # type: ignore[call-overload]  # the bug: whatever int() takes
+
+
+class EntityFieldsDefaulted(ProjectPool):
+    """An extracted entity missing a field, or with an empty or non-string one, is stored with
+    the field defaulted to an empty string (``entity.get(key) or ""``) instead of refused."""
+
+    def extract_entities(self, session: object, entities: object, /) -> list[str]:
+        if isinstance(entities, Sequence) and not isinstance(entities, (str, bytes)):
+            entities = [
+                {key: str(entity.get(key) or "-") for key in ("name", "type", "notes")}
+                if isinstance(entity, Mapping)
+                else entity
+                for entity in entities
+            ]
+        return super().extract_entities(session, entities)
+
+
 # -- the catalogue --------------------------------------------------------------------------------
 
 
@@ -516,6 +544,20 @@ MUTANTS: tuple[Mutant, ...] = (
         EmptyOnStoreError,
         "a failing store is answered with no hits",
         _both("iso-03"),
+    ),
+    Mutant(
+        "pool-limit-coerced",
+        LimitCoerced,
+        "a search limit is passed through int(): strings, bools and floats are answered, and "
+        "limits out of range reach the store",
+        ("pool-10",),
+    ),
+    Mutant(
+        "pool-entity-fields-defaulted",
+        EntityFieldsDefaulted,
+        "an entity missing a field, or with an empty or non-string one, is stored with the field "
+        "defaulted instead of refused",
+        ("pool-10",),
     ),
     Mutant(
         "pool-no-filter-anywhere",
