@@ -440,7 +440,7 @@ class HarnessBackend:
         )
 
     def _as(self, op: str, session: object, **params: Any) -> Mapping[str, Any]:
-        """A project-pool read or write: the session crosses as data (no identity: None)."""
+        """A project-pool read or write: the session crosses as data (:func:`session_to_wire`)."""
         return self._request(op, {"backend": self.handle, "session": session_to_wire(session), **params})
 
     def set_fault(self, plan: FaultPlan | None) -> int:

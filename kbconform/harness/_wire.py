@@ -164,11 +164,15 @@ def principal_from_wire(data: Mapping[str, Any] | None) -> Principal | None:
 # -- sessions ---------------------------------------------------------------------------------
 
 
-def session_to_wire(session: object) -> str | None:
-    """The caller of a project-pool read or write as harness-v1 data: a ``str`` crosses as its
-    plain value (the empty string included: the backend refuses it); anything else, None
-    included, as no identity (``None``)."""
-    return str.__str__(session) if isinstance(session, str) else None
+def session_to_wire(session: object) -> Any:
+    """The caller of a project-pool read or write as harness-v1 data: its JSON form, so that the
+    backend sees what it would see in process (a ``str`` as its plain value, the empty string
+    included; a number, a list as themselves: no identity, which the backend refuses); a value
+    with no JSON form (an object, bytes, NaN) as ``None``, no identity too."""
+    try:
+        return json.loads(json.dumps(session, allow_nan=False))
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 def name_to_wire(what: str, name: object, *, optional: bool = False) -> str | None:

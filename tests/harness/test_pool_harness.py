@@ -195,9 +195,9 @@ def test_pool_errors_cross_the_wire_with_their_codes(served: HarnessAdapter) -> 
     served.close(backend)
 
 
-def test_a_session_crosses_as_a_string_or_as_no_identity() -> None:
-    """A str (a subclass's plain value, the empty string too) crosses as itself; anything else,
-    a look-alike included, as null."""
+def test_a_session_crosses_as_its_json_form_or_as_null() -> None:
+    """A str crosses as its plain value (a subclass's too, the empty string too), any other JSON
+    value as itself; a value with no JSON form (an object, bytes, NaN) as null."""
 
     class Sneaky(str):
         def __str__(self) -> str:
@@ -206,7 +206,26 @@ def test_a_session_crosses_as_a_string_or_as_no_identity() -> None:
     crossed = session_to_wire(Sneaky("s1"))
     assert (crossed, type(crossed)) == ("s1", str)
     assert session_to_wire("") == ""
-    assert [session_to_wire(v) for v in (None, 7, 1.5, True, b"s1", ["s1"], object())] == [None] * 7
+    as_json = [None, 7, 1.5, True, ["1"], {"id": "s1"}]
+    assert [session_to_wire(value) for value in as_json] == as_json
+    assert session_to_wire(("1",)) == ["1"]
+    assert [session_to_wire(value) for value in (b"s1", object(), float("nan"), {1j})] == [None] * 4
+
+
+@pytest.mark.parametrize("served", ["stdio", "http"], indirect=True)
+def test_a_session_that_is_not_a_string_is_no_identity_on_the_far_side(served: HarnessAdapter) -> None:
+    """The backend sees the value the suite passed: 1 and ["1"] are not the session "1" (the
+    control answers), whatever the harness's language makes of them."""
+    backend = served.open(BackendOptions())
+    backend.start_session("1", None)
+    written = backend.write_episode("1", "words")
+    assert [hit.id for hit in backend.search_episodes("1", "words", 5)] == [written]
+    for look_alike in (1, ["1"], {"1": "1"}, 1.0, True):
+        with pytest.raises(Unauthenticated):
+            backend.search_episodes(look_alike, "words", 5)
+        with pytest.raises(Unauthenticated):
+            backend.write_episode(look_alike, "words")
+    served.close(backend)
 
 
 def test_a_membership_name_that_is_not_a_string_is_never_sent() -> None:
