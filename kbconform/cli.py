@@ -163,6 +163,7 @@ def _parser() -> argparse.ArgumentParser:
         "--summary", metavar="PATH", help="write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)"
     )
     run.add_argument("--badge", metavar="PATH", help="write a shields.io endpoint badge (JSON) here")
+    run.add_argument("--html", metavar="PATH", help="write a self-contained HTML report here")
     _add_limits(run)
     run.set_defaults(handler=_run)
 
@@ -527,7 +528,7 @@ def _run(arguments: argparse.Namespace) -> int:
     from kbconform import report as reports
     from kbconform import runner
 
-    outputs = [arguments.report, arguments.junitxml, arguments.summary, arguments.badge]
+    outputs = [arguments.report, arguments.junitxml, arguments.summary, arguments.badge, arguments.html]
     for path in filter(None, outputs):
         check_output_path(path)
     if arguments.adapter and (arguments.harness or arguments.harness_url):
@@ -569,6 +570,10 @@ def _run(arguments: argparse.Namespace) -> int:
         reports.write(arguments.summary, reports.summary(report))
     if arguments.badge:
         reports.write(arguments.badge, json.dumps(reports.badge(report)) + "\n")
+    if arguments.html:
+        from kbconform._html import render
+
+        reports.write(arguments.html, render(report))
     for problem in outcome.problems:
         print(f"kbconform: error: {problem}", file=sys.stderr)
     failed, unknown = outcome.failed, report["completeness"]["unknown"]
