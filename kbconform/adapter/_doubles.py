@@ -8,6 +8,7 @@ drive a backend in another process exactly as they drive one in theirs.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -17,14 +18,26 @@ from kbconform.errors import RevisionBoundaryUnavailable
 @dataclass(frozen=True, slots=True)
 class FaultPlan:
     """Counting from when it is set: the next ``passing`` store calls succeed, then ``failing``
-    fail (None: every later one)."""
+    fail (None: every later one).
+
+    ``stores`` (the ``kb-grant`` profile, whose backend names the store it consults for) limits
+    the plan to those stores: a consultation for another store neither fails nor counts. ``hang``
+    makes a failing consultation block its caller's thread that many seconds before it answers:
+    a store that does not answer in time.
+    """
 
     passing: int
     failing: int | None = None
+    stores: frozenset[str] | None = None
+    hang: float = 0.0
 
     def fails(self, seen: int) -> bool:
         """Whether the store call consulting the switch ``seen``-th (0-based) fails."""
         return seen >= self.passing and (self.failing is None or seen < self.passing + self.failing)
+
+    def applies(self, store: str | None) -> bool:
+        """Whether a consultation for ``store`` (None: a backend that names none) is the plan's."""
+        return self.stores is None or store in self.stores
 
 
 class FaultSwitch:
@@ -42,12 +55,18 @@ class FaultSwitch:
         self._lock = threading.Lock()
         self._remote: Callable[[FaultPlan | None], int] | None = None
 
-    def __call__(self) -> bool:
+    def __call__(self, store: str | None = None) -> bool:
         if self._remote is not None:
             raise RuntimeError("this fault switch is played back by a harness; it is not consulted here")
         with self._lock:
+            plan = self._plan
+            if plan is not None and not plan.applies(store):
+                return False
             seen, self._consulted = self._consulted, self._consulted + 1
-            return self._plan is not None and self._plan.fails(seen)
+            fails = plan is not None and plan.fails(seen)
+        if fails and plan is not None and plan.hang > 0:
+            time.sleep(plan.hang)
+        return fails
 
     def set(self, plan: FaultPlan | None) -> int:
         """Make ``plan`` the plan (None: nothing fails); return how many store calls consulted

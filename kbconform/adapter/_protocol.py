@@ -120,7 +120,8 @@ class BackendOptions:
     while the switch returns True. Each page of a paged write or delete is one store call,
     consulted on its own, and so is every call of a rollback or a retry; so a switch that turns
     on at its Nth consultation starts a fault in the middle of a facade call, between two pages
-    (the atomicity suite opens it at each call in turn).
+    (the atomicity suite opens it at each call in turn). A backend of the ``kb-grant`` profile,
+    which has several stores, passes the store's id: ``store_fails(store)``.
 
     The suites pass a :class:`~kbconform.adapter.RevisionMap` as ``resolver`` and a
     :class:`~kbconform.adapter.FaultSwitch` as ``store_fails``: data that harness-v1 carries to
@@ -129,7 +130,7 @@ class BackendOptions:
 
     spoof_mode: SpoofMode = "overwrite"
     resolver: RevisionResolver | None = None
-    store_fails: Callable[[], bool] | None = None
+    store_fails: Callable[..., bool] | None = None
 
 
 @runtime_checkable
