@@ -15,6 +15,18 @@ from kbconform.adapter._grant import (
     grant_invalid,
     model_mismatch,
 )
+from kbconform.adapter._helpers import (
+    DELETION_CODES,
+    WHERE_OPERATORS,
+    boundary_repo,
+    check_deletion_signal,
+    check_where,
+    deletion_code,
+    deletion_invalid,
+    server_stamps,
+    signal_paths,
+    spoofed_fields,
+)
 from kbconform.adapter._manifest import Manifest, check_backend, load_adapter
 from kbconform.adapter._pool import (
     MAX_LIMIT,
@@ -57,6 +69,16 @@ __all__ = [
     "PoolHitView",
     "ProjectPoolBackend",
     "pool_invalid",
+    "DELETION_CODES",
+    "WHERE_OPERATORS",
+    "boundary_repo",
+    "check_deletion_signal",
+    "check_where",
+    "deletion_code",
+    "deletion_invalid",
+    "server_stamps",
+    "signal_paths",
+    "spoofed_fields",
     "Adapter",
     "AnswerView",
     "Backend",

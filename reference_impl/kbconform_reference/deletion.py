@@ -3,19 +3,25 @@
 Precedence (schemas/deletion-signaling.md): the revision boundary computes the change set,
 tombstones add explicit deletes, the manifest reconciles what remains; paths written by the
 same push (``files``) are never deleted by it. Every lookup is scoped to the requester's tenant.
+Validation, the error codes and the repository defaults are the kit's
+(:mod:`kbconform.adapter`: ``check_deletion_signal``, ``signal_paths``, ``boundary_repo``).
 """
 
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from kbconform.contract import explain, is_valid
-from kbconform.errors import ContractViolation, Problem, RevisionBoundaryUnavailable
+from kbconform.adapter import boundary_repo, check_deletion_signal, signal_paths
+from kbconform.errors import RevisionBoundaryUnavailable
 
-_SCHEMA = "deletion-signal-v1"
+__all__ = ["GitResolver", "boundary_repo", "check_signal", "explicit_paths"]
+
+#: The signal, or a ContractViolation whose code names the broken mechanism.
+check_signal = check_deletion_signal
+#: ``(tombstoned, written)`` as (repoSlug, sourcePath) pairs; refuses ambiguous signals.
+explicit_paths = signal_paths
 
 
 class GitResolver:
@@ -52,72 +58,3 @@ class GitResolver:
             reason = done.stderr.decode("utf-8", "replace").strip() or f"git exited {done.returncode}"
             raise RevisionBoundaryUnavailable("apply_deletion_signal", reason)
         return sorted(p for p in done.stdout.decode("utf-8").split("\0") if p)
-
-
-def _code(problems: Iterable[Problem]) -> str:
-    problems = list(problems)
-    pointers = [p.pointer for p in problems]
-    if any(
-        p.pointer.startswith(("/baseRevision", "/headRevision")) or p.keyword == "dependentRequired"
-        for p in problems
-    ):
-        return "KB_REVISION_BOUNDARY_INVALID"
-    if pointers and all(p.startswith("/deleted") for p in pointers):
-        return "KB_TOMBSTONE_INVALID"
-    if pointers and all(p.startswith("/manifestSnapshot") for p in pointers):
-        return "KB_MANIFEST_INVALID"
-    return "KB_DELETE_SIGNAL_INVALID"
-
-
-def check_signal(signal: object) -> Mapping[str, Any]:
-    """The signal, or a :class:`ContractViolation` whose code names the broken mechanism."""
-    if is_valid(signal, _SCHEMA):
-        assert isinstance(signal, Mapping)
-        return signal
-    problems = explain(signal, _SCHEMA)
-    raise ContractViolation(contract=_SCHEMA, problems=problems, code=_code(problems))
-
-
-def _invalid(code: str, pointer: str, keyword: str, expected: str, got: object) -> ContractViolation:
-    return ContractViolation(
-        contract=_SCHEMA, problems=(Problem(pointer, keyword, expected, repr(got)),), code=code
-    )
-
-
-def explicit_paths(signal: Mapping[str, Any]) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
-    """``(tombstoned, written)`` as (repoSlug, sourcePath) pairs; refuses ambiguous signals."""
-    default = signal.get("repoSlug")
-
-    def pairs(key: str, code: str) -> set[tuple[str, str]]:
-        found = set()
-        for index, entry in enumerate(signal.get(key, [])):
-            repo = entry.get("repoSlug", default)
-            if repo is None:
-                raise _invalid(
-                    code, f"/{key}/{index}", "repoSlug", "a repoSlug on the entry or on the signal", entry
-                )
-            found.add((repo, entry["sourcePath"]))
-        return found
-
-    tombstoned = pairs("deleted", "KB_TOMBSTONE_INVALID")
-    written = pairs("files", "KB_DELETE_SIGNAL_INVALID")
-    both = sorted(tombstoned & written)
-    if both:
-        raise _invalid(
-            "KB_DELETE_SIGNAL_INVALID", "/files", "conflict", "no path both written and deleted", both[0]
-        )
-    return tombstoned, written
-
-
-def boundary_repo(signal: Mapping[str, Any]) -> str:
-    """The repository a revision boundary is about: the signal's, else the manifest's."""
-    repo = signal.get("repoSlug") or (signal.get("manifestSnapshot") or {}).get("repoSlug")
-    if repo is None:
-        raise _invalid(
-            "KB_REVISION_BOUNDARY_INVALID",
-            "/repoSlug",
-            "required",
-            "a repoSlug for the revision boundary",
-            None,
-        )
-    return str(repo)

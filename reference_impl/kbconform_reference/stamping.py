@@ -4,6 +4,8 @@ A client value of a guarded field (top level, or inside ``customMeta``) that dif
 server's is a spoof. ``overwrite`` keeps the server's value and returns one warning per field;
 ``reject`` refuses the batch. A principal whose spoofs within a sliding window pass the
 threshold is switched to ``reject`` for the life of the service, and the switch is logged.
+The stamps and the spoof check are the kit's (:func:`kbconform.adapter.server_stamps`,
+:func:`kbconform.adapter.spoofed_fields`).
 """
 
 from __future__ import annotations
@@ -11,11 +13,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from kbconform.identity import RESERVED_FIELDS, Principal
+from kbconform.adapter import server_stamps, spoofed_fields
+from kbconform.identity import Principal
+
+__all__ = ["LOG", "SpoofMonitor", "SpoofWarning", "server_stamps", "spoofs"]
 
 LOG = logging.getLogger("kbconform_reference.stamping")
 
@@ -34,31 +38,8 @@ class SpoofWarning:
     agent: str | None
 
 
-def server_stamps(
-    principal: Principal, record: Mapping[str, Any], *, visibility: str, config_version: str
-) -> dict[str, Any]:
-    """The guarded fields the server writes for ``record`` (ingestedAt is set at write time)."""
-    stamps: dict[str, Any] = {
-        "tenantId": principal.tenant_id,
-        "repoSlug": record["repoSlug"],
-        "visibility": visibility,
-        "tenantConfigVersion": config_version,
-    }
-    if principal.agent_identity is not None:
-        stamps["originAgentIdentity"] = principal.agent_identity
-    return stamps
-
-
-def spoofs(record: Mapping[str, Any], stamps: Mapping[str, Any]) -> list[tuple[str, object, object]]:
-    """``(field, client value, server value)`` for every guarded field the record claims otherwise."""
-    found = []
-    if record["tenantId"] != stamps["tenantId"]:
-        found.append(("tenantId", record["tenantId"], stamps["tenantId"]))
-    custom = record.get("customMeta") or {}
-    for field in sorted(RESERVED_FIELDS & set(custom)):
-        if field == "ingestedAt" or custom[field] != stamps.get(field):
-            found.append((f"customMeta.{field}", custom[field], stamps.get(field)))
-    return found
+#: ``(field, client value, server value)`` for every guarded field the record claims otherwise.
+spoofs = spoofed_fields
 
 
 class SpoofMonitor:
