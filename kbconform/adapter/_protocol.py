@@ -12,6 +12,12 @@ to raise. Backends map their own errors onto those; anything else that escapes i
 Required: every member of :class:`Adapter` and :class:`Backend`. Optional (declared in the
 manifest): the ``count`` and ``ask`` facades (:class:`SupportsCount`, :class:`SupportsAsk`) and
 workspace parsing (:class:`SupportsScan`). Security behaviour is never optional.
+
+This is the ``tenant-namespace`` isolation profile (spec: ``schemas/read-filter.md``,
+``stamping.md``, ``deletion-signaling.md``, ``backup.md``, ``client-where.md``); each other
+profile has its own protocol and spec doc (``project-pool``: :mod:`kbconform.adapter._pool`,
+``schemas/project-pool.md``). ``docs/adapter-guide.md`` lists every rule with the suite tests
+that check it; :mod:`kbconform.adapter._helpers` holds rules a Python backend can reuse.
 """
 
 from __future__ import annotations
@@ -150,8 +156,13 @@ class Backend(Protocol):
         """Validate, stamp and write a batch of parsed-chunk-v1 records, all or nothing.
 
         The server stamps ``tenantId`` (the principal's), ``repoSlug``, ``visibility`` and the
-        other guarded fields; ids are tenant-aware (the same record under two tenants gets two
-        ids). An invalid record (an ``embedding`` included) raises
+        other guarded fields (:func:`~kbconform.adapter.server_stamps`); ids are tenant-aware
+        (the same record under two tenants gets two ids). ``visibility`` is ``team``: ingest
+        takes none, and a chunk becomes ``private`` only through :meth:`restore`. Stored
+        metadata stays flat (strings, numbers, booleans) and no ``customMeta`` key lands on a
+        top-level key (the reference stores ``customMeta`` as one canonical JSON string).
+
+        An invalid record (an ``embedding`` included) raises
         :class:`~kbconform.errors.ContractViolation` and nothing is written. A record that claims
         another identity is overwritten with a warning (overwrite mode) or refused with
         :class:`~kbconform.errors.SpoofRejected`, the whole batch, before anything is read or
@@ -172,9 +183,12 @@ class Backend(Protocol):
         """The ``n_results`` chunks nearest to ``text`` in the principal's scope, nearest first.
 
         Scope: the principal's tenant and the shared namespaces it may read. ``where`` (feature
-        ``client-where``; None when unused) is AND-combined with the scope; a clause naming a
-        reserved key or able to widen scope (empty, ``$ne``/``$nin``/``$not`` on reserved keys)
-        raises :class:`~kbconform.errors.ContractViolation`. The top-k is the top-k within scope.
+        ``client-where``; None when unused) is AND-combined with the scope. A clause outside the
+        grammar of ``schemas/client-where.md`` (a reserved key of
+        :data:`~kbconform.identity.RESERVED_FIELDS` at any depth, an empty clause or ``$and``/
+        ``$or``, ``$not`` or any unlisted operator) raises
+        :class:`~kbconform.errors.ContractViolation` (``contract="where"``) and reads nothing;
+        :func:`~kbconform.adapter.check_where` is that check. The top-k is the top-k within scope.
         """
         ...
 
@@ -185,20 +199,32 @@ class Backend(Protocol):
         ...
 
     def list(self, principal: Principal, limit: int, offset: int, /) -> Sequence[HitView]:
-        """A page of the chunks in scope, in a stable order; ``limit`` >= 1, ``offset`` >= 0."""
+        """A page of the chunks in scope, in a stable order; ``limit`` >= 1, ``offset`` >= 0.
+
+        Pages are cut after the filter: read page after page, they hold the scope once. A
+        ``limit`` below 1 or a negative ``offset`` raises
+        :class:`~kbconform.errors.ContractViolation`, never an unbounded read.
+        """
         ...
 
     def apply_deletion_signal(self, principal: Principal, signal: Mapping[str, Any], /) -> DeletionResultView:
         """Apply a deletion-signal-v1 push within the principal's tenant only.
 
-        Tombstones delete their paths (repoSlug defaults to the signal's); a manifest snapshot
-        deletes every path of its repo not listed; a revision boundary deletes what the
-        resolver reports. Paths in ``files`` are never deleted by the same push. An invalid
-        signal raises :class:`~kbconform.errors.ContractViolation` with the code of the
-        mechanism (``KB_TOMBSTONE_INVALID``, ``KB_MANIFEST_INVALID``,
-        ``KB_REVISION_BOUNDARY_INVALID``, else ``KB_DELETE_SIGNAL_INVALID``) and deletes nothing;
-        a revision boundary without a resolver raises
-        :class:`~kbconform.errors.RevisionBoundaryUnavailable`.
+        Tombstones delete their paths (an entry's repoSlug defaults to the signal's); a manifest
+        snapshot deletes every path of its repo not listed; a revision boundary deletes what the
+        resolver reports for the signal's repoSlug (else the manifest's). A principal has no
+        repository: a tombstone or boundary whose repository the signal does not name is
+        invalid. Paths in ``files`` are never deleted by the same push. A member whose tenant is
+        the shared namespace raises :class:`~kbconform.errors.Forbidden` (only an operator
+        deletes shared content). An invalid signal raises
+        :class:`~kbconform.errors.ContractViolation` (``contract="deletion-signal-v1"``) with
+        the code of the mechanism (``KB_TOMBSTONE_INVALID``, ``KB_MANIFEST_INVALID``,
+        ``KB_REVISION_BOUNDARY_INVALID``, else ``KB_DELETE_SIGNAL_INVALID``; which wins when
+        problems are mixed: ``schemas/deletion-signaling.md``,
+        :func:`~kbconform.adapter.deletion_code`) and deletes nothing; a revision boundary
+        without a resolver, or that it cannot resolve, raises
+        :class:`~kbconform.errors.RevisionBoundaryUnavailable` and deletes nothing, tombstones
+        of the same push included.
 
         A store that fails, at any point of the call (after some pages of deletes landed
         included), raises :class:`~kbconform.errors.BackendUnavailable`: a call that raises
@@ -209,7 +235,9 @@ class Backend(Protocol):
     def export(self, principal: Principal, /) -> Sequence[Mapping[str, Any]]:
         """Every stored chunk as a backup-record-v1 record, embeddings exactly as stored.
 
-        Operators only: a member raises :class:`~kbconform.errors.Forbidden`.
+        Every chunk of every tenant, private ones included: export is no read facade and
+        applies no read filter. Operators only: a member raises
+        :class:`~kbconform.errors.Forbidden`.
         """
         ...
 
@@ -219,8 +247,12 @@ class Backend(Protocol):
         Every record is validated before any write: one invalid record raises
         :class:`~kbconform.errors.ContractViolation` and nothing is written; so does a record
         whose metadata lacks a scope stamp (``tenantId``, ``repoSlug``, ``sourcePath``,
-        ``visibility``). Operators only. Restored rows are read through the same filter as
-        ingested ones. A store that fails, at any point of the call, raises
+        ``visibility``), has a visibility other than ``team``/``private``/``public`` or a value
+        that is not a string, number or boolean, or whose embedding has another length than the
+        backend's. Any embedding of the right length is written as given. Operators only (a
+        member raises :class:`~kbconform.errors.Forbidden`). The metadata is written as given,
+        ``visibility`` included: restore is how a chunk becomes ``private``. Restored rows are
+        read through the same filter as ingested ones. A store that fails, at any point of the call, raises
         :class:`~kbconform.errors.BackendUnavailable`: a call that raises BackendUnavailable has
         written and deleted nothing, as every later call sees it.
         """
