@@ -142,30 +142,40 @@ def _feature(value: Any) -> str:
     return f"declared: <code>{text(json.dumps(value, sort_keys=True, ensure_ascii=False))}</code>"
 
 
-def _manifest(manifest: Mapping[str, Any]) -> str:
-    def listed(key: str) -> str:
-        values = manifest.get(key)
-        return text(", ".join(map(str, values))) if isinstance(values, list) and values else "none"
+#: Friendlier names for the manifest's declarations; any other key is shown under its own name.
+_LABELS = {
+    "isolationModel": "isolation model",
+    "readFacades": "read facades",
+    "spoofModes": "spoof modes",
+    "sharedNamespace": "shared namespace",
+    "idProfile": "id profile",
+}
+_APART = ("manifestVersion", "adapter", "backend", "isolationProfile", "features", "config")
 
+
+def _declared(value: Any) -> str:
+    """A manifest declaration as text: a list joined, null as declined, anything else as JSON."""
+    if value is None:
+        return "none (declined)"
+    if isinstance(value, str):
+        return text(value)
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return text(", ".join(value)) if value else "none"
+    return f"<code>{text(json.dumps(value, sort_keys=True, ensure_ascii=False))}</code>"
+
+
+def _manifest(manifest: Mapping[str, Any]) -> str:
     def named(key: str) -> str:
         part = manifest.get(key)
         return (
             text(f"{part.get('name', '?')} {part.get('version', '?')}") if isinstance(part, Mapping) else "?"
         )
 
-    declared = ("sharedNamespace", "idProfile")
     rows = [
         ("adapter", named("adapter")),
         ("backend", named("backend")),
         ("isolation profile", text(profile_of(manifest))),
-        ("isolation model", text(manifest.get("isolationModel", "?"))),
-        ("read facades", listed("readFacades")),
-        ("spoof modes", listed("spoofModes")),
-        *(
-            (key, text(manifest[key]) if manifest[key] is not None else "none (declined)")
-            for key in declared
-            if key in manifest
-        ),
+        *((_LABELS.get(key, key), _declared(value)) for key, value in manifest.items() if key not in _APART),
     ]
     features = manifest.get("features")
     feature_rows = (

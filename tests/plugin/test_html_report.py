@@ -103,6 +103,7 @@ def test_the_page_puts_verdict_and_manifest_first_then_failures_then_every_test(
     """Failing tests come before the list of every test, each with its message; the verdict
     counts them; the manifest shows declared and declined features and the redacted config."""
     report = _report(**{"backup-01": "fail", "contract-02": "error:did not run: the run stopped"})
+    report["manifest"]["stores"] = [{"name": "<b>main</b>"}]  # a declaration of another profile
     page = render(report)
     parsed = _Page(page)
     assert parsed.sections == ["verdict", "manifest", "failures", "run", "tests"]
@@ -115,7 +116,10 @@ def test_the_page_puts_verdict_and_manifest_first_then_failures_then_every_test(
     assert 'tiny "quoted" <b>adapter</b> 1' in manifest
     assert "memory 2" in manifest
     assert "declined: no git history <here>" in manifest
-    assert "sharedNamespacenone (declined)" in manifest
+    assert "shared namespacenone (declined)" in manifest
+    assert "read facadesquery, get, list" in manifest
+    assert 'stores[{"name": "<b>main</b>"}]' in manifest  # shown under its own name, as text
+    assert "stores" not in _section(render(_report()), "manifest").text  # control
     assert "[redacted]" in manifest
     assert "s3cret" not in page
     assert "abc" not in manifest
