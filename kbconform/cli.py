@@ -60,10 +60,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kbconform",
-        description="Validate knowledge-base records against the kbconform contract.",
+        description="Prove that a multi-tenant knowledge base keeps its tenants apart. The main job "
+        "is 'kbconform run': the conformance suites against your adapter (--adapter MODULE:FACTORY) "
+        "or harness (--harness COMMAND), a verdict per level; 'kbconform new-adapter NAME' writes "
+        "an adapter to start from. The other commands validate records against the contract.",
     )
     parser.add_argument("--version", action="version", version=f"kbconform {__version__}")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
+    _add_run(commands)
+    _add_new_adapter(commands)
 
     validate = commands.add_parser(
         "validate",
@@ -125,47 +130,6 @@ def _parser() -> argparse.ArgumentParser:
         help="the fixture directory (holding workspaces.json); default: the shipped one",
     )
     golden.set_defaults(handler=_golden)
-
-    run = commands.add_parser(
-        "run",
-        help="run the conformance suites against an adapter and print the verdicts",
-        description="Runs the suites through pytest in a fresh process (installed pytest plugins "
-        "not loaded, the caller's pytest configuration not read) and prints a table per level and "
-        "suite. The verdict comes from the run's own report, never from pytest's exit code: exit 0 "
-        "when every test passed or was declined, 1 on a failing test or a run without a sound "
-        "report (crashed, stopped, incomplete, overran its deadline), 2 on a usage error.",
-    )
-    run.add_argument(
-        "--adapter",
-        default=None,
-        metavar="MODULE:FACTORY",
-        help="the Python adapter to test, served to the suites over harness-v1 by a child process "
-        "(default: the reference knowledge base on Chroma embedded)",
-    )
-    target = run.add_mutually_exclusive_group()
-    target.add_argument(
-        "--harness",
-        metavar="COMMAND",
-        help="test the backend behind this harness-v1 harness, started from COMMAND (split as a "
-        "shell would) and spoken to on its stdio; its stderr is kept beside --report",
-    )
-    target.add_argument(
-        "--harness-url",
-        metavar="URL",
-        help="test the backend behind the harness-v1 server at URL (http://127.0.0.1:PORT)",
-    )
-    run.add_argument("--level", choices=LEVELS, help="run up to this level (default: L4, all)")
-    run.add_argument("--seed", type=int, help="seed for canary data and Hypothesis")
-    run.add_argument("--profile", choices=("quick", "thorough"), help="Hypothesis profile")
-    run.add_argument("--report", metavar="PATH", help="write the JSON report here")
-    run.add_argument("--junitxml", metavar="PATH", help="write JUnit XML here")
-    run.add_argument(
-        "--summary", metavar="PATH", help="write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)"
-    )
-    run.add_argument("--badge", metavar="PATH", help="write a shields.io endpoint badge (JSON) here")
-    run.add_argument("--html", metavar="PATH", help="write a self-contained HTML report here")
-    _add_limits(run)
-    run.set_defaults(handler=_run)
 
     verify = commands.add_parser(
         "verify",
@@ -264,6 +228,68 @@ def _parser() -> argparse.ArgumentParser:
     )
     schema.set_defaults(handler=_print_schema)
     return parser
+
+
+def _add_run(commands: Any) -> None:
+    run = commands.add_parser(
+        "run",
+        help="the main job: run the conformance suites against your adapter or harness, a verdict per level",
+        description="Runs the suites through pytest in a fresh process (installed pytest plugins "
+        "not loaded, the caller's pytest configuration not read) and prints a table per level and "
+        "suite. The verdict comes from the run's own report, never from pytest's exit code: exit 0 "
+        "when every test passed or was declined, 1 on a failing test or a run without a sound "
+        "report (crashed, stopped, incomplete, overran its deadline), 2 on a usage error.",
+    )
+    run.add_argument(
+        "--adapter",
+        default=None,
+        metavar="MODULE:FACTORY",
+        help="the Python adapter to test, served to the suites over harness-v1 by a child process "
+        "(default: the reference knowledge base on Chroma embedded)",
+    )
+    target = run.add_mutually_exclusive_group()
+    target.add_argument(
+        "--harness",
+        metavar="COMMAND",
+        help="test the backend behind this harness-v1 harness, started from COMMAND (split as a "
+        "shell would) and spoken to on its stdio; its stderr is kept beside --report",
+    )
+    target.add_argument(
+        "--harness-url",
+        metavar="URL",
+        help="test the backend behind the harness-v1 server at URL (http://127.0.0.1:PORT)",
+    )
+    run.add_argument("--level", choices=LEVELS, help="run up to this level (default: L4, all)")
+    run.add_argument("--seed", type=int, help="seed for canary data and Hypothesis")
+    run.add_argument("--profile", choices=("quick", "thorough"), help="Hypothesis profile")
+    run.add_argument("--report", metavar="PATH", help="write the JSON report here")
+    run.add_argument("--junitxml", metavar="PATH", help="write JUnit XML here")
+    run.add_argument(
+        "--summary", metavar="PATH", help="write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)"
+    )
+    run.add_argument("--badge", metavar="PATH", help="write a shields.io endpoint badge (JSON) here")
+    run.add_argument("--html", metavar="PATH", help="write a self-contained HTML report here")
+    _add_limits(run)
+    run.set_defaults(handler=_run)
+
+
+def _add_new_adapter(commands: Any) -> None:
+    new = commands.add_parser(
+        "new-adapter",
+        help="write a working skeleton of an adapter for your backend, to fill in",
+        description="Writes, into --dir, the skeleton of a tenant-namespace adapter: NAME.py (an "
+        "adapter and a backend class, every facade with its docstring, each raising a "
+        "not-implemented error that names it), NAME.manifest.json (every optional capability "
+        "declined with a reason), pytest.ini (kbconform_adapter = NAME:factory) and "
+        ".github/workflows/kbconform.yml (kbconform run as a CI gate). Then 'kbconform run "
+        "--adapter NAME:factory' from that directory names the facades still to implement. "
+        "Existing files are never overwritten: if one of them exists nothing is written (exit 2).",
+    )
+    new.add_argument("name", metavar="NAME", help="the adapter's Python module name, e.g. qdrant_adapter")
+    new.add_argument(
+        "--dir", default=".", metavar="PATH", help="where to write it (made if missing; default: here)"
+    )
+    new.set_defaults(handler=_new_adapter)
 
 
 def _positive(text: str) -> float:
@@ -760,6 +786,27 @@ def _mutants(arguments: argparse.Namespace) -> int:
     return EXIT_OK if not survivors else EXIT_INVALID
 
 
+def _new_adapter(arguments: argparse.Namespace) -> int:
+    from kbconform import _scaffold
+
+    try:
+        written = _scaffold.write(arguments.name, arguments.dir, __version__)
+    except _scaffold.ScaffoldError as error:
+        raise UsageError(str(error)) from None
+    width = max(len(w.path) for w in written)
+    print(f"kbconform new-adapter: wrote {len(written)} files in {arguments.dir}")
+    for item in written:
+        print(f"  {item.path:<{width}}  {item.what}")
+    go = "" if Path(arguments.dir).resolve() == Path.cwd() else f"cd {arguments.dir} && "
+    print(
+        f"next: {go}kbconform run --adapter {arguments.name}:factory   (each failing test names the "
+        "facade it needs; implement ingest first)\n"
+        f"      mypy --strict {arguments.name}.py checks it against the protocol; the guide: "
+        "docs/adapter-guide.md"
+    )
+    return EXIT_OK
+
+
 def _serve(arguments: argparse.Namespace) -> int:
     from kbconform.adapter import load_adapter
     from kbconform.harness import Dispatcher, protocol_stdout, serve_http, serve_stdio
@@ -773,7 +820,6 @@ def _serve(arguments: argparse.Namespace) -> int:
             )
         port = int(port_text)
     protocol = protocol_stdout()  # before the adapter loads: what it prints goes to stderr
-    sys.path.insert(0, str(Path.cwd()))  # an adapter module beside the caller, as kbconform run finds it
     try:
         adapter, manifest = load_adapter(arguments.adapter)
     except ContractViolation as error:

@@ -235,10 +235,14 @@ def _served(adapter: str, where: str, log: Path) -> Iterator[str]:
 def _environment() -> dict[str, str]:
     """The environment of a run's processes: the caller's directory importable (as with
     ``python -m pytest`` there, so an adapter module beside the caller is found although the
-    run happens elsewhere), the caller's pytest settings removed."""
-    path = os.pathsep.join(p for p in (str(Path.cwd()), os.environ.get("PYTHONPATH", "")) if p)
+    run happens elsewhere) and named as the place :func:`kbconform.adapter.load_adapter` looks
+    first, the caller's pytest settings removed."""
+    from kbconform.adapter._manifest import ADAPTER_DIR
+
+    here = str(Path.cwd())
+    path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
     env = {k: v for k, v in os.environ.items() if k not in _SANITIZED}
-    env.update(PYTHONPATH=path, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    env.update({"PYTHONPATH": path, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", ADAPTER_DIR: here})
     return env
 
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kbconform import _capabilities
@@ -89,6 +92,17 @@ def _adapter_error(keyword: str, expected: str, got: str) -> ContractViolation:
     )
 
 
+#: The environment variable naming the directory an adapter module is looked for in first;
+#: ``kbconform run`` sets it to the directory it was started in for the processes it starts
+#: elsewhere. Unset: the current directory (as ``python -m pytest`` finds a module there).
+ADAPTER_DIR = "KBCONFORM_ADAPTER_DIR"
+
+
+def adapter_directory() -> Path:
+    """Where :func:`load_adapter` looks for an adapter module before ``sys.path``."""
+    return Path(os.environ.get(ADAPTER_DIR) or Path.cwd())
+
+
 def load_adapter(spec: str) -> tuple[Adapter, Manifest]:
     """Import ``module:factory``, call the factory, and check the adapter and its manifest.
 
@@ -100,10 +114,18 @@ def load_adapter(spec: str) -> tuple[Adapter, Manifest]:
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
         raise _adapter_error("spec", "'module:factory', e.g. 'my_backend.conformance:adapter'", repr(spec))
+    here = str(adapter_directory())
+    if here not in sys.path:  # the same lookup for kbconform run, kbconform serve and pytest
+        sys.path.insert(0, here)
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise _adapter_error("import", f"an importable module {module_name!r}", repr(error)) from None
+        expected = (
+            f"an importable module {module_name!r}, looked for in {here} and then sys.path (hint: run "
+            "from the directory holding it, or add its directory to PYTHONPATH; a module of a "
+            "package needs the package installed, e.g. pip install -e . in its project)"
+        )
+        raise _adapter_error("import", expected, repr(error)) from None
     factory: Any = module
     for part in attribute.split("."):
         factory = getattr(factory, part, None)
