@@ -175,7 +175,8 @@ def _manifest(manifest: Mapping[str, Any]) -> str:
         ("adapter", named("adapter")),
         ("backend", named("backend")),
         ("isolation profile", text(profile_of(manifest))),
-        *((_LABELS.get(key, key), _declared(value)) for key, value in manifest.items() if key not in _APART),
+        *((label, _declared(manifest[key])) for key, label in _LABELS.items() if key in manifest),
+        *((key, _declared(value)) for key, value in manifest.items() if key not in (*_APART, *_LABELS)),
     ]
     features = manifest.get("features")
     feature_rows = (
