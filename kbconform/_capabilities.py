@@ -21,11 +21,27 @@ from kbconform._levels import LEVELS
 Feature = Literal["client-where", "revision-boundary", "fault-injection", "escalation", "workspace-scan"]
 FEATURES: tuple[Feature, ...] = get_args(Feature)
 # What a suite test may require: an optional feature, or a shape the manifest declares.
-Capability = Literal[Feature, "shared-namespace", "id-profile", "spoof-overwrite", "spoof-reject"]
+Capability = Literal[
+    Feature,
+    "shared-namespace",
+    "id-profile",
+    "spoof-overwrite",
+    "spoof-reject",
+    "multi-store",
+    "multi-model",
+]
 CAPABILITIES: tuple[Capability, ...] = get_args(Capability)
 #: The isolation profiles a manifest may declare (``isolationProfile``); the first is the default.
-Profile = Literal["tenant-namespace", "project-pool"]
+Profile = Literal["tenant-namespace", "project-pool", "kb-grant"]
 PROFILES: tuple[Profile, ...] = get_args(Profile)
+#: The kb-grant profile's capabilities of shape: the manifest's list that must hold two entries.
+_GRANT_SHAPES = {"multi-store": ("stores", "store"), "multi-model": ("models", "model")}
+#: A read facade's name in a stable test id, where it differs from the manifest's: the kb-grant
+#: profile's ``get`` and ``list`` would otherwise give ids the tenant-namespace profile has
+#: (``iso-01[get]``), so its ids name the operation (``iso-01[get-kb]``).
+FACADE_IDS: Mapping[str, Mapping[str, str]] = {
+    "kb-grant": {"search": "search-kbs", "get": "get-kb", "list": "list-kbs"},
+}
 
 
 def profile_of(manifest: Mapping[str, Any]) -> str:
@@ -51,6 +67,12 @@ class Axis:
         """The values the tests asking for ``fixture`` run with, one test each."""
         return self.unset if manifest is None else tuple(manifest.get(self.field, ()))
 
+    def ids(self, manifest: Mapping[str, Any] | None) -> tuple[str, ...]:
+        """How each of :meth:`values` is named in a stable test id (``leak-01[query]``): the
+        value itself, or its profile's name for it (:data:`FACADE_IDS`)."""
+        renamed = FACADE_IDS.get(profile_of(manifest or {}), {}) if self.field == "readFacades" else {}
+        return tuple(renamed.get(value, value) for value in self.values(manifest))
+
     def runs_in(self, entry: Mapping[str, Any], manifest: Mapping[str, Any]) -> bool:
         """Whether the catalogue ``entry`` runs at all against ``manifest`` on this axis."""
         if self.key not in entry:  # a test not parametrized on this axis
@@ -70,9 +92,18 @@ def declines(manifest: Mapping[str, Any], capability: str) -> str | None:
     A feature is declined by a reason string in ``features``; the shared namespace and the id
     profile by ``null``; a spoof mode by leaving it out of ``spoofModes``. ``capability`` is
     one of :data:`CAPABILITIES`. A capability the manifest's profile does not define is declined.
+    ``multi-store`` and ``multi-model`` (the kb-grant profile) are declined by a manifest listing
+    fewer than two stores (models).
     """
-    if capability != "fault-injection" and profile_of(manifest) != PROFILES[0]:
-        return f"not part of the {profile_of(manifest)} profile"
+    profile = profile_of(manifest)
+    if capability in _GRANT_SHAPES:
+        if profile != "kb-grant":
+            return f"not part of the {profile} profile"
+        field, noun = _GRANT_SHAPES[capability]
+        listed = len(manifest[field])
+        return None if listed >= 2 else f"the manifest lists {listed} {noun}; this test needs two"
+    if capability != "fault-injection" and profile != PROFILES[0]:
+        return f"not part of the {profile} profile"
     if capability == "shared-namespace":
         return None if manifest["sharedNamespace"] else "the manifest declares sharedNamespace: null"
     if capability == "id-profile":

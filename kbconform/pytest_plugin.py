@@ -280,8 +280,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     run = metafunc.config.stash.get(_RUN, None)
     for axis in AXES:
         if axis.fixture in metafunc.fixturenames:
-            values = axis.values(run.manifest.raw if run else None)
-            metafunc.parametrize(axis.fixture, values, ids=list(values))
+            manifest = run.manifest.raw if run else None
+            metafunc.parametrize(axis.fixture, axis.values(manifest), ids=list(axis.ids(manifest)))
 
 
 def _requires(mark: pytest.Mark) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from kbconform import _capabilities
 from kbconform._capabilities import Capability, Feature
+from kbconform.adapter._grant import KbGrantBackend
 from kbconform.adapter._pool import ProjectPoolBackend
 from kbconform.adapter._protocol import (
     Adapter,
@@ -35,15 +36,50 @@ class Manifest:
 
     @classmethod
     def from_mapping(cls, data: object) -> Manifest:
-        """Validate ``data`` against adapter-manifest-v1; raise ContractViolation listing every problem."""
+        """Validate ``data`` against adapter-manifest-v1; raise ContractViolation listing every
+        problem. A kb-grant manifest's store ids and model names must each be unique, which the
+        schema cannot say (it refuses only identical entries)."""
         validate(data, "adapter-manifest-v1")
         assert isinstance(data, Mapping)
+        problems = [
+            Problem(f"/{field}/{index}/{key}", "uniqueItems", f"{noun} not listed before", repr(value))
+            for field, key, noun in (("stores", "id", "a store id"), ("models", "name", "a model name"))
+            if _capabilities.profile_of(data) == "kb-grant"
+            for index, value in _repeated([entry[key] for entry in data[field]])
+        ]
+        if problems:
+            raise ContractViolation(contract="adapter-manifest-v1", problems=tuple(problems))
         return cls(data)
 
     @property
     def profile(self) -> str:
-        """The isolation profile: ``tenant-namespace`` (the default) or ``project-pool``."""
+        """The isolation profile: ``tenant-namespace`` (the default), ``project-pool`` or ``kb-grant``."""
         return _capabilities.profile_of(self.raw)
+
+    @property
+    def stores(self) -> tuple[str, ...]:
+        """The ids of the stores a kb-grant backend binds knowledge bases to, in the manifest's order."""
+        return tuple(str(store["id"]) for store in self.raw.get("stores", ()))
+
+    @property
+    def engines(self) -> dict[str, str]:
+        """Each kb-grant store's engine (informative), by store id."""
+        return {str(store["id"]): str(store["engine"]) for store in self.raw.get("stores", ())}
+
+    @property
+    def models(self) -> dict[str, int]:
+        """Each kb-grant embedding model's dimension, by name, in the manifest's order."""
+        return {str(model["name"]): int(model["dimension"]) for model in self.raw.get("models", ())}
+
+    @property
+    def max_fan_out(self) -> int:
+        """How many store groups a kb-grant search asks at once (``maxFanOut``)."""
+        return int(self.raw["maxFanOut"])
+
+    @property
+    def group_deadline(self) -> float:
+        """The deadline of each store group of a kb-grant search, in seconds (``groupDeadlineSeconds``)."""
+        return float(self.raw["groupDeadlineSeconds"])
 
     @property
     def read_facades(self) -> tuple[str, ...]:
@@ -84,6 +120,11 @@ class Manifest:
     def feature(self, feature: Feature) -> Any:
         """A supported feature's parameters (``True`` for a plain flag)."""
         return self.raw["features"][feature]
+
+
+def _repeated(values: list[Any]) -> list[tuple[int, Any]]:
+    """Each value listed before, with its index."""
+    return [(index, value) for index, value in enumerate(values) if value in values[:index]]
 
 
 def _adapter_error(keyword: str, expected: str, got: str) -> ContractViolation:
@@ -155,6 +196,8 @@ def check_backend(backend: object, manifest: Manifest) -> None:
     """Raise ContractViolation unless ``backend`` has every facade its profile and manifest require."""
     if manifest.profile == "project-pool":
         expected: list[tuple[str, type]] = [("ProjectPoolBackend", ProjectPoolBackend)]
+    elif manifest.profile == "kb-grant":
+        expected = [("KbGrantBackend", KbGrantBackend)]
     else:
         expected = [("Backend", Backend)]
     expected += [
