@@ -1,0 +1,94 @@
+"""The kb-grant reference as a kbconform adapter: ``kbconform_reference.grant.adapter:multi_store``.
+
+Each backend it opens is a :class:`KbGrantService` with its own in-memory SQLite catalogue and
+two stores of its own: Chroma embedded (store ``chroma``, cosine distance) and Qdrant in local
+mode (store ``qdrant``, cosine similarity), each with a collection per model. Needs the
+``chroma`` and ``qdrant`` extras (``pip install 'kbconform[grant]'``).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from typing import Any
+
+from kbconform.adapter import BackendOptions, KbGrantBackend
+from kbconform_reference.grant import chroma, qdrant
+from kbconform_reference.grant.index import VectorIndex
+from kbconform_reference.grant.service import KbGrantService
+
+#: The embedding models: the caller supplies every vector, so a model is a name and a dimension.
+MODELS = {"m-8a": 8, "m-8b": 8}
+#: The stores, by id: the engine behind each.
+STORES = {"chroma": "chroma", "qdrant": "qdrant"}
+MAX_FAN_OUT = 4
+GROUP_DEADLINE_SECONDS = 1.5
+
+
+class GrantAdapter:
+    """Opens a fresh :class:`KbGrantService` per request; closes what it opened."""
+
+    def __init__(self) -> None:
+        self._open: dict[int, KbGrantService] = {}
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        return {
+            "manifestVersion": "1",
+            "isolationProfile": "kb-grant",
+            "adapter": {"name": "kbconform-reference-grant", "version": _version("kbconform")},
+            "backend": {"name": "kbconform-reference-grant", "version": _version("kbconform")},
+            "isolationModel": "metadata-filter",
+            "readFacades": ["search", "get", "list"],
+            "stores": [{"id": store, "engine": engine} for store, engine in STORES.items()],
+            "models": [{"name": name, "dimension": dimension} for name, dimension in MODELS.items()],
+            "maxFanOut": MAX_FAN_OUT,
+            "groupDeadlineSeconds": GROUP_DEADLINE_SECONDS,
+            "features": {"fault-injection": True},
+            "config": {
+                "stores": {
+                    "chroma": f"chromadb {chroma.version()} EphemeralClient, cosine space",
+                    "qdrant": f"qdrant-client {qdrant.version()} local mode (:memory:), cosine",
+                },
+                "collections": "one per model in each store",
+                "catalogue": "sqlite3 :memory:, one database per backend",
+                "keptApart": "by the knowledge base's internal id in each document's metadata",
+            },
+        }
+
+    def _stores(self) -> dict[str, VectorIndex]:
+        return {"chroma": chroma.ChromaIndex(MODELS), "qdrant": qdrant.QdrantIndex(MODELS)}
+
+    def _service(self, options: BackendOptions) -> KbGrantService:
+        return KbGrantService(
+            self._stores(),
+            MODELS,
+            store_fails=options.store_fails,
+            max_fan_out=MAX_FAN_OUT,
+            group_deadline=GROUP_DEADLINE_SECONDS,
+        )
+
+    def open(self, options: BackendOptions, /) -> KbGrantBackend:
+        service = self._service(options)
+        self._open[id(service)] = service
+        return service
+
+    def close(self, backend: object, /) -> None:
+        service = self._open.pop(id(backend), None)
+        if service is not None:
+            service.close()
+
+    def shutdown(self) -> None:
+        for key in list(self._open):
+            self._open.pop(key).close()
+
+
+def _version(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def multi_store() -> GrantAdapter:
+    """The kb-grant reference over Chroma embedded and Qdrant local mode, catalogue in SQLite."""
+    return GrantAdapter()
