@@ -60,7 +60,7 @@ def _report(**changes: str) -> dict[str, Any]:
         results.append({**entry, "status": status, **({"reason": reason} if reason else {})})
     return reports.build(
         adapter="tiny:make",
-        manifest=MANIFEST,
+        manifest=copy.deepcopy(MANIFEST),  # a test may change its report's manifest
         seed=7,
         profile="quick",
         level="L4",
