@@ -23,25 +23,36 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn, Protocol
 
+from kbconform._capabilities import profile_of
 from kbconform.adapter._doubles import FaultPlan, FaultSwitch, RevisionMap
 from kbconform.adapter._protocol import Backend, BackendOptions
 from kbconform.harness._wire import (
     PROTOCOL,
     Answer,
     DeletionResult,
+    GrantHit,
     HarnessBroken,
     Hit,
     IngestResult,
+    KbInfo,
     PoolHit,
     SpoofWarning,
+    caller_to_wire,
+    documents_or_null,
     dumps,
     error_from_wire,
+    grant_hit_from_wire,
     hit_from_wire,
+    integer_or_null,
+    kb_from_wire,
     name_to_wire,
     pool_hit_from_wire,
     principal_to_wire,
     problems,
     session_to_wire,
+    text_or_null,
+    texts_or_null,
+    vector_or_null,
 )
 
 #: The deadline of starting a harness and its ``hello``, at least (seconds).
@@ -414,13 +425,20 @@ class HarnessAdapter:
             self.transport.stop()
 
 
+#: What tells a tenant-namespace ``ingest(principal, records)`` from a kb-grant one.
+_UNSET: Any = object()
+
+
 class HarnessBackend:
     """One backend the harness opened; every facade is a request.
 
-    It has the facades of both isolation profiles: the tenant-namespace ones
-    (:class:`~kbconform.adapter.Backend` and the optional ones) and the project-pool ones
-    (:class:`~kbconform.adapter.ProjectPoolBackend`). The manifest's ``isolationProfile`` says
-    which the harness serves; it answers the others with ``KB_HARNESS_REQUEST_INVALID``.
+    It has the facades of every isolation profile: the tenant-namespace ones
+    (:class:`~kbconform.adapter.Backend` and the optional ones), the project-pool ones
+    (:class:`~kbconform.adapter.ProjectPoolBackend`) and the kb-grant ones
+    (:class:`~kbconform.adapter.KbGrantBackend`; its ``ingest(caller, kb, documents)`` is the
+    request ``ingestDocuments`` when the manifest declares kb-grant). The manifest's
+    ``isolationProfile`` says which the harness serves; it answers the others with
+    ``KB_HARNESS_REQUEST_INVALID``.
     """
 
     def __init__(self, adapter: HarnessAdapter, handle: str, resolver: RevisionMap | None) -> None:
@@ -446,10 +464,27 @@ class HarnessBackend:
     def set_fault(self, plan: FaultPlan | None) -> int:
         if self.closed:  # nothing consults the switch of a closed backend
             return 0
-        wire = None if plan is None else {"pass": plan.passing, "fail": plan.failing}
+        wire: dict[str, Any] | None = None
+        if plan is not None:  # stores and hang only when set: a harness of another profile may ignore them
+            wire = {"pass": plan.passing, "fail": plan.failing}
+            if plan.stores is not None:
+                wire["stores"] = sorted(plan.stores)
+            if plan.hang:
+                wire["hang"] = plan.hang
         return int(self._request("fault", {"backend": self.handle, "plan": wire})["consulted"])
 
-    def ingest(self, principal: object, records: Sequence[Mapping[str, Any]], /) -> IngestResult:
+    def ingest(self, principal: object, records: Any, documents: Any = _UNSET, /) -> Any:
+        """``ingest(principal, records)`` (tenant-namespace), or ``ingest(caller, kb, documents)``
+        (kb-grant: the request ``ingestDocuments``), as the manifest's profile says."""
+        if profile_of(self.adapter.manifest) == "kb-grant":
+            if documents is _UNSET:
+                raise TypeError("a kb-grant ingest takes (caller, kb, documents)")
+            return self._ingest_documents(principal, records, documents)
+        if documents is not _UNSET:
+            raise TypeError("a tenant-namespace ingest takes (principal, records)")
+        return self._ingest_records(principal, records)
+
+    def _ingest_records(self, principal: object, records: Sequence[Mapping[str, Any]]) -> IngestResult:
         result = self._call("ingest", principal, records=list(records))
         warnings = [SpoofWarning(w["field"], w["chunkId"]) for w in result["warnings"]]
         return IngestResult(list(result["ids"]), warnings)
@@ -547,3 +582,57 @@ class HarnessBackend:
     def search_entities(self, session: object, text: str, limit: int, /) -> builtins.list[PoolHit]:
         result = self._as("searchEntities", session, text=text, limit=limit)
         return [pool_hit_from_wire(hit) for hit in result["hits"]]
+
+    # -- the kb-grant profile (schemas/kb-grant.md) -----------------------------------------------
+    # The caller crosses as its JSON form (as a session does); every other argument as a value of
+    # its kind, or null when it is not one (kbconform.harness._wire).
+
+    def _by(self, op: str, caller: object, **params: Any) -> Mapping[str, Any]:
+        return self._request(op, {"backend": self.handle, "caller": caller_to_wire(caller), **params})
+
+    def create_tenant(self, tenant: str, /) -> None:
+        self._request("createTenant", {"backend": self.handle, "tenant": text_or_null(tenant)})
+
+    def create_kb(self, caller: object, store: str, model: str, /) -> str:
+        result = self._by("createKb", caller, store=text_or_null(store), model=text_or_null(model))
+        return str(result["id"])
+
+    def share_kb(self, caller: object, kb: str, grantee: str, /) -> None:
+        self._by("shareKb", caller, kb=text_or_null(kb), grantee=text_or_null(grantee))
+
+    def revoke_kb(self, caller: object, kb: str, grantee: str, /) -> None:
+        self._by("revokeKb", caller, kb=text_or_null(kb), grantee=text_or_null(grantee))
+
+    def _ingest_documents(self, caller: object, kb: object, documents: object) -> builtins.list[str]:
+        result = self._by(
+            "ingestDocuments", caller, kb=text_or_null(kb), documents=documents_or_null(documents)
+        )
+        return list(result["ids"])
+
+    def search(
+        self, caller: object, kbs: Sequence[str], embedding: Sequence[float], limit: int, /
+    ) -> builtins.list[GrantHit]:
+        result = self._by(
+            "searchKbs",
+            caller,
+            kbs=texts_or_null(kbs),
+            embedding=vector_or_null(embedding),
+            limit=integer_or_null(limit),
+        )
+        return [grant_hit_from_wire(hit) for hit in result["hits"]]
+
+    def get_kb(self, caller: object, kb: str, /) -> KbInfo:
+        return kb_from_wire(self._by("getKb", caller, kb=text_or_null(kb))["kb"])
+
+    def list_kbs(self, caller: object, /) -> builtins.list[KbInfo]:
+        return [kb_from_wire(kb) for kb in self._by("listKbs", caller)["kbs"]]
+
+    def delete_kb(self, caller: object, kb: str, /) -> None:
+        self._by("deleteKb", caller, kb=text_or_null(kb))
+
+    def copy_kb(self, caller: object, source: str, store: str, /) -> str:
+        result = self._by("copyKb", caller, source=text_or_null(source), store=text_or_null(store))
+        return str(result["id"])
+
+    def move_kb(self, caller: object, kb: str, store: str, /) -> None:
+        self._by("moveKb", caller, kb=text_or_null(kb), store=text_or_null(store))

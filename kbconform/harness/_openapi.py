@@ -12,7 +12,10 @@ response (``KB_HARNESS_REQUEST_INVALID``). Links chain the stateful flow: the ba
 ``open`` returns goes into the ``params.backend`` of every operation on a backend, and the first
 id ``ingest`` returns into the ``params.id`` of ``get`` (with the ingest's backend and principal).
 In the project-pool profile, the project ``createProject`` made goes into ``startSession`` and
-``assignSession``, and the session ``startSession`` started into every operation on a session.
+``assignSession``, and the session ``startSession`` started into every operation on a session. In
+the kb-grant profile, the tenant ``createTenant`` made is the caller of ``createKb`` and
+``listKbs``, and the knowledge base ``createKb`` made, with its caller, goes into every operation
+on a knowledge base (``copyKb``'s ``source``).
 """
 
 from __future__ import annotations
@@ -159,6 +162,35 @@ def _links(defs: dict[str, Any], op: str) -> dict[str, Any]:
             }
             for target in _ON_A_SESSION
         }
+    if op == "createTenant":
+        return {
+            f"{target}AsTheTenant": {
+                "operationId": target,
+                "requestBody": {
+                    "params": {
+                        "backend": "{$request.body#/params/backend}",
+                        "caller": "{$request.body#/params/tenant}",
+                    }
+                },
+                "description": f"{target} as the tenant createTenant made, on its backend",
+            }
+            for target in ("createKb", "listKbs")
+        }
+    if op == "createKb":
+        return {
+            f"{target}OfTheKb": {
+                "operationId": target,
+                "requestBody": {
+                    "params": {
+                        "backend": "{$request.body#/params/backend}",
+                        "caller": "{$request.body#/params/caller}",
+                        key: "{$response.body#/result/id}",
+                    }
+                },
+                "description": f"{target} of the knowledge base createKb made, as its owner, on its backend",
+            }
+            for target, key in _ON_A_KB.items()
+        }
     return {}
 
 
@@ -171,6 +203,18 @@ _ON_A_SESSION = (
     "searchEpisodes",
     "searchEntities",
 )
+
+
+#: The operations on a knowledge base, and the param naming it: createKb links to each.
+_ON_A_KB = {
+    "shareKb": "kb",
+    "revokeKb": "kb",
+    "ingestDocuments": "kb",
+    "getKb": "kb",
+    "deleteKb": "kb",
+    "copyKb": "source",
+    "moveKb": "kb",
+}
 
 
 def _operation(defs: dict[str, Any], op: str) -> dict[str, Any]:

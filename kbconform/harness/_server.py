@@ -23,7 +23,9 @@ from kbconform.harness._wire import (
     REQUEST_INVALID,
     dumps,
     error_to_wire,
+    grant_hit_to_wire,
     hit_to_wire,
+    kb_to_wire,
     pool_hit_to_wire,
     principal_from_wire,
     problems,
@@ -53,7 +55,8 @@ class _Unusable(Exception):
 class Dispatcher:
     """Answers harness-v1 requests by calling one adapter and the backends it opens: the
     operations of the manifest's isolation profile (a tenant-namespace
-    :class:`~kbconform.adapter.Backend` or a :class:`~kbconform.adapter.ProjectPoolBackend`)."""
+    :class:`~kbconform.adapter.Backend`, a :class:`~kbconform.adapter.ProjectPoolBackend` or a
+    :class:`~kbconform.adapter.KbGrantBackend`)."""
 
     def __init__(self, adapter: Adapter, manifest: Manifest) -> None:
         self.adapter, self.manifest = adapter, manifest
@@ -112,8 +115,7 @@ class Dispatcher:
             switch = self._entry(params)[1]
             if switch is None:
                 raise _Unusable(f"backend {params['backend']!r} was opened without faults")
-            plan = params["plan"]
-            return {"consulted": switch.set(None if plan is None else FaultPlan(plan["pass"], plan["fail"]))}
+            return {"consulted": switch.set(_plan(params["plan"]))}
         if op == "scan":
             records = self._backend(params).scan(
                 Path(params["root"]),
@@ -125,6 +127,8 @@ class Dispatcher:
             return {"records": list(records)}
         if op in _POOL:
             return _POOL[op](self._backend(params), params)
+        if op in _GRANT:
+            return _GRANT[op](self._backend(params), params)
         return _FACADES[op](self, self._backend(params), principal_from_wire(params["principal"]), params)
 
     def _open(self, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -152,6 +156,19 @@ class Dispatcher:
             "deletedIds": list(result.deleted_ids),
             "resolverCalls": [{"repoSlug": r, "baseRevision": b, "headRevision": h} for r, b, h in calls],
         }
+
+
+def _plan(plan: Mapping[str, Any] | None) -> FaultPlan | None:
+    """A fault request's plan as the switch takes it (``stores`` absent: every store)."""
+    if plan is None:
+        return None
+    stores = plan.get("stores")
+    return FaultPlan(
+        plan["pass"],
+        plan["fail"],
+        None if stores is None else frozenset(stores),
+        float(plan.get("hang", 0.0)),
+    )
 
 
 def _hits(found: Any) -> dict[str, Any]:
@@ -203,7 +220,28 @@ _POOL: dict[str, _PoolFacade] = {
     "searchEpisodes": lambda b, a: _pool_hits(b.search_episodes(a["session"], a["text"], a["limit"])),
     "searchEntities": lambda b, a: _pool_hits(b.search_entities(a["session"], a["text"], a["limit"])),
 }
-assert set(_FACADES) | set(_POOL) | {"hello", "open", "close", "fault", "scan", "shutdown"} == set(OPERATIONS)
+#: The kb-grant facades: each gets the backend and the params, every argument as sent (the caller
+#: any JSON value; an argument that was not of its kind, null), which the backend checks as it
+#: does in process.
+_GRANT: dict[str, _PoolFacade] = {
+    "createTenant": lambda b, a: _done(b.create_tenant(a["tenant"])),
+    "createKb": lambda b, a: {"id": b.create_kb(a["caller"], a["store"], a["model"])},
+    "shareKb": lambda b, a: _done(b.share_kb(a["caller"], a["kb"], a["grantee"])),
+    "revokeKb": lambda b, a: _done(b.revoke_kb(a["caller"], a["kb"], a["grantee"])),
+    "ingestDocuments": lambda b, a: {"ids": list(b.ingest(a["caller"], a["kb"], a["documents"]))},
+    "searchKbs": lambda b, a: {
+        "hits": [
+            grant_hit_to_wire(hit) for hit in b.search(a["caller"], a["kbs"], a["embedding"], a["limit"])
+        ]
+    },
+    "getKb": lambda b, a: {"kb": kb_to_wire(b.get_kb(a["caller"], a["kb"]))},
+    "listKbs": lambda b, a: {"kbs": [kb_to_wire(kb) for kb in b.list_kbs(a["caller"])]},
+    "deleteKb": lambda b, a: _done(b.delete_kb(a["caller"], a["kb"])),
+    "copyKb": lambda b, a: {"id": b.copy_kb(a["caller"], a["source"], a["store"])},
+    "moveKb": lambda b, a: _done(b.move_kb(a["caller"], a["kb"], a["store"])),
+}
+_SERVED = {"hello", "open", "close", "fault", "scan", "shutdown"}
+assert set(_FACADES) | set(_POOL) | set(_GRANT) | _SERVED == set(OPERATIONS)
 
 
 def _encode(response: dict[str, Any]) -> bytes:

@@ -1,9 +1,11 @@
-"""harness-v1 values on the wire: principals, sessions, hits, errors, and the schema checks of
-messages."""
+"""harness-v1 values on the wire: principals, sessions and tenants, the kb-grant arguments,
+hits and knowledge bases, errors, and the schema checks of messages."""
 
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +51,17 @@ OPERATIONS = (
     "extractEntities",
     "searchEpisodes",
     "searchEntities",
+    "createTenant",
+    "createKb",
+    "shareKb",
+    "revokeKb",
+    "ingestDocuments",
+    "searchKbs",
+    "getKb",
+    "listKbs",
+    "deleteKb",
+    "copyKb",
+    "moveKb",
     "shutdown",
 )
 #: The operations every harness serves, whatever its isolation profile.
@@ -78,9 +91,22 @@ PROFILE_OPERATIONS: Mapping[str, tuple[str, ...]] = {
         "searchEpisodes",
         "searchEntities",
     ),
+    "kb-grant": (
+        "createTenant",
+        "createKb",
+        "shareKb",
+        "revokeKb",
+        "ingestDocuments",
+        "searchKbs",
+        "getKb",
+        "listKbs",
+        "deleteKb",
+        "copyKb",
+        "moveKb",
+    ),
 }
 assert set(COMMON_OPERATIONS).union(*PROFILE_OPERATIONS.values()) == set(OPERATIONS)
-assert tuple(PROFILE_OPERATIONS) == PROFILES
+assert set(PROFILES) <= set(PROFILE_OPERATIONS)
 
 
 def serves(profile: str, op: str) -> bool:
@@ -165,14 +191,19 @@ def principal_from_wire(data: Mapping[str, Any] | None) -> Principal | None:
 
 
 def session_to_wire(session: object) -> Any:
-    """The caller of a project-pool read or write as harness-v1 data: its JSON form, so that the
-    backend sees what it would see in process (a ``str`` as its plain value, the empty string
-    included; a number, a list as themselves: no identity, which the backend refuses); a value
-    with no JSON form (an object, bytes, NaN) as ``None``, no identity too."""
+    """The caller of a project-pool read or write, or of a kb-grant facade (a tenant), as
+    harness-v1 data: its JSON form, so that the backend sees what it would see in process (a
+    ``str`` as its plain value, the empty string included; a number, a list as themselves: no
+    identity, which the backend refuses); a value with no JSON form (an object, bytes, NaN) as
+    ``None``, no identity too."""
     try:
         return json.loads(json.dumps(session, allow_nan=False))
     except (TypeError, ValueError, RecursionError):
         return None
+
+
+#: A kb-grant caller crosses exactly as a project-pool session does.
+caller_to_wire = session_to_wire
 
 
 def name_to_wire(what: str, name: object, *, optional: bool = False) -> str | None:
@@ -185,6 +216,64 @@ def name_to_wire(what: str, name: object, *, optional: bool = False) -> str | No
         return None
     allowed = "a str or None" if optional else "a str"
     raise TypeError(f"behind harness-v1 a {what} is {allowed}; got {type(name).__name__}")
+
+
+# -- kb-grant arguments ------------------------------------------------------------------------
+# Each argument crosses as a value of its kind (a string, an array of strings, a vector, an
+# integer), the invalid ones the suites send on purpose included, or as null when it is not of
+# that kind: null is as malformed as the value it stands for, so the backend refuses it, after
+# the caller, with the same error it gives that value in process.
+
+
+def text_or_null(value: object) -> str | None:
+    """A knowledge base id, a store id, a model name or a tenant id: a ``str`` as its plain value
+    (a subclass's too), anything else as null."""
+    return str.__str__(value) if isinstance(value, str) else None
+
+
+def _sequence(value: object) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray))
+
+
+def texts_or_null(value: object) -> list[str] | None:
+    """The knowledge bases of a search: a sequence of ``str`` as a list of plain strings (empty
+    and repeated ones included), anything else (a ``str`` itself, a list holding a number) as
+    null."""
+    if not _sequence(value) or not all(isinstance(item, str) for item in value):  # type: ignore[attr-defined]
+        return None
+    return [str.__str__(item) for item in value]  # type: ignore[attr-defined]
+
+
+def _number(value: object) -> bool:
+    """A real number (a numpy scalar too) that is finite as a double; never a bool."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an int beyond a double
+        return False
+
+
+def vector_or_null(value: object) -> list[float] | None:
+    """A vector: a sequence of finite numbers (any length, zeros included: the backend checks
+    the model's dimension) as a list of them; anything else (a NaN, a bool, a string) as null."""
+    if not _sequence(value) or not all(_number(item) for item in value):  # type: ignore[attr-defined]
+        return None
+    return [int(item) if isinstance(item, int) else float(item) for item in value]  # type: ignore[attr-defined]
+
+
+def integer_or_null(value: object) -> int | None:
+    """A limit: an ``int`` (any, the out-of-range ones included) as itself; anything else (a bool,
+    a float, a string) as null."""
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def documents_or_null(value: object) -> list[Any] | None:
+    """A batch to ingest: a sequence of documents, each as its JSON form (malformed ones
+    included), null for one with no JSON form (a vector holding NaN); anything else as null."""
+    if not _sequence(value):
+        return None
+    return [session_to_wire(document) for document in value]  # type: ignore[attr-defined]
 
 
 # -- results ----------------------------------------------------------------------------------
@@ -237,6 +326,43 @@ def pool_hit_from_wire(data: Mapping[str, Any]) -> PoolHit:
     return PoolHit(data["id"], data["text"])
 
 
+@dataclass(frozen=True, slots=True)
+class GrantHit:
+    """A document as a kb-grant search returns it."""
+
+    id: str
+    kb: str
+    text: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class KbInfo:
+    """A knowledge base as ``get_kb`` and ``list_kbs`` show it."""
+
+    id: str
+    owner: str
+    store: str
+    model: str
+    documents: int
+
+
+def grant_hit_to_wire(hit: Any) -> dict[str, Any]:
+    return {"id": hit.id, "kb": hit.kb, "text": hit.text, "score": hit.score}
+
+
+def grant_hit_from_wire(data: Mapping[str, Any]) -> GrantHit:
+    return GrantHit(data["id"], data["kb"], data["text"], float(data["score"]))
+
+
+def kb_to_wire(kb: Any) -> dict[str, Any]:
+    return {"id": kb.id, "owner": kb.owner, "store": kb.store, "model": kb.model, "documents": kb.documents}
+
+
+def kb_from_wire(data: Mapping[str, Any]) -> KbInfo:
+    return KbInfo(data["id"], data["owner"], data["store"], data["model"], data["documents"])
+
+
 def hit_to_wire(hit: Any) -> dict[str, Any]:
     return {"id": hit.id, "document": hit.document, "metadata": dict(hit.metadata)}
 
@@ -249,7 +375,11 @@ def hit_from_wire(data: Mapping[str, Any]) -> Hit:
 
 #: Codes of ContractViolation: the generic one and the specific ones (``KB_TOMBSTONE_INVALID``,
 #: ...); never a harness's own (``KB_HARNESS_REQUEST_INVALID`` is the kit's fault, not the backend's).
-_CONTRACT_CODE = re.compile(r"KB_CONTRACT_VIOLATION|KB_(?!HARNESS_)[A-Z_]+_INVALID")
+_CONTRACT_CODE = re.compile(r"KB_CONTRACT_VIOLATION|KB_MODEL_MISMATCH|KB_(?!HARNESS_)[A-Z_]+_INVALID")
+#: The contract a ContractViolation of a profile's operation names (``KB_GRANT_INVALID`` and
+#: ``KB_MODEL_MISMATCH`` are the kb-grant contract's, as in process); other operations name
+#: themselves.
+_CONTRACT = dict.fromkeys(PROFILE_OPERATIONS["kb-grant"], "kb-grant")
 
 
 def error_to_wire(error: BaseException) -> dict[str, Any]:
@@ -302,8 +432,16 @@ _REMOTE: dict[type[KbconformError], Any] = {
 
 
 #: What a NotFound names, by operation, when it is not a chunk (``id``): the project
-#: ``startSession`` names, or the session of the other membership operations.
-_NAMED = {"startSession": "project", "assignSession": "session", "removeSession": "session"}
+#: ``startSession`` names, or the session of the other membership operations; the knowledge
+#: base of a kb-grant operation (``kbs`` for a search: the knowledge bases it named).
+_NAMED = {
+    "startSession": "project",
+    "assignSession": "session",
+    "removeSession": "session",
+    **dict.fromkeys(("shareKb", "revokeKb", "ingestDocuments", "getKb", "deleteKb", "moveKb"), "kb"),
+    "copyKb": "source",
+    "searchKbs": "kbs",
+}
 
 
 def error_from_wire(op: str, params: Mapping[str, Any], error: Mapping[str, Any]) -> Exception:
@@ -326,7 +464,7 @@ def error_from_wire(op: str, params: Mapping[str, Any], error: Mapping[str, Any]
         built = _REMOTE[SpoofRejected](tenant, ())
     elif _CONTRACT_CODE.fullmatch(code):
         problem = Problem("", "harness", "a valid request", message)
-        built = _REMOTE[ContractViolation](contract=op, problems=(problem,), code=code)
+        built = _REMOTE[ContractViolation](contract=_CONTRACT.get(op, op), problems=(problem,), code=code)
     else:
         return RemoteError(op, code, message)
     object.__setattr__(built, "message", message)

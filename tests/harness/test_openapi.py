@@ -6,18 +6,20 @@ After changing the schema or the generator, rewrite it with
 ``kbconform schema harness-v1 --openapi > schemas/harness-v1.openapi.json`` (or run this module
 with ``KBCONFORM_UPDATE_OPENAPI=1``).
 
-Two servers are driven, one per isolation profile, each for the module (``kbconform serve
---http``, in a scratch folder): the reference (memory store), a tenant-namespace adapter, and the
-project-pool double beside this module (``pool_double.py``). Schemathesis sends each every
+Three servers are driven, one per isolation profile, each for the module (``kbconform serve
+--http``, in a scratch folder): the reference (memory store), a tenant-namespace adapter, the
+project-pool double beside this module (``pool_double.py``) and the kb-grant double
+(``grant_double.py``). Schemathesis sends each every
 operation but ``shutdown`` valid and invalid bodies (positive and negative generation, its
 coverage and fuzzing phases) and checks every answer: no 5xx, a declared status code and content
 type, a body the response schema accepts, an invalid body refused with 400, 405 with ``Allow``
 for another method. Then its stateful phase follows the document's links: ``open`` -> every
 operation on the backend it returned, ``ingest`` -> ``get`` of the chunk it stored,
 ``createProject`` -> ``startSession`` and ``assignSession`` in that project, ``startSession`` ->
-every operation on that session. ``shutdown`` ends the server it is sent to, so it is tested on
-a server of its own: invalid shutdowns are refused, a valid one is answered and the server
-exits 0.
+every operation on that session, ``createTenant`` -> ``createKb`` and ``listKbs`` as that tenant,
+``createKb`` -> every operation on that knowledge base, as its owner. ``shutdown`` ends the
+server it is sent to, so it is tested on a server of its own: invalid shutdowns are refused, a
+valid one is answered and the server exits 0.
 
 A valid body of an operation of the other profile, naming a backend handle that ``open`` did not
 return (or that ``close`` released), or asking for faults on a backend opened without them, is
@@ -26,9 +28,10 @@ handles are live, so its "valid data is accepted" check is replaced here by a st
 can: this module follows the handles from the answers and holds each valid body to exactly one
 status (400 naming the profile for another profile's operation; 200 on a live backend, 400
 naming the handle otherwise). Valid bodies are steered onto live backends three times in four, a
-batch to ingest onto a valid record one time in two, a scan onto a small workspace, and a
-project or session name onto one the server knows one time in two, so that the backend really
-runs.
+batch to ingest onto a valid record one time in two, a scan onto a small workspace, a
+project or session name onto one the server knows one time in two, and (kb-grant) a caller,
+grantee, knowledge base, store, model, vector and batch onto ones the server knows one time in
+two, so that the backend really runs.
 
 The budget follows the Hypothesis profile (tests/conftest.py): the default one (CI) gives each
 operation 25 examples and the stateful phase 25 scenarios of up to 10 calls, on each server.
@@ -67,8 +70,11 @@ from kbconform.harness._wire import OPERATIONS, REQUEST_INVALID, serves
 
 REFERENCE = "kbconform_reference.adapter:memory"
 POOL = "tests.harness.pool_double:adapter"
+GRANT = "tests.harness.grant_double:adapter"
 #: The adapter served for each isolation profile.
-ADAPTERS = {"tenant-namespace": REFERENCE, "project-pool": POOL}
+ADAPTERS = {"tenant-namespace": REFERENCE, "project-pool": POOL, "kb-grant": GRANT}
+#: The kb-grant double's stores and models (grant_double.MANIFEST).
+STORES, MODELS = ("s1", "s2"), ("m-3a", "m-3b")
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENT = data_dir("schemas") / "harness-v1.openapi.json"
 #: Examples per operation (valid and invalid together), and scenarios of the stateful phase, of
@@ -86,6 +92,11 @@ ON_A_SESSION = tuple(
 ON_A_PROJECT = tuple(
     op for op in OPERATIONS if "project" in openapi()["components"]["schemas"][f"{op}Params"]["properties"]
 )
+#: The kb-grant operations taking a caller, and the params naming a knowledge base.
+AS_A_TENANT = tuple(
+    op for op in OPERATIONS if "caller" in openapi()["components"]["schemas"][f"{op}Params"]["properties"]
+)
+KB_PARAMS = ("kb", "source")
 SETTINGS = hypothesis.settings(
     max_examples=BUDGET,
     stateful_step_count=STEPS,
@@ -134,8 +145,9 @@ def _message(case: Case[Any]) -> dict[str, Any] | None:
 
 
 class Server:
-    """An adapter served over HTTP (the reference, or the pool double for ``profile``
-    project-pool), and the backends, projects and sessions it holds, as its answers show."""
+    """An adapter served over HTTP (the reference, the pool double for ``profile`` project-pool,
+    the grant double for kb-grant), and the backends, projects, sessions, tenants and knowledge
+    bases it holds, as its answers show."""
 
     def __init__(self, folder: Path, profile: str = "tenant-namespace") -> None:
         self.folder, self.profile = folder, profile
@@ -151,6 +163,9 @@ class Server:
         #: The projects created and the sessions started, by backend handle.
         self.projects: dict[str, list[str]] = {}
         self.sessions: dict[str, list[str]] = {}
+        #: The tenants created and the knowledge bases made, by backend handle (kb-grant).
+        self.tenants: dict[str, list[str]] = {}
+        self.kbs: dict[str, list[str]] = {}
         self.workspace = folder / "workspace"
         (self.workspace / "docs").mkdir(parents=True)
         (self.workspace / "docs" / "a.md").write_text("# A\n\nalpha words\n", encoding="utf-8")
@@ -193,6 +208,33 @@ class Server:
         sessions = self.sessions.get(params.get("backend", ""), [])
         if op in ON_A_SESSION and op != "startSession" and draw % 4 and sessions:
             params["session"] = sessions[draw % len(sessions)]
+        if op in AS_A_TENANT and draw % 2:
+            self._steer_grant(params, draw)
+
+    def _steer_grant(self, params: dict[str, Any], draw: int) -> None:
+        """A kb-grant body onto a tenant, a knowledge base, a store and a model the server knows,
+        a vector of the double's dimension and a batch of one valid document."""
+        tenants = self.tenants.get(params.get("backend", ""), [])
+        kbs = self.kbs.get(params.get("backend", ""), [])
+        if tenants:
+            params["caller"] = tenants[draw % len(tenants)]
+            if "grantee" in params:
+                params["grantee"] = tenants[(draw // 2) % len(tenants)]
+        for key in KB_PARAMS:
+            if key in params and kbs:
+                params[key] = kbs[draw % len(kbs)]
+        if "kbs" in params and kbs:
+            params["kbs"] = sorted({kbs[draw % len(kbs)], kbs[(draw // 3) % len(kbs)]})
+        if "store" in params:
+            params["store"] = STORES[draw % 2]
+        if "model" in params:
+            params["model"] = MODELS[(draw // 2) % 2]
+        if "embedding" in params:
+            params["embedding"] = [1.0, (draw % 7) / 7, 0.5]
+        if "limit" in params:
+            params["limit"] = 1 + draw % 10
+        if "documents" in params:
+            params["documents"] = [{"text": f"words {draw}", "embedding": [0.5, 1.0, (draw % 5) / 5]}]
 
     def expected(self, case: Case[Any]) -> int | None:
         """The one status a valid body may get (None for the rest: Schemathesis's own checks)."""
@@ -233,6 +275,10 @@ class Server:
                 self.projects.setdefault(params["backend"], []).append(params["project"])
             if op == "startSession":
                 self.sessions.setdefault(params["backend"], []).append(params["session"])
+            if op == "createTenant":
+                self.tenants.setdefault(params["backend"], []).append(params["tenant"])
+            if op in ("createKb", "copyKb"):
+                self.kbs.setdefault(params["backend"], []).append(answer["result"]["id"])
 
     def stop(self) -> None:
         """Shut the server down, if it runs: it answers, then exits 0."""
@@ -281,7 +327,8 @@ def test_kbconform_schema_harness_v1_openapi_prints_the_document(capsys: pytest.
 def test_the_document_has_a_post_per_operation_and_links_for_the_stateful_flow() -> None:
     """Each op's body is its request message, its 200 its response message; open links to every
     operation on a backend, ingest to get, createProject to the operations naming a project,
-    startSession to those on a session; Schemathesis reads every link."""
+    startSession to those on a session, createTenant to createKb and listKbs, createKb to those on
+    a knowledge base; Schemathesis reads every link."""
     document = openapi()
     assert document["openapi"] == "3.1.0"
     WHOLE.validate()  # against the OpenAPI 3.1 schema
@@ -321,7 +368,21 @@ def test_the_document_has_a_post_per_operation_and_links_for_the_stateful_flow()
             "backend": "{$request.body#/params/backend}",
             "session": "{$request.body#/params/session}",
         }
-    links = len(ON_A_BACKEND) + 1 + len(in_project) + len(on_session)
+    as_tenant = document["paths"]["/v1/createTenant"]["post"]["responses"]["200"]["links"]
+    assert sorted(link["operationId"] for link in as_tenant.values()) == ["createKb", "listKbs"]
+    for link in as_tenant.values():
+        assert link["requestBody"]["params"]["caller"] == "{$request.body#/params/tenant}"
+    on_kb = document["paths"]["/v1/createKb"]["post"]["responses"]["200"]["links"]
+    naming_a_kb = [
+        op
+        for op in OPERATIONS
+        if set(KB_PARAMS) & set(document["components"]["schemas"][f"{op}Params"]["properties"])
+    ]
+    assert sorted(link["operationId"] for link in on_kb.values()) == sorted(naming_a_kb)
+    for link in on_kb.values():
+        assert "{$response.body#/result/id}" in link["requestBody"]["params"].values()
+        assert link["requestBody"]["params"]["caller"] == "{$request.body#/params/caller}"
+    links = len(ON_A_BACKEND) + 1 + len(in_project) + len(on_session) + len(as_tenant) + len(on_kb)
     assert WHOLE.statistic.transitions.total == links
 
 
@@ -404,6 +465,57 @@ def test_the_project_pool_links_carry_a_project_and_a_session_that_work(tmp_path
         for link in links.values():
             op = link["operationId"]
             status, answer = _request(served.url, op, {**_follow(link, started), **rest[op]})
+            assert (status, "result" in answer) == (200, True), (op, answer)
+    finally:
+        served.stop()
+
+
+def _fill(link: dict[str, Any], request: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
+    """The params a link fills from the request it starts at and its answer
+    (``{$request.body#/params/x}``, ``{$response.body#/result/x}``)."""
+    sources = {"{$request.body#/params/": request["params"], "{$response.body#/result/": response["result"]}
+    filled: dict[str, Any] = {}
+    for key, value in link["requestBody"]["params"].items():
+        [(prefix, source)] = [
+            (prefix, source) for prefix, source in sources.items() if value.startswith(prefix)
+        ]
+        filled[key] = source[value[len(prefix) : -1]]
+    return filled
+
+
+def test_the_kb_grant_links_carry_a_tenant_and_a_kb_that_work(tmp_path: Path) -> None:
+    """Followed by hand on the grant double: createTenant's links call createKb and listKbs as
+    the tenant it made; createKb's reach the knowledge base it made, as its owner, on every
+    operation on a knowledge base, each answered with a result."""
+    served = Server(tmp_path, "kb-grant")
+    try:
+        paths = openapi()["paths"]
+        backend = served.open(faults=False)
+        for tenant in ("acme", "beta"):
+            made = {"id": 1, "op": "createTenant", "params": {"backend": backend, "tenant": tenant}}
+            assert _request(served.url, "createTenant", made["params"]) == (200, {"id": 1, "result": {}})
+        links = paths["/v1/createTenant"]["post"]["responses"]["200"]["links"]
+        listed = _fill(links["listKbsAsTheTenant"], made, {"result": {}})
+        assert _request(served.url, "listKbs", listed) == (200, {"id": 1, "result": {"kbs": []}})
+        create = {**_fill(links["createKbAsTheTenant"], made, {"result": {}}), "store": "s1", "model": "m-3a"}
+        assert create["caller"] == "beta"
+        status, created = _request(served.url, "createKb", create)
+        assert status == 200, created
+        rest = {
+            "shareKb": {"grantee": "acme"},
+            "revokeKb": {"grantee": "acme"},
+            "ingestDocuments": {"documents": [{"text": "words", "embedding": [1.0, 0.0, 0.0]}]},
+            "getKb": {},
+            "copyKb": {"store": "s2"},
+            "moveKb": {"store": "s2"},
+            "deleteKb": {},
+        }
+        links = paths["/v1/createKb"]["post"]["responses"]["200"]["links"]
+        assert sorted(link["operationId"] for link in links.values()) == sorted(rest)
+        request = {"id": 1, "op": "createKb", "params": create}
+        for op in rest:  # in this order: delete last
+            [link] = [link for link in links.values() if link["operationId"] == op]
+            status, answer = _request(served.url, op, {**_fill(link, request, created), **rest[op]})
             assert (status, "result" in answer) == (200, True), (op, answer)
     finally:
         served.stop()
