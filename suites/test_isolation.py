@@ -4,7 +4,9 @@ Each test takes the manifest's profile (``kbconform_isolation``) and its seeded 
 (``kbconform_world``): the readers, how a read facade shows them what it shows, and what the
 profile's policy model expects. For ``tenant-namespace`` the readers are principals and the
 facades query, get, list, count and ask; for ``project-pool`` the readers are sessions and the
-facades the two searches (``schemas/project-pool.md``, rules P1 to P4 and P11 to P13).
+facades the two searches (``schemas/project-pool.md``, rules P1 to P4 and P11 to P13); for
+``kb-grant`` the readers are tenants (owners, grantees, a revoked grantee, a tenant owning
+nothing) and the facades search, get and list (``schemas/kb-grant.md``, rules G1 to G3).
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from kbconform.adapter import FaultPlan, FaultSwitch
 from kbconform.conformance import Isolation, Run, World
 from kbconform.errors import BackendUnavailable, Unauthenticated
 
-#: The isolation profiles these tests are written for (schemas/project-pool.md).
-PROFILES = ("tenant-namespace", "project-pool")
+#: The isolation profiles these tests are written for (schemas/project-pool.md, schemas/kb-grant.md).
+PROFILES = ("tenant-namespace", "project-pool", "kb-grant")
 
 
 def _assert_reads_exactly(world: World, backend: Any, facade: str) -> None:
@@ -46,9 +48,10 @@ def _assert_reads_something(world: World, backend: Any, facade: str) -> None:
 def test_every_reader_reads_exactly_its_scope_through_every_read_facade(
     kbconform_facade: str, kbconform_backend: Any, kbconform_world: World
 ) -> None:
-    """P1-P4, P13 (read-filter.md for tenants): every reader of the seeded world (principals,
-    or sessions in projects, in none, in an empty project, with ids that read as numbers) reads
-    through the facade exactly its scope by the policy model: by id, by text and by number."""
+    """P1-P4, P13 (read-filter.md for tenants; G1 for kb-grant): every reader of the seeded
+    world (principals; sessions in projects, in none, in an empty project, with ids that read as
+    numbers; tenants owning, granted, revoked or owning nothing) reads through the facade exactly
+    its scope by the policy model: by id, by text and by number."""
     _assert_reads_exactly(kbconform_world, kbconform_backend, kbconform_facade)
 
 
@@ -56,10 +59,10 @@ def test_every_reader_reads_exactly_its_scope_through_every_read_facade(
 def test_no_identity_is_refused_on_every_read_facade_and_told_nothing(
     kbconform_facade: str, kbconform_backend: Any, kbconform_world: World
 ) -> None:
-    """P11 (closed-01 for tenants): None, values that are no identity (look-alike principals;
-    non-strings, empty, unknown and look-alike session ids) raise Unauthenticated through the
-    facade, and the error carries no stored text; every reader with something in scope is
-    answered (control)."""
+    """P11 (closed-01 for tenants; G2 for kb-grant): None, values that are no identity (look-alike
+    principals; non-strings, empty, unknown and look-alike session or tenant ids) raise
+    Unauthenticated through the facade, and the error carries no stored text; every reader with
+    something in scope is answered (control)."""
     world = kbconform_world
     for label, identity in world.no_identities().items():
         with pytest.raises(Unauthenticated) as raised:
@@ -73,9 +76,9 @@ def test_no_identity_is_refused_on_every_read_facade_and_told_nothing(
 def test_a_failing_store_fails_every_read_facade_closed(
     kbconform_facade: str, kbconform_run: Run, kbconform_open: Any, kbconform_isolation: Isolation
 ) -> None:
-    """P12 (closed-02 for tenants): while the store fails, the facade raises BackendUnavailable
-    for every reader with something in scope, never a result (an empty one, a cached one);
-    before the fault and after it ends, each is answered (control)."""
+    """P12 (closed-02 for tenants; G3 for kb-grant): while the store fails, the facade raises
+    BackendUnavailable for every reader with something in scope, never a result (an empty one, a
+    cached one); before the fault and after it ends, each is answered (control)."""
     switch = FaultSwitch()
     backend = kbconform_open(kbconform_isolation.options(switch))
     world = kbconform_isolation.seed(backend, kbconform_run.rng(f"iso-03[{kbconform_facade}]"))

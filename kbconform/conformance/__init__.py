@@ -1,5 +1,5 @@
-"""What the conformance suites stand on: the run context, the policy models of both isolation
-profiles, and the seeded data."""
+"""What the conformance suites stand on: the run context, the policy models of every isolation
+profile, and the seeded data."""
 
 from kbconform.conformance._data import (
     Canaries,
@@ -9,9 +9,10 @@ from kbconform.conformance._data import (
     seed_canaries,
 )
 from kbconform.conformance._deadline import DEFAULT_CALL_TIMEOUT, DeadlineExceeded
+from kbconform.conformance._grant_model import GrantPolicy
 from kbconform.conformance._model import Ingest, Policy, Refused, Row, differences
 from kbconform.conformance._pool_model import PoolPolicy
-from kbconform.conformance._profiles import Isolation, PoolDriver, Reading, World, isolation_for
+from kbconform.conformance._profiles import GrantDriver, Isolation, PoolDriver, Reading, World, isolation_for
 from kbconform.conformance._run import PROFILES, ProfileName, Run
 
 __all__ = [
@@ -20,6 +21,8 @@ __all__ = [
     "DeadlineExceeded",
     "Canaries",
     "Canary",
+    "GrantDriver",
+    "GrantPolicy",
     "Ingest",
     "Isolation",
     "Policy",
