@@ -3,9 +3,9 @@ process can be judged (``schemas/harness-v1.md``).
 
 The kit's side is :class:`HarnessAdapter` over a :class:`StdioTransport` (a child process) or an
 :class:`HttpTransport` (a server on 127.0.0.1); the serving side, for Python adapters, is
-:class:`Dispatcher` with :func:`serve_stdio` or :func:`serve_http` (``kbconform serve``). Either
+:class:`Dispatcher` with :func:`serve_stdio` or :func:`serve_http` (``kbconform serve``). Every
 isolation profile crosses: a harness serves the operations of the profile its manifest declares
-(tenant-namespace, or project-pool: ``schemas/project-pool.md``).
+(tenant-namespace, project-pool: ``schemas/project-pool.md``, or kb-grant: ``schemas/kb-grant.md``).
 """
 
 from kbconform.harness._client import HarnessAdapter, HarnessBackend, HttpTransport, StdioTransport, Transport
