@@ -58,8 +58,11 @@ class GrantAdapter:
     def _stores(self) -> dict[str, VectorIndex]:
         return {"chroma": chroma.ChromaIndex(MODELS), "qdrant": qdrant.QdrantIndex(MODELS)}
 
+    #: What :meth:`open` opens (a mutant's adapter opens its own kind).
+    kind: type[KbGrantService] = KbGrantService
+
     def _service(self, options: BackendOptions) -> KbGrantService:
-        return KbGrantService(
+        return self.kind(
             self._stores(),
             MODELS,
             store_fails=options.store_fails,

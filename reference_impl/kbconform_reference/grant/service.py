@@ -100,7 +100,7 @@ def _vector(value: object, what: str) -> tuple[float, ...]:
 
 
 def _kb_list(value: object) -> list[str]:
-    if not isinstance(value, (list, tuple)) or not value or not all(type(kb) is str for kb in value):
+    if not isinstance(value, (list, tuple)) or not value or not all(type(kb) is str and kb for kb in value):
         raise grant_invalid("kbs", "a non-empty list of knowledge base ids", _describe(value))
     if len(set(value)) != len(value):
         raise grant_invalid("kbs", "knowledge base ids without duplicates", _describe(value))
@@ -201,8 +201,10 @@ class KbGrantService:
         return tenant
 
     def _readable(self, tenant: Tenant, kb: object) -> KbRow:
-        """``kb`` if ``tenant`` may read it; else NotFound, exactly as for an id never given."""
-        row = self.catalogue.readable(tenant.id, [kb]).get(kb) if type(kb) is str else None
+        """``kb`` if ``tenant`` may read it; else NotFound, exactly as for an id never given (a
+        value that is no id at all, not a non-empty string, is ``KB_GRANT_INVALID``)."""
+        name = _name(kb, "kb")
+        row = self.catalogue.readable(tenant.id, [name]).get(name)
         if row is None:
             raise NotFound(_describe(kb))
         return row
