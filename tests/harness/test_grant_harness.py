@@ -545,7 +545,8 @@ def test_a_harness_answers_another_profiles_operations_as_requests_it_cannot_car
 def test_a_grant_result_of_the_wrong_shape_breaks_the_harness(
     monkeypatch: pytest.MonkeyPatch, facade: str, wrong: Callable[..., Any], op: str
 ) -> None:
-    """A score outside [0, 1], a knowledge base id that is not a string, a negative count:
+    """A score outside [0, 1] (beyond the contract's 1e-4), a knowledge base id that is not a
+    string, a negative count:
     KB_HARNESS_BROKEN naming the call, never a result (control: the right shape answers)."""
     adapter, transport = _loopback()
     backend = adapter.open(BackendOptions())
@@ -561,6 +562,20 @@ def test_a_grant_result_of_the_wrong_shape_breaks_the_harness(
     monkeypatch.setattr(far, facade, wrong)
     with pytest.raises(HarnessBroken, match=f"not a {op} result"):
         call()
+
+
+def test_a_score_crosses_within_the_contracts_tolerance_of_0_to_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A score an ulp above 1 or 1e-4 below 0 (rounding, float32 vectors: the contract allows
+    1e-4) is a searchKbs result, and the suites judge it; one further out is not."""
+    adapter, transport = _loopback()
+    backend = adapter.open(BackendOptions())
+    far = transport.dispatcher.backends[backend.handle][0]
+    for score in (1.0000000000000002, 1.0001, -0.0001, 0.0):
+        hit = type("H", (), {"id": "d", "kb": "k", "text": "t", "score": score})()
+        monkeypatch.setattr(far, "search", lambda *_, hit=hit: [hit])
+        assert [found.score for found in backend.search("acme", ["k"], X, 5)] == [score]
+    assert problems("searchKbsResult", {"hits": [{"id": "d", "kb": "k", "text": "t", "score": 1.00011}]})
+    assert problems("searchKbsResult", {"hits": [{"id": "d", "kb": "k", "text": "t", "score": -0.00011}]})
 
 
 def test_each_answer_of_the_kb_grant_example_session_is_a_result_of_its_request() -> None:
