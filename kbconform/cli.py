@@ -612,6 +612,13 @@ def _run(arguments: argparse.Namespace) -> int:
         f"\n{verdict}; highest level earned: {reports.earned(report) or 'none'}; seed {report['seed']}; "
         f"{time.perf_counter() - started:.1f} s"
     )
+    print(reports.level_line(report))
+    if target == {"adapter": runner.DEFAULT_ADAPTER}:  # a first run, against the reference
+        print(
+            "your own backend: 'kbconform new-adapter NAME' writes an adapter to fill in, then "
+            "'kbconform run --adapter module:factory'; in another language, a harness-v1 harness: "
+            "'kbconform run --harness CMD'. The guide: docs/adapter-guide.md"
+        )
     return EXIT_OK if outcome.verdict == "pass" else EXIT_INVALID
 
 

@@ -364,16 +364,23 @@ def verify(report: object) -> None:
             differs(f"/tests/{index}", "tests", want, f"suite {test['suite']} at {test['level']}")
     earned = levels(report["tests"], partial=chosen is not None)
     if report["levels"] != earned:
-        given = ", ".join(lv for lv, v in earned.items() if v["earned"]) or "none"
-        claimed = ", ".join(lv for lv, v in report["levels"].items() if v["earned"]) or "none"
+        changed = [lv for lv in LEVELS if report["levels"].get(lv) != earned[lv]]
         differs(
             "/levels",
             "levels",
-            f"the verdicts its tests give (earned: {given})",
-            f"earned: {claimed}, or other counts",
+            "the verdicts its tests give: " + "; ".join(_verdict(lv, earned[lv]) for lv in changed),
+            "the report claims: " + "; ".join(_verdict(lv, report["levels"].get(lv)) for lv in changed),
         )
     if problems:
         raise ContractViolation(contract="report-v1", problems=tuple(problems), code="KB_REPORT_INVALID")
+
+
+def _verdict(level: str, verdict: Mapping[str, Any] | None) -> str:
+    """A level's verdict in words, every count shown: ``L2 earned (pass 3, fail 0, ...)``."""
+    if not isinstance(verdict, Mapping):
+        return f"{level} absent"
+    counts = ", ".join(f"{status} {verdict.get(status)}" for status in _SHOWN)
+    return f"{level} {'earned' if verdict.get('earned') is True else 'not earned'} ({counts})"
 
 
 # -- rendering --------------------------------------------------------------------------------
@@ -388,10 +395,49 @@ def _rows(report: Mapping[str, Any]) -> tuple[list[tuple[str, str]], Counter[tup
     return sorted({(level, suite) for level, suite, _ in counts}), counts
 
 
+#: What each level asks (the README's "Levels"), shown after a run's verdict.
+LEVEL_MEANINGS = {
+    "L0": "contract (invalid input refused)",
+    "L1": "write isolation",
+    "L2": "read isolation (every facade, fail closed)",
+    "L3": "lifecycle (deletion, backup, atomic writes)",
+    "L4": "robustness (state machine, scale)",
+}
+
+
+def catalogued_levels(report: Mapping[str, Any]) -> tuple[str, ...]:
+    """The levels the catalogue has tests at for this run (its isolation profile, manifest and
+    level, and of a partial run its selection): the only levels a report may name."""
+    found = {entry["level"] for entry in expected(report["manifest"], report["level"], selection(report))}
+    return tuple(level for level in LEVELS if level in found)
+
+
+def level_verdicts(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per level the catalogue has tests at for this run, the verdict the report's own test
+    statuses give, each test counted at its catalogued level (a test the catalogue expects and
+    the report lacks counts as an error; one it does not list counts not at all). Computed, never
+    read from the report's ``levels``: a level with no catalogue test is never named, let alone
+    earned."""
+    wanted = {
+        entry["id"]: entry["level"]
+        for entry in expected(report["manifest"], report["level"], selection(report))
+    }
+    given = {test.get("id"): test.get("status") for test in report.get("tests", ())}
+    tests = [{"level": level, "status": given.get(stable, "error")} for stable, level in wanted.items()]
+    verdicts = levels(tests, partial=selection(report) is not None)
+    return {level: verdicts[level] for level in catalogued_levels(report)}
+
+
 def earned(report: Mapping[str, Any]) -> str | None:
-    """The highest level earned, or None."""
-    won = [level for level, verdict in report["levels"].items() if verdict["earned"]]
+    """The highest level earned (by :func:`level_verdicts`), or None."""
+    won = [level for level, verdict in level_verdicts(report).items() if verdict["earned"]]
     return max(won, key=LEVELS.index) if won else None
+
+
+def level_line(report: Mapping[str, Any]) -> str:
+    """One line: what each level of this run means, and how a level is earned."""
+    shown = "; ".join(f"{level} {LEVEL_MEANINGS[level]}" for level in catalogued_levels(report))
+    return f"levels: {shown}. A level is earned when every test in it and below passes."
 
 
 def table(report: Mapping[str, Any]) -> str:
@@ -436,6 +482,16 @@ def summary(report: Mapping[str, Any]) -> str:
             if selection(report) is None
             else f" A partial run of {len(selection(report) or ())} selected tests: it earns no level."
         ),
+        "",
+        "Levels: "
+        + (
+            ", ".join(
+                f"{level} {'earned' if verdict['earned'] else 'not earned'}"
+                for level, verdict in level_verdicts(report).items()
+            )
+            or "none with tests in this run"
+        )
+        + ".",
         "",
         "| level | suite | " + " | ".join(_SHOWN) + " |",
         "|---|---|" + "---:|" * len(_SHOWN),

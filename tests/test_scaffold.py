@@ -1,0 +1,270 @@
+"""``kbconform new-adapter``: the skeleton is valid, type-checks against the protocol, runs under
+``kbconform run`` with every failure naming the facade to implement, and never overwrites a file."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbconform import _scaffold, is_valid
+from kbconform.adapter import Backend, BackendOptions, SupportsAsk, SupportsCount, SupportsScan
+from kbconform.cli import main
+from kbconform.errors import BackendUnavailable
+from kbconform.identity import Principal
+
+NAME = "qdrant_adapter"
+FILES = {f"{NAME}.py", f"{NAME}.manifest.json", "pytest.ini", ".github/workflows/kbconform.yml"}
+#: A level the skeleton's runs stop at: enough tests on every facade kind, and quick.
+LEVEL = "L1"
+
+#: Appended to a skeleton: the listed facades delegate to the reference knowledge base (in
+#: memory, with the skeleton's declarations: no shared namespace, its spoof mode).
+FILLED = """
+
+from kbconform_reference import KnowledgeBase, Settings
+from kbconform_reference.stores import MemoryStore
+
+_init = QdrantBackend.__init__
+
+
+def _with_reference(self, options):
+    _init(self, options)
+    settings = Settings(spoof_mode=options.spoof_mode, shared_namespaces=frozenset())
+    self.reference = KnowledgeBase(MemoryStore(), settings=settings)
+
+
+def _delegate(name):
+    def facade(self, *args):
+        return getattr(self.reference, name)(*args)
+
+    return facade
+
+
+QdrantBackend.__init__ = _with_reference
+for _name in {facades!r}:
+    setattr(QdrantBackend, _name, _delegate(_name))
+"""
+
+
+@pytest.fixture
+def skeleton(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    where = tmp_path / "skeleton"
+    assert main(["new-adapter", NAME, "--dir", str(where)]) == 0
+    out = capsys.readouterr().out
+    assert f"kbconform run --adapter {NAME}:factory" in out
+    return where
+
+
+def _written(where: Path) -> set[str]:
+    return {str(path.relative_to(where)) for path in where.rglob("*") if path.is_file()}
+
+
+def _run(where: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], dict[str, str]]:
+    """``kbconform run`` from the skeleton's directory; its report, and each failing test's message."""
+    done = subprocess.run(
+        [sys.executable, "-m", "kbconform", "run", "--adapter", f"{NAME}:factory", "--level", LEVEL,
+         "--seed", "1", "--report", "report.json", "--junitxml", "junit.xml", *args],
+        cwd=where, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    report_path = where / "report.json"
+    report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.exists() else {}
+    messages: dict[str, str] = {}
+    if (where / "junit.xml").exists():
+        for case in ElementTree.parse(where / "junit.xml").iter("testcase"):
+            for failure in [*case.iter("failure"), *case.iter("error")]:
+                messages[case.get("name", "")] = f"{failure.get('message', '')}\n{failure.text or ''}"
+    return done, report, messages
+
+
+def _failing(report: dict[str, Any]) -> set[str]:
+    return {test["id"] for test in report["tests"] if test["status"] in ("fail", "error")}
+
+
+@pytest.fixture
+def module(skeleton: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The skeleton's module, imported from its directory."""
+    spec = importlib.util.spec_from_file_location(NAME, skeleton / f"{NAME}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    loaded = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, NAME, loaded)
+    spec.loader.exec_module(loaded)
+    return loaded
+
+
+def test_the_skeleton_is_four_files_with_a_valid_conservative_manifest(skeleton: Path) -> None:
+    """The module, a valid adapter-manifest-v1 declining every optional capability with a reason,
+    a pytest.ini naming the factory, and a workflow running kbconform run as a CI gate."""
+    assert _written(skeleton) == FILES
+    manifest = json.loads((skeleton / f"{NAME}.manifest.json").read_text(encoding="utf-8"))
+    assert is_valid(manifest, "adapter-manifest-v1")
+    assert all(isinstance(reason, str) and reason for reason in manifest["features"].values())
+    assert (manifest["sharedNamespace"], manifest["idProfile"]) == (None, None)
+    assert manifest["readFacades"] == ["query", "get", "list"]
+    assert is_valid({**manifest, "readFacades": ["query"]}, "adapter-manifest-v1") is False  # control
+    assert f"kbconform_adapter = {NAME}:factory" in (skeleton / "pytest.ini").read_text(encoding="utf-8")
+    workflow = (skeleton / ".github/workflows/kbconform.yml").read_text(encoding="utf-8")
+    assert f"kbconform run --adapter {NAME}:factory" in workflow
+    assert '--junitxml kbconform.xml --summary "$GITHUB_STEP_SUMMARY"' in workflow
+
+
+def test_every_facade_is_present_and_raises_an_error_naming_it(module: Any) -> None:
+    """Each facade of Backend, SupportsCount, SupportsAsk and SupportsScan is on the backend and
+    raises BackendUnavailable naming that facade (and no other) and what to implement."""
+    backend = module.factory().open(BackendOptions())
+    assert isinstance(backend, Backend)
+    assert isinstance(backend, SupportsCount)
+    assert isinstance(backend, SupportsAsk)
+    assert isinstance(backend, SupportsScan)
+    principal = Principal(tenant_id="acme")
+    calls: dict[str, tuple[Any, ...]] = {
+        "ingest": (principal, []),
+        "query": (principal, "text", 3, None),
+        "get": (principal, "an-id"),
+        "list": (principal, 10, 0),
+        "apply_deletion_signal": (principal, {}),
+        "export": (principal,),
+        "restore": (principal, []),
+        "count": (principal,),
+        "ask": (principal, "why?", 3),
+        "scan": (Path(), None, "acme", "main", "bare-repo"),
+    }
+    for facade, args in calls.items():
+        with pytest.raises(BackendUnavailable) as raised:
+            getattr(backend, facade)(*args)
+        assert raised.value.operation == facade
+        assert f"{facade} failed: not implemented yet in {NAME}.py: " in str(raised.value)
+    assert not isinstance(object(), Backend)  # control: the protocol check can fail
+
+
+def test_kbconform_run_on_the_skeleton_fails_every_test_at_the_facade_to_implement(skeleton: Path) -> None:
+    """Nothing crashes: every test selected runs and fails (or is declined), each failure names
+    ingest, the facade every test starts with; the run ends with the level and next-step lines."""
+    done, report, messages = _run(skeleton)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    assert report["completeness"] == {"missing": [], "unknown": []}
+    failing = _failing(report)
+    assert failing
+    assert failing | {t["id"] for t in report["tests"] if t["status"] == "skip"} == {
+        t["id"] for t in report["tests"]
+    }
+    assert len(messages) == len(failing)
+    for name, message in messages.items():
+        assert "ingest failed: not implemented yet in qdrant_adapter.py" in message, name
+    assert "highest level earned: none" in done.stdout
+    assert "levels: L0 contract (invalid input refused); L1 write isolation." in done.stdout
+
+
+def test_a_filled_in_skeleton_passes_and_one_left_out_or_wrong_is_named(skeleton: Path) -> None:
+    """With every facade delegating to the reference the skeleton passes (control); with
+    apply_deletion_signal left unimplemented and list wrong (it returns nothing), the run fails:
+    the one deletion test at L1 fails naming apply_deletion_signal, no other failure says a facade
+    is missing, and list's isolation test fails."""
+    module = skeleton / f"{NAME}.py"
+    original = module.read_text(encoding="utf-8")
+    every = ["ingest", "query", "get", "list", "apply_deletion_signal", "export", "restore"]
+    module.write_text(original + FILLED.format(facades=every), encoding="utf-8")
+    done, report, _ = _run(skeleton)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "every test passed or was declined" in done.stdout
+    assert report["levels"]["L0"]["earned"] is True  # L1: its declined tests cost it
+
+    partly = [facade for facade in every if facade != "apply_deletion_signal"]
+    wrong_list = "\nQdrantBackend.list = lambda self, principal, limit, offset: []\n"
+    module.write_text(original + FILLED.format(facades=partly) + wrong_list, encoding="utf-8")
+    done, report, messages = _run(skeleton)
+    assert done.returncode == 1
+    failing = _failing(report)
+    assert {"contract-03", "iso-01[list]"} <= failing
+    unimplemented = {
+        name: message for name, message in messages.items() if "failed: not implemented yet" in message
+    }
+    assert len(unimplemented) == 1
+    assert "apply_deletion_signal failed: not implemented yet" in next(iter(unimplemented.values()))
+
+
+def test_mypy_strict_accepts_the_skeleton_and_rejects_a_facade_off_the_protocol(skeleton: Path) -> None:
+    """The skeleton type-checks against kbconform.adapter.Adapter and Backend (its factory's
+    annotation); a get taking an int id is refused (control)."""
+    from mypy import api
+
+    def check(path: Path) -> tuple[str, int]:
+        out, err, status = api.run(["--strict", "--cache-dir", str(skeleton / ".mypy_cache"), str(path)])
+        return out + err, status
+
+    output, status = check(skeleton / f"{NAME}.py")
+    assert status == 0, output
+    source = (skeleton / f"{NAME}.py").read_text(encoding="utf-8")
+    signature = "def get(self, principal: Principal, chunk_id: {}, /)"
+    wrong = source.replace(signature.format("str"), signature.format("int"))
+    assert wrong != source
+    (skeleton / "wrong_adapter.py").write_text(wrong, encoding="utf-8")
+    output, status = check(skeleton / "wrong_adapter.py")
+    assert status == 1
+    assert "Incompatible return value type" in output or "incompatible" in output.lower(), output
+
+
+def test_new_adapter_never_overwrites_a_file_and_writes_nothing_then(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One of the skeleton's files exists: exit 2 with KB_SCAFFOLD_EXISTS naming it, the file as
+    it was, nothing else written; in an empty directory all four are written (control)."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -q\n", encoding="utf-8")
+    assert main(["new-adapter", NAME, "--dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kbconform: error: KB_SCAFFOLD_EXISTS: ")
+    assert "found pytest.ini" in err
+    assert "Nothing was written" in err
+    assert err.count("\n") == 1
+    assert {path.name for path in tmp_path.iterdir()} == {"pytest.ini"}
+    assert (tmp_path / "pytest.ini").read_text(encoding="utf-8") == "[pytest]\naddopts = -q\n"
+    (tmp_path / "pytest.ini").unlink()
+    assert main(["new-adapter", NAME, "--dir", str(tmp_path)]) == 0
+    assert _written(tmp_path) == FILES
+
+
+def test_a_write_failing_part_way_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file that appears while the skeleton is placed (a race) stops it: what was placed is
+    removed, the stranger is kept, no staging directory is left; unhindered, all is written."""
+    place = _scaffold._place
+    placed: list[Path] = []
+
+    def racing(staged: Path, final: Path) -> None:
+        if len(placed) == 2:
+            final.write_text("someone else's\n", encoding="utf-8")
+        place(staged, final)
+        placed.append(final)
+
+    monkeypatch.setattr(_scaffold, "_place", racing)
+    with pytest.raises(_scaffold.ScaffoldError) as raised:
+        _scaffold.write(NAME, tmp_path, "0")
+    assert raised.value.code == _scaffold.EXISTS
+    assert _written(tmp_path) == {"pytest.ini"}
+    assert (tmp_path / "pytest.ini").read_text(encoding="utf-8") == "someone else's\n"
+    assert {path.name for path in tmp_path.iterdir()} == {"pytest.ini"}
+    (tmp_path / "pytest.ini").unlink()
+    monkeypatch.setattr(_scaffold, "_place", place)
+    assert {w.path for w in _scaffold.write(NAME, tmp_path, "0")} == FILES
+
+
+@pytest.mark.parametrize(
+    "name", ["Qdrant", "qdrant-adapter", "1st", "class", "json", "kbconform", "", "a" * 65]
+)
+def test_new_adapter_refuses_a_name_that_cannot_be_the_module(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not a module name, a keyword, or a module Python already finds: exit 2, one line saying
+    what was expected, nothing written; qdrant_adapter is accepted (control, in the fixture)."""
+    assert main(["new-adapter", name, "--dir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kbconform: error: KB_SCAFFOLD_NAME_INVALID: expected ")
+    assert err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+    assert _scaffold.check_name("qdrant_adapter") == "qdrant_adapter"
