@@ -1,0 +1,104 @@
+"""The kb-grant suites against the in-memory kb-grant adapter (tests/plugin/grant_adapter.py):
+the correct one passes every kb-grant test and earns L4; each broken one fails the tests
+schemas/kb-grant.md names for its mistake; a manifest of one store and one model declines the
+tests that need two."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbconform import report as reports
+from tests.plugin.grant_adapter import BROKEN
+
+pytest_plugins = ["pytester"]
+
+GRANT = (Path(__file__).parent / "grant_adapter.py").read_text(encoding="utf-8")
+#: A manifest of one store and one model, the double otherwise unchanged.
+SINGLE = """
+from grant_adapter import MANIFEST, Grants
+
+class Single(Grants):
+    manifest = {**MANIFEST, "stores": MANIFEST["stores"][:1], "models": MANIFEST["models"][:1]}
+
+def make():
+    return Single()
+"""
+
+
+def _run(pytester: pytest.Pytester, factory: str, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    pytester.makepyfile(grant_adapter=GRANT, single_adapter=SINGLE)
+    result = pytester.runpytest_subprocess(
+        f"--kbconform-adapter={factory}",
+        "--kbconform-report=report.json",
+        "--kbconform-seed=7",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        *args,
+    )
+    path = pytester.path / "report.json"
+    return result, json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def _grant_ids() -> set[str]:
+    return {entry["id"] for entry in reports.catalogue() if entry.get("profile") == "kb-grant"}
+
+
+def test_the_correct_double_passes_every_kb_grant_test_and_earns_l4(pytester: pytest.Pytester) -> None:
+    """Every kb-grant test of the catalogue (grant-01 to grant-14, iso-01 to iso-03 by
+    operation) runs and passes; no other profile's test runs; the report verifies."""
+    result, report = _run(pytester, "grant_adapter:make")
+    statuses = {entry["id"]: entry["status"] for entry in report["tests"]}
+    assert set(statuses) == _grant_ids()
+    assert {f"grant-{n:02d}" for n in range(1, 15)} <= set(statuses)
+    assert {status for status in statuses.values()} == {"pass"}, statuses
+    assert [level for level, verdict in report["levels"].items() if verdict["earned"]] == [
+        "L0",
+        "L1",
+        "L2",
+        "L3",
+        "L4",
+    ]
+    reports.verify(report)
+    assert result.ret == 0
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_each_broken_double_fails_the_tests_named_for_its_mistake(
+    pytester: pytest.Pytester, name: str
+) -> None:
+    """Raw engine scores, k per store, a pivot, authorization after retrieval, Forbidden to
+    strangers, mixed models, partial results, no deadline, a copy of an unreadable source, a
+    move that loses documents, a revoke that does not reach a cache: each fails every test
+    named for it (control: the correct double passes them, above)."""
+    killers = BROKEN[name][1]
+    only = [arg for stable in sorted(killers) for arg in ("--kbconform-only", stable)]
+    result, report = _run(pytester, f"grant_adapter:by_name.{name}", "--kbconform-no-shrink", *only)
+    statuses = {entry["id"]: entry["status"] for entry in report["tests"]}
+    assert set(statuses) == set(killers)
+    assert {status for status in statuses.values()} == {"fail"}, statuses
+    assert result.ret == 1
+
+
+def test_one_store_and_one_model_decline_the_tests_that_need_two(pytester: pytest.Pytester) -> None:
+    """multi-store and multi-model are declined with the manifest's reason; every other test
+    passes against the same double with one store and one model."""
+    result, report = _run(pytester, "single_adapter:make", "--kbconform-level=L2")
+    skipped = {entry["id"]: entry["reason"] for entry in report["tests"] if entry["status"] == "skip"}
+    needing = {
+        entry["id"]
+        for entry in reports.catalogue()
+        if entry.get("profile") == "kb-grant"
+        and {"multi-store", "multi-model"} & set(entry.get("requires", ()))
+        and entry["level"] in ("L0", "L1", "L2")
+    }
+    assert set(skipped) == needing
+    assert "grant-06" in skipped
+    assert "multi-store not offered: the manifest lists 1 store; this test needs two" in skipped["grant-06"]
+    assert {entry["status"] for entry in report["tests"] if entry["id"] not in skipped} == {"pass"}
+    assert result.ret == 0
