@@ -133,6 +133,8 @@ SUBPACKAGES = {
         "DeadlineExceeded",
         "Canaries",
         "Canary",
+        "GrantDriver",
+        "GrantPolicy",
         "Ingest",
         "Isolation",
         "Policy",
