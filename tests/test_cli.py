@@ -464,3 +464,60 @@ def test_ctrl_c_while_reading_is_exit_130_without_a_traceback() -> None:
     out, err = process.communicate(timeout=60)
     assert process.returncode == 130, (out, err)
     assert err == "kbconform: error: interrupted\n"
+
+
+def test_the_help_leads_with_run_as_the_main_job(capsys: pytest.CaptureFixture[str]) -> None:
+    """``kbconform --help`` names run as the main job and lists it first, new-adapter second;
+    the record commands come after (control: they are listed)."""
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    assert "The main job is 'kbconform run'" in " ".join(out.split())
+    listed = [line.split()[0] for line in out.splitlines() if line.startswith("    ") and line[4] != " "]
+    assert listed[:2] == ["run", "new-adapter"]
+    assert "validate" in listed
+
+
+def test_a_run_ends_saying_what_the_levels_mean_and_after_the_reference_how_to_test_ones_own(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the verdict: one line on the run's levels; after a run of the default adapter (the
+    reference) one more on new-adapter, --adapter, --harness and the guide, which a run of a
+    named adapter does not print (control)."""
+    from kbconform import runner
+
+    memory = "kbconform_reference.adapter:memory"
+    monkeypatch.setattr(runner, "DEFAULT_ADAPTER", memory)
+    code, out, _ = _run(capsys, "run", "--level", "L0", "--seed", "3")
+    assert code == 0, out[-2000:]
+    tail = out.splitlines()[-3:]
+    assert tail[0].startswith("every test passed or was declined; highest level earned: L0")
+    earning = "A level is earned when every test in it and below passes."
+    assert tail[1] == f"levels: L0 contract (invalid input refused). {earning}"
+    taught = ("kbconform new-adapter NAME", "--adapter module:factory", "--harness CMD", "adapter-guide.md")
+    assert all(part in tail[2] for part in taught), tail[2]
+    monkeypatch.undo()  # the default is the reference on Chroma again: memory is a named adapter
+    code, out, _ = _run(capsys, "run", "--adapter", memory, "--level", "L0", "--seed", "3")
+    assert code == 0
+    assert out.splitlines()[-1].startswith("levels: L0 contract")
+    assert "new-adapter" not in out
+
+
+def test_an_adapter_module_that_cannot_be_imported_is_named_with_where_it_was_looked_for(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kbconform run looks for the module in the directory it was started in (not the run's own
+    temporary one) and says so, with the hint; a module there is found (control)."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _run(capfd, "run", "--adapter", "beside_me:make", "--level", "L0")
+    assert code == 2
+    said = " ".join((out + err).split())
+    assert f"expected an importable module 'beside_me', looked for in {tmp_path} and then sys.path" in said
+    assert "pip install -e ." in said
+    (tmp_path / "beside_me.py").write_text(
+        "from kbconform_reference.adapter import memory\n\n\ndef make():\n    return memory()\n",
+        encoding="utf-8",
+    )
+    code, out, err = _run(capfd, "run", "--adapter", "beside_me:make", "--level", "L0", "--seed", "3")
+    assert code == 0, out[-2000:] + err[-2000:]

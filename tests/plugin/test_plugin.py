@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -311,3 +312,32 @@ def test_pytest_n_2_runs_every_test_once_with_one_seed_and_one_report(pytester: 
     assert (xdist["seed"], xdist["execution"]["workers"]) == (5, 2)
     assert {t["id"]: t["status"] for t in xdist["tests"]} == {t["id"]: t["status"] for t in serial["tests"]}
     assert "leak-01[list]" in {t["id"] for t in xdist["tests"] if t["status"] == "fail"}
+
+
+def test_pytest_started_as_a_script_finds_the_adapter_module_in_its_directory(
+    pytester: pytest.Pytester,
+) -> None:
+    """Started as the ``pytest`` command is (a script elsewhere, so the directory is not on
+    sys.path), pytest --kbconform-adapter imports the module beside it, as kbconform run does;
+    a module that is not there is a usage error naming the directory and the hint (control)."""
+    pytester.makepyfile(tiny_adapter=TINY)
+    script = pytester.path / "bin" / "pytest_script.py"
+    script.parent.mkdir()
+    script.write_text("import sys\n\nimport pytest\n\nsys.exit(pytest.console_main())\n", encoding="utf-8")
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+
+    def run(spec: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(script), f"--kbconform-adapter={spec}", "--kbconform-level=L0",
+             "-p", "no:cacheprovider", "-p", "no:randomly", "-q"],
+            cwd=pytester.path, env=environment, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+
+    found = run("tiny_adapter:make")
+    assert found.returncode == 0, found.stdout[-2000:] + found.stderr[-2000:]
+    assert "4 passed" in found.stdout
+    missing = run("not_here_adapter:make")
+    assert missing.returncode == pytest.ExitCode.USAGE_ERROR
+    said = " ".join(missing.stderr.split())
+    assert f"expected an importable module 'not_here_adapter', looked for in {pytester.path} and then" in said
+    assert "pip install -e ." in said

@@ -183,6 +183,54 @@ def test_the_summary_lists_failing_and_skipped_tests() -> None:
     assert "Skipped" not in text
 
 
+def test_the_summary_and_badge_name_only_levels_the_run_has_catalogue_tests_at() -> None:
+    """A run up to L1 names L0 and L1 only, and a report claiming L4 in its levels earns no more
+    than its tests give; a run up to L4 names every level (control)."""
+    low = _report(level="L1")
+    assert "Levels: L0 earned, L1 earned." in reports.summary(low)
+    assert reports.badge(low)["message"] == "L1"
+    tampered = copy.deepcopy(low)
+    tampered["levels"]["L4"]["earned"] = True  # a level with no test in this run
+    assert reports.earned(tampered) == "L1"
+    assert reports.badge(tampered)["message"] == "L1"
+    assert "L4" not in reports.summary(tampered)
+    every = ", ".join(f"{level} earned" for level in WITH_TESTS)
+    assert f"Levels: {every}." in reports.summary(_report())
+    assert "levels: L0 contract (invalid input refused); L1 write isolation; L2 " in reports.level_line(
+        _report()
+    )
+
+
+def test_a_level_without_catalogue_tests_is_never_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no L3 test in the catalogue (as a profile may have), the summary, the badge and the
+    level line never name L3; with the shipped catalogue they do (control)."""
+    assert "L3 earned" in reports.summary(_report())
+    assert "L3 lifecycle" in reports.level_line(_report())
+    without = tuple(entry for entry in reports.catalogue() if entry["level"] != "L3")
+    monkeypatch.setattr(reports, "catalogue", lambda: without)
+    report = _report()
+    assert "L3" not in reports.summary(report)
+    assert "L3" not in reports.level_line(report)
+    assert reports.catalogued_levels(report) == tuple(level for level in WITH_TESTS if level != "L3")
+    assert reports.badge(report)["message"] == "L4"
+
+
+def test_a_levels_problem_says_what_the_tests_give_and_what_the_report_claims() -> None:
+    """Counts changed without changing what is earned: the problem shows that level both ways,
+    differently, so expected never reads as equal to got; an untouched report passes (control)."""
+    report = _report()
+    reports.verify(copy.deepcopy(report))
+    report["levels"]["L3"]["pass"] += 1
+    with pytest.raises(ContractViolation) as raised:
+        reports.verify(report)
+    [problem] = [p for p in raised.value.problems if p.pointer == "/levels"]
+    passed = report["levels"]["L3"]["pass"]
+    assert problem.expected.startswith(f"the verdicts its tests give: L3 earned (pass {passed - 1}, fail 0")
+    assert problem.got.startswith(f"the report claims: L3 earned (pass {passed}, fail 0")
+    assert "L2" not in problem.expected + problem.got
+    assert problem.expected.split(": ", 1)[1] != problem.got.split(": ", 1)[1]
+
+
 def test_kbconform_verify_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     good, bad, junk = tmp_path / "good.json", tmp_path / "bad.json", tmp_path / "junk.json"
     report = _report()
