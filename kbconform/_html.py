@@ -233,9 +233,11 @@ def _failures(tests: list[Mapping[str, Any]]) -> str:
         f'<p class="note">{text(t["level"])}, suite {text(t["suite"])}'
         + (f", {_where(t)}" if _where(t) else "")
         + "</p>"
+        + (f"<pre>{text(t['reason'])}</pre>" if t.get("reason") else "")
+        + (f'<pre class="message">{text(t["message"])}</pre>' if t.get("message") else "")
         + (
-            f"<pre>{text(t['reason'])}</pre>"
-            if t.get("reason")
+            ""
+            if t.get("reason") or t.get("message")
             else '<p class="note">The report records no message for this test; the run\'s output and '
             "its JUnit XML (<code>--junitxml</code>) hold the traceback.</p>"
         )

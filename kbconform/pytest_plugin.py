@@ -13,6 +13,7 @@ import importlib.metadata
 import json
 import os
 import random
+import textwrap
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -375,6 +376,22 @@ def _status(report: pytest.TestReport) -> str:
     return "pass" if report.when == "call" else "disabled"
 
 
+#: The most characters of a failure's text a result carries to the report, which keeps far fewer.
+_FAILURE_TEXT = 100_000
+
+
+def _failure(report: pytest.TestReport) -> str:
+    """Why a test failed, as pytest tells it: the message of the exception that ended it, else
+    the ``E`` lines of the failure as pytest renders it, else the whole of that text."""
+    longrepr = report.longrepr
+    crash = getattr(getattr(longrepr, "reprcrash", None), "message", None)
+    if isinstance(crash, str) and crash.strip():
+        return crash[:_FAILURE_TEXT]
+    rendered = longrepr if isinstance(longrepr, str) else report.longreprtext
+    lines = [line[1:] for line in rendered.splitlines() if line.startswith("E ")]
+    return (textwrap.dedent("\n".join(lines)) if lines else rendered)[:_FAILURE_TEXT]
+
+
 def _entry(item: pytest.Item, mark: pytest.Mark) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "id": _stable_id(item, mark),
@@ -440,6 +457,8 @@ def pytest_runtest_makereport(
     entry["status"] = _status(report)
     if entry["status"] == "skip":
         entry["reason"] = item.config.stash[_DECLINED][item.nodeid]
+    elif entry["status"] in ("fail", "error"):
+        entry["message"] = _failure(report)  # the report cleans, redacts and bounds it
     # The result travels with the report (to the pytest-xdist controller, when there is one) in
     # a list of its own: ``user_properties`` is shared by the item's reports.
     report.user_properties = [*report.user_properties, (_PROPERTY, entry)]

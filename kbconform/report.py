@@ -53,7 +53,7 @@ def catalogue_from(*reports: Mapping[str, Any]) -> dict[str, Any]:
     """The test list full reports of maximal manifests give, one report per isolation profile
     (how catalogue.json is made)."""
     tests = {
-        test["id"]: {key: value for key, value in test.items() if key not in ("status", "reason")}
+        test["id"]: {key: value for key, value in test.items() if key not in ("status", "reason", "message")}
         for report in reports
         for test in report["tests"]
     }
@@ -213,6 +213,70 @@ def redact(value: Any) -> Any:
     return value
 
 
+#: The most characters of a failing test's ``message`` (report-v1's ``maxLength``).
+MAX_MESSAGE = 2000
+_ANSI = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]|[\ud800-\udfff]")
+_URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s/?#@:]*:)[^\s/?#@]+@", re.I)
+
+
+def secrets_of(value: Any, hidden: bool = False) -> set[str]:
+    """The strings :func:`redact` hides in ``value`` (a manifest's config): every string (and
+    number) under a secret-looking key, and every password inside a URL."""
+    found: set[str] = set()
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            secret = bool(_SECRET_KEY.search(str(key))) and item not in (None, "")
+            found |= secrets_of(item, hidden or secret)
+    elif isinstance(value, list):
+        for item in value:
+            found |= secrets_of(item, hidden)
+    elif isinstance(value, str):
+        if hidden:
+            found.add(value)
+        elif "://" in value:
+            password = urlsplit(value).password
+            if password:
+                found.add(password)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool) and hidden:
+        found.add(str(value))
+    return {secret for secret in found if secret}
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match[0])
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def message(text: str, hidden: Iterable[str] = ()) -> str | None:
+    """A failing test's message as a report records it, or None when nothing is left: terminal
+    colour sequences dropped, every ``hidden`` string (:func:`secrets_of` the config) and every
+    password inside a URL replaced by ``[redacted]``, control characters other than newline and
+    tab and lone surrogates shown as ``\\xNN`` / ``\\uNNNN``, blank space around it trimmed, and
+    cut to :data:`MAX_MESSAGE` characters, the last of them saying how many more there were."""
+    shown = _ANSI.sub("", text)
+    for secret in sorted(set(hidden), key=len, reverse=True):
+        shown = shown.replace(secret, REDACTED)
+    shown = _URL_PASSWORD.sub(rf"\g<1>{REDACTED}@", shown)
+    shown = _UNPRINTABLE.sub(_escaped, shown).strip()
+    if len(shown) > MAX_MESSAGE:
+        room = MAX_MESSAGE - len(f" \u2026 ({len(shown):,} more characters)")
+        shown = f"{shown[:room]} \u2026 ({len(shown) - room:,} more characters)"
+    return shown or None
+
+
+def _with_message(entry: Mapping[str, Any], hidden: Iterable[str]) -> dict[str, Any]:
+    """A result as the report lists it: a failing or erroring test's ``message`` cleaned by
+    :func:`message`; any other test carries none."""
+    kept = {key: value for key, value in entry.items() if key != "message"}
+    given = entry.get("message")
+    if kept.get("status") in FAILED and isinstance(given, str):
+        shown = message(given, hidden)
+        if shown is not None:
+            kept["message"] = shown
+    return kept
+
+
 def levels(tests: Iterable[Mapping[str, Any]], *, partial: bool = False) -> dict[str, dict[str, Any]]:
     """Counts per level; a level is earned when it has tests and every test in it and in every
     lower level passed (a declined feature's skip counts against it). A ``partial`` run (of a
@@ -255,7 +319,8 @@ def build(
     without a result is added as an error. ``execution["selection"]`` (None: every test) names
     the tests a partial run selected: only they are expected, and no level is earned."""
     chosen = execution.get("selection")
-    tests = {entry["id"]: dict(entry) for entry in results}
+    hidden = secrets_of(manifest.get("config"))
+    tests = {entry["id"]: _with_message(entry, hidden) for entry in results}
     wanted = expected(manifest, level, chosen)
     missing = sorted(entry["id"] for entry in wanted if entry["id"] not in tests)
     for entry in wanted:
@@ -501,11 +566,31 @@ def summary(report: Mapping[str, Any]) -> str:
         for level, suite in groups
     ]
     if failing:
-        lines += ["", "### Failing", ""] + [f"- `{t['id']}` ({t['status']})" for t in failing]
+        lines += ["", "### Failing", ""] + [_failing(t) for t in failing]
     if skipped:
         lines += ["", "### Skipped (declined in the manifest)", ""]
         lines += [f"- `{t['id']}`: {t.get('reason', '')}" for t in skipped]
     return "\n".join(lines) + "\n"
+
+
+#: The most characters of a failing test's message the Markdown summary shows (its first line).
+SUMMARY_MESSAGE = 200
+_MARKDOWN = re.compile(r"[\\`*_{}\[\]<>|~#!&]")
+
+
+def _failing(test: Mapping[str, Any]) -> str:
+    """A failing test's line in the summary: its id, status and the first line of its message
+    (at most :data:`SUMMARY_MESSAGE` characters), as plain text: every character Markdown or
+    HTML would read as markup is escaped, so a message cannot add a link, an element or a cell."""
+    line = f"- `{test['id']}` ({test['status']})"
+    given = test.get("message")
+    if not isinstance(given, str):
+        return line
+    first = next((part.strip() for part in (message(given) or "").splitlines() if part.strip()), "")
+    if len(first) > SUMMARY_MESSAGE:
+        first = first[: SUMMARY_MESSAGE - 1] + "\u2026"
+    shown = _MARKDOWN.sub(lambda match: "\\" + match[0], first)
+    return f"{line}: {shown}" if shown else line
 
 
 def badge(report: Mapping[str, Any]) -> dict[str, Any]:
