@@ -37,6 +37,7 @@ def test_the_installed_wheel_runs_the_suites_through_pytest_and_kbconform_run(tm
     assert "kbconform/suites/test_cross_tenant_leak.py" in names
     assert "kbconform/schemas/adapter-manifest-v1.schema.json" in names
     assert "kbconform/suites/catalogue.json" in names
+    assert "kbconform/py.typed" in names  # mypy checks an adapter against the installed protocol
     assert not any(name.startswith(("suites/", "schemas/", "tests/")) for name in names)
 
     venv.create(tmp_path / "venv", with_pip=True)
@@ -47,7 +48,8 @@ def test_the_installed_wheel_runs_the_suites_through_pytest_and_kbconform_run(tm
     project.mkdir()
     (project / "my_adapter.py").write_text(ADAPTER, encoding="utf-8")
 
-    with_pytest = _run([str(python), "-m", "pytest", "--kbconform-adapter=my_adapter:adapter", "-q"], project)
+    pytest_command = str(tmp_path / "venv" / "bin" / "pytest")  # as typed: the directory is not on sys.path
+    with_pytest = _run([pytest_command, "--kbconform-adapter=my_adapter:adapter", "-q"], project)
     assert with_pytest.returncode == 0, with_pytest.stdout[-3000:]
     assert " passed" in with_pytest.stdout
     assert "failed" not in with_pytest.stdout
