@@ -6,14 +6,16 @@ every query, read and delete filters on it with ``$in`` or ``$eq`` (positive mat
 
 Collections are created with a search breadth (``ef_search``) far above any page of results the
 suites ask, so the HNSW search ranks exactly at the sizes a conformance run holds. The client is
-an ``EphemeralClient`` (in process, in memory); ephemeral clients of one process share their
-data, so each store names its collections afresh and drops them when closed. Chroma is imported
-when a store is opened, never when this module is.
+an ``EphemeralClient`` (in process, in memory). chromadb 1.5 keeps about 2.5 MB of every
+collection that held data after it is deleted, and a conformance run opens thousands of
+backends; so a closed store empties its collections and hands them to the next store opened in
+the process (:class:`_Spare`, by dimension), which takes one only if it is empty. Chroma is
+imported when a store is opened, never when this module is.
 """
 
 from __future__ import annotations
 
-import contextlib
+import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -33,24 +35,59 @@ def version() -> str:
         return "unknown"
 
 
+class _Spare:
+    """Emptied collections of closed stores, by dimension, for the next stores of the process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._client: Any = None
+        self._free: dict[int, list[Any]] = {}
+
+    def client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                import chromadb
+                from chromadb.config import Settings
+
+                self._client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
+            return self._client
+
+    def take(self, dimension: int) -> Any:
+        """An empty collection for vectors of ``dimension``: a spare one, or a new one."""
+        with self._lock:
+            free = self._free.get(dimension, [])
+            while free:
+                collection = free.pop()
+                if collection.count() == 0:
+                    return collection
+        return self.client().create_collection(
+            f"kbg-{uuid.uuid4().hex}", embedding_function=None, configuration=_CONFIGURATION
+        )
+
+    def give(self, dimension: int, collection: Any) -> None:
+        """Empty ``collection`` and keep it (one that cannot be emptied is dropped)."""
+        try:
+            collection.delete(where={"kb": {"$gte": 0}})
+            if collection.count() != 0:
+                return
+        except Exception:  # a collection that cannot be emptied is not reused
+            return
+        with self._lock:
+            self._free.setdefault(dimension, []).append(collection)
+
+
+_SPARE = _Spare()
+
+
 class ChromaIndex:
     """A Chroma embedded store with a collection per model (``models``: name -> dimension)."""
 
     engine = "chroma"
 
     def __init__(self, models: Mapping[str, int]) -> None:
-        import chromadb
-        from chromadb.config import Settings
-
-        self._client: Any = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
-        prefix = f"kbg-{uuid.uuid4().hex}"
-        self._collections: dict[str, Any] = {
-            model: self._client.create_collection(
-                f"{prefix}-{index}", embedding_function=None, configuration=_CONFIGURATION
-            )
-            for index, model in enumerate(models)
-        }
-        self.max_batch = max(1, int(self._client.get_max_batch_size()))
+        self._dimensions = dict(models)
+        self._collections: dict[str, Any] = {model: _SPARE.take(size) for model, size in models.items()}
+        self.max_batch = max(1, int(_SPARE.client().get_max_batch_size()))
 
     def upsert(self, model: str, points: Sequence[Point], /) -> None:
         if points:
@@ -97,9 +134,9 @@ class ChromaIndex:
         self._collections[model].delete(where={"kb": {"$eq": kb}})
 
     def close(self) -> None:
-        for collection in self._collections.values():
-            with contextlib.suppress(Exception):  # already gone: nothing to release
-                self._client.delete_collection(collection.name)
+        """Hand the collections, emptied, to the next store opened in the process."""
+        for model, collection in self._collections.items():
+            _SPARE.give(self._dimensions[model], collection)
         self._collections.clear()
 
 
