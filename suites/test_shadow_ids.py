@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any
 
 import pytest
 from hypothesis import strategies as st
 
-from kbconform.conformance import Principals, Run, record
+from kbconform.conformance import Policy, Principals, Refused, Run, record
 from kbconform.errors import Forbidden, NotFound, SpoofRejected
 from kbconform.identity import Principal, chunk_id
 
@@ -254,26 +255,72 @@ def test_id_parts_that_concatenate_alike_never_collide(
     check()
 
 
+#: How long shadow-07 waits for the backend's clock to give a new chunk another ingestedAt than
+#: the one it re-sends (a clock read to the second needs up to one; a minute is the bound).
+CLOCK_WAIT = 61.0
+
+
+def _written(policy: Policy, backend: Any, principal: Principal, records: list[dict[str, Any]]) -> list[str]:
+    """Ingest ``records`` as the model predicts (ids included) and commit them to it."""
+    plan = policy.ingest(principal, records, "overwrite")
+    assert not isinstance(plan, Refused), plan.why
+    ids = [str(chunk) for chunk in backend.ingest(principal, records).ids]
+    assert policy.check_ids(plan, ids) == []
+    policy.commit_ingest(plan, ids)
+    return ids
+
+
+def _stamped_later(policy: Policy, backend: Any, principal: Principal, first: Any) -> int:
+    """Write new chunks as ``principal`` until one gets another ingestedAt than ``first`` (the
+    backend's clock has moved past it, so a rewrite now would show); how many it took."""
+    deadline, pause = time.monotonic() + CLOCK_WAIT, 0.005
+    for n in itertools.count():
+        [probe] = _written(
+            policy,
+            backend,
+            principal,
+            [record(f"clock/{n}.md", f"clock probe {n}", tenant=principal.tenant_id)],
+        )
+        stamped = backend.get(principal, probe).metadata
+        problems = policy.stamp_problems(probe, stamped)
+        assert not problems, "; ".join(problems)
+        if stamped.get("ingestedAt") != first:
+            return n + 1
+        assert time.monotonic() < deadline, (
+            f"every chunk written in {CLOCK_WAIT:.0f} s got ingestedAt {first!r}"
+        )
+        time.sleep(pause)
+        pause = min(2 * pause, 1.0)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 @pytest.mark.kbconform(id="shadow-07", level="L1")
 def test_re_ingesting_replaces_changed_content_and_keeps_identical_content(
     kbconform_run: Run, kbconform_backend: Any, kbconform_principals: Principals
 ) -> None:
     """A record whose id leaves out its content: sent again unchanged it keeps its id and every
-    stored value (``ingestedAt`` included); sent with new text it keeps its id, reads back with
-    the new text, and a query for the new text finds it first, ahead of a chunk sharing half the
-    words (control), while no read returns the old text."""
-    acme = kbconform_principals.acme
+    stored value, ``ingestedAt`` included, once a chunk written just before the re-send got
+    another ``ingestedAt`` (control: the backend's clock has moved, so a rewrite would show);
+    sent with new text it keeps its id, reads back with the new text, and a query for the new
+    text finds it first, ahead of a chunk sharing half the words (control), while no read
+    returns the old text."""
+    acme, beta = kbconform_principals.acme, kbconform_principals.beta
     backend = kbconform_backend
+    policy = Policy.for_manifest(kbconform_run.manifest)
     rng = kbconform_run.rng("shadow-07")
     words = [f"w{rng.getrandbits(40):010x}" for _ in range(10)]
     old_text, new_text = " ".join(words[:4]), " ".join(words[4:8])
     page = record("docs/page.md", old_text, tenant="acme", hashInputs=["sourcePath", "kind", "name"])
     decoy = record("docs/decoy.md", " ".join(words[4:6] + words[8:]), tenant="acme")
-    page_id, decoy_id = backend.ingest(acme, [page, decoy]).ids
+    page_id, decoy_id = _written(policy, backend, acme, [page, decoy])
     first = backend.get(acme, page_id)
-    time.sleep(0.02)  # a rewrite would stamp a later ingestedAt
-    assert list(backend.ingest(acme, [page]).ids) == [page_id]
+    problems = policy.stamp_problems(page_id, first.metadata)
+    assert not problems, "; ".join(problems)
+    assert _stamped_later(policy, backend, beta, first.metadata.get("ingestedAt")) >= 1
+    assert _written(policy, backend, acme, [page]) == [page_id]
     again = backend.get(acme, page_id)
+    problems = policy.stamp_problems(page_id, again.metadata)
+    assert not problems, f"identical content was restamped: {'; '.join(problems)}"
     assert (again.document, dict(again.metadata)) == (old_text, dict(first.metadata)), (
         "identical content was rewritten"
     )

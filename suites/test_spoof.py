@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from kbconform.adapter import BackendOptions, SpoofMode
-from kbconform.conformance import Principals, Run, record
+from kbconform.conformance import Policy, Principals, Refused, Run, differences, record
 from kbconform.errors import Forbidden, SpoofRejected
+from kbconform.identity import Principal
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).
 PROFILES = ("tenant-namespace",)
@@ -189,3 +190,61 @@ def test_custom_meta_named_like_a_stamp_never_changes_the_stored_stamps(
             assert stored.get("ingestedAt") != NAMED_LIKE_STAMPS["ingestedAt"]
         assert {h.id for h in _listed(backend, principal)} == {clean_id, *claim_ids}
         assert _listed(backend, kbconform_principals.beta) == [], "the claimed tenant reads the chunks"
+
+
+def _reads(backend: Any, facade: str, principal: Principal, size: int) -> list[Any]:
+    """The hits ``principal`` reads through ``facade`` (query and ask at a top-k of ``size``)."""
+    if facade == "query":
+        return list(backend.query(principal, "chunk written by", size, None))
+    if facade == "ask":
+        return list(backend.ask(principal, "chunk written by", size).sources)
+    if facade == "list":
+        return _listed(backend, principal)
+    return []  # get reads by id (below); count returns no chunks
+
+
+@pytest.mark.kbconform(id="spoof-07", level="L1")
+def test_every_ingested_chunk_carries_the_servers_config_version_and_ingest_time(
+    kbconform_run: Run, kbconform_backend: Any, kbconform_principals: Principals
+) -> None:
+    """Chunks of two tenants, written in three batches (one by a principal without an agent),
+    read back through every read facade and in an export with the server's
+    ``tenantConfigVersion``, one value for all of a tenant's chunks, and an ``ingestedAt``, the
+    same through every facade; their text and other stamps equal the model's (control: the
+    reads are of the chunks written, and each reader's scope is neither empty nor everything)."""
+    backend, principals = kbconform_backend, kbconform_principals
+    acme, beta = principals.acme, principals.beta
+    policy = Policy.for_manifest(kbconform_run.manifest)
+    batches = (
+        (acme, ["docs/one.md", "docs/two.md"]),
+        (acme.with_agent(None), ["docs/three.md"]),
+        (beta, ["docs/one.md"]),
+    )
+    for principal, paths in batches:
+        tenant = principal.tenant_id
+        records = [record(path, f"chunk written by {tenant} at {path}", tenant=tenant) for path in paths]
+        plan = policy.ingest(principal, records, "overwrite")
+        assert not isinstance(plan, Refused), plan.why
+        ids = [str(chunk) for chunk in backend.ingest(principal, records).ids]
+        assert policy.check_ids(plan, ids) == []
+        policy.commit_ingest(plan, ids)
+    facades = kbconform_run.manifest.read_facades
+    for principal in (acme, beta):
+        scope = policy.scope(principal)
+        assert 0 < len(scope) < len(policy.rows), "the check would be vacuous"
+        read = {facade: _reads(backend, facade, principal, len(scope)) for facade in facades}
+        read["get"] = [backend.get(principal, chunk) for chunk in scope]
+        for facade, hits in read.items():
+            if facade in ("query", "list", "get"):
+                assert sorted(h.id for h in hits) == sorted(scope), f"{facade} does not read the scope"
+            assert facade == "count" or hits, f"{facade} as {principal.tenant_id} read nothing"
+            for hit in hits:
+                problems = differences(scope[hit.id], hit.document, hit.metadata)
+                problems += policy.stamp_problems(hit.id, hit.metadata)
+                assert not problems, f"{facade} as {principal.tenant_id}, {hit.id}: {'; '.join(problems)}"
+    exported = {r["id"]: r for r in backend.export(principals.operator)}
+    assert set(exported) == set(policy.rows)
+    for chunk, row in policy.rows.items():
+        problems = differences(row, exported[chunk]["document"], exported[chunk]["metadata"])
+        problems += policy.stamp_problems(chunk, exported[chunk]["metadata"])
+        assert not problems, f"the export of {chunk}: {'; '.join(problems)}"

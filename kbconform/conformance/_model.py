@@ -38,6 +38,10 @@ SCOPE_STAMPS = ("tenantId", "repoSlug", "sourcePath", "visibility")
 COMPARED = ("tenantId", "repoSlug", "sourcePath", "visibility", "originAgentIdentity")
 #: The visibility the server stamps on ingest unless configured otherwise (schemas/stamping.md).
 INGEST_VISIBILITY = "team"
+#: The stamps whose values are the server's own (its tenant configuration, its clock): every
+#: ingested chunk carries both (schemas/stamping.md). The model cannot predict them: it learns
+#: each from the backend the first time it sees it and holds the backend to it from then on.
+SERVER_STAMPS = ("tenantConfigVersion", "ingestedAt")
 
 Key = tuple[str, str, str]
 
@@ -118,7 +122,13 @@ class Policy:
     ids_by_key: dict[Key, str] = field(default_factory=dict)
     keys_by_id: dict[str, Key] = field(default_factory=dict)
     #: Spoofed records per (tenant, agent): escalation switches a principal to reject mode.
+    #: Never forgotten: a backend may forget spoofs older than its window, and the suites never
+    #: wait a window out (schemas/stamping.md), so the model's budget is the smallest one.
     spoofs: Counter[tuple[str, str | None]] = field(default_factory=Counter)
+    #: The server stamps learned per ingested chunk (a restored chunk holds what it was given,
+    #: so it has no entry), and the configuration version learned per tenant.
+    learned: dict[str, dict[str, Any]] = field(default_factory=dict)
+    config_versions: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def for_manifest(cls, manifest: Manifest) -> Policy:
@@ -141,6 +151,31 @@ class Policy:
     def foreign(self, principal: Principal) -> dict[str, Row]:
         """Every chunk ``principal`` must never read."""
         return {i: row for i, row in self.rows.items() if not row.readable_by(principal)}
+
+    def stamp_problems(self, chunk: str, metadata: Mapping[str, Any]) -> list[str]:
+        """How the server stamps of ``chunk`` as read break schemas/stamping.md, learning the
+        values it has not seen yet: an ingested chunk carries ``tenantConfigVersion``, one value
+        for every chunk of its tenant (the configuration does not change during a test), and
+        ``ingestedAt``, the value it got when its content was first written, kept by every
+        identical re-send. A restored chunk holds what it was given (compared elsewhere)."""
+        row, learned = self.rows.get(chunk), self.learned.get(chunk)
+        if row is None or learned is None:
+            return []
+        problems = []
+        for name in SERVER_STAMPS:
+            value = metadata.get(name)
+            if value is None or value == "":
+                problems.append(f"no {name}: the server stamps it on every ingested chunk")
+                continue
+            known = self.config_versions if name == "tenantConfigVersion" else learned
+            key = row.tenant if name == "tenantConfigVersion" else name
+            first = known.setdefault(key, value)
+            if value != first:
+                whose = (
+                    f"tenant {row.tenant}'s other chunks" if known is self.config_versions else "this content"
+                )
+                problems.append(f"{name} {value!r}, but {first!r} for {whose}")
+        return problems
 
     # -- writes ----------------------------------------------------------------------------------
 
@@ -237,6 +272,9 @@ class Policy:
         """The ingest landed: the last record of the batch per id is stored, stamped."""
         principal = plan.principal
         for record, key, chunk in zip(plan.records, plan.keys, returned, strict=True):
+            old = self.rows.get(chunk)
+            if old is None or old.document != record["content"] or chunk not in self.learned:
+                self.learned[chunk] = {}  # a first write of this content: its stamps are new
             self.ids_by_key[key] = chunk
             self.keys_by_id[chunk] = key
             stamps: dict[str, Any] = {
@@ -297,6 +335,7 @@ class Policy:
     def commit_deletion(self, doomed: Iterable[str]) -> None:
         for chunk in doomed:
             del self.rows[chunk]
+            self.learned.pop(chunk, None)
 
     def export(self, principal: Principal) -> Refused | dict[str, Row]:
         """Every stored chunk, for operators only (Backend.export)."""
@@ -321,6 +360,7 @@ class Policy:
     def commit_restore(self, rows: Iterable[Row]) -> None:
         for row in rows:
             self.rows[row.id] = row
+            self.learned.pop(row.id, None)
 
 
 def differences(row: Row, document: str | None, metadata: Mapping[str, Any]) -> list[str]:

@@ -13,6 +13,7 @@ import builtins
 import dataclasses
 import hashlib
 import json
+import time
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -385,6 +386,25 @@ class ReingestRestampsIngestedAt(_Rewrites):
         return (now[0], now[1], {**now[2], "ingestedAt": self.now()})
 
 
+class ReingestRestampsIngestedAtToTheSecond(ReingestRestampsIngestedAt):
+    """A clock read to the second: a re-send within the same second restamps the same value."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.now = lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+# -- stamps -------------------------------------------------------------------------------------
+
+
+class NoConfigVersion(KnowledgeBase):
+    @staticmethod
+    def _metadata(record: Mapping[str, Any], stamps: Mapping[str, Any], ingested_at: str) -> dict[str, Any]:
+        metadata = KnowledgeBase._metadata(record, stamps, ingested_at)
+        del metadata["tenantConfigVersion"]  # spoofs are still checked against it; it is never stored
+        return metadata
+
+
 # -- ids ----------------------------------------------------------------------------------------
 
 
@@ -702,6 +722,18 @@ MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
         ReingestRestampsIngestedAt,
         "every re-send of identical content rewrites ingestedAt",
         ("shadow-07",),
+    ),
+    (
+        "reingest-restamps-ingested-at-to-the-second",
+        ReingestRestampsIngestedAtToTheSecond,
+        "ingestedAt is read to the second and every re-send of identical content rewrites it",
+        ("shadow-07",),
+    ),
+    (
+        "no-config-version",
+        NoConfigVersion,
+        "ingest never stores tenantConfigVersion",
+        ("spoof-07", "shadow-07"),
     ),
     (
         "repoless-ids",

@@ -369,9 +369,8 @@ class KnowledgeBase:
                     raise Forbidden(
                         "ingest", f"chunk id {row_id} is another agent's private chunk; nothing was written"
                     )
-                metadata = self._metadata(
-                    record, stamped[index], str(old["ingestedAt"]) if old else self.now()
-                )
+                first = old.get("ingestedAt") if old is not None else None  # a restore may drop it
+                metadata = self._metadata(record, stamped[index], str(first) if first else self.now())
                 if old is not None and dict(old) == metadata and documents.get(row_id) == record["content"]:
                     continue
                 rows.append((row_id, record["content"], metadata))
