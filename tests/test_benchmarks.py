@@ -52,3 +52,16 @@ def test_the_state_machine_benchmark_runs_and_writes_its_figures(tmp_path: Path)
     assert set(figures) == {"seconds", "backend_calls", "model_ratio"}
     assert figures["backend_calls"] > 1000
     assert (tmp_path / "s.json").exists()
+
+
+def test_the_grant_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
+    """A tiny run of the kb-grant reference's search against the stores' own queries writes every
+    figure (medians and ratios, plain and with a simulated store latency)."""
+    module = _benchmark("bench_grant.py")
+    figures = module.main(
+        ["--documents", "30", "--rounds", "4", "--latency-ms", "1", "--json", str(tmp_path / "g.json")]
+    )
+    assert {"fanout_ratio", "fanout_vs_sum", "single_chroma_ratio", "single_qdrant_ratio"} <= set(figures)
+    assert {"latency_fanout_ratio", "latency_serial_ratio"} <= set(figures)
+    assert all(value > 0 for value in figures.values())
+    assert (tmp_path / "g.json").exists()

@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypeVar
 
 from kbconform.errors import BackendUnavailable, Forbidden, NotFound
 from kbconform_reference.grant.adapter import GrantAdapter
 from kbconform_reference.grant.catalogue import _COLUMNS, Catalogue, KbRow, Tenant, _row
-from kbconform_reference.grant.fanout import FanOut
+from kbconform_reference.grant.fanout import FanOut, GroupFailed
 from kbconform_reference.grant.index import Point, VectorIndex
 from kbconform_reference.grant.service import GrantHit, KbGrantService, KbInfo, _describe, _name
+
+T = TypeVar("T")
 
 # -- search: authorization and scope ----------------------------------------------------------------
 
@@ -226,12 +228,30 @@ class EmptyOnStoreError(KbGrantService):
             return KbInfo(row.external, row.owner_name, row.store, row.model, 0)
 
 
+class _Patient(FanOut):
+    """A fan-out that waits for every group, however long it takes."""
+
+    def run(self, tasks: Sequence[Callable[[], T]]) -> list[T]:
+        futures = [self._executor.submit(task) for task in tasks]
+        results: list[T] = []
+        for index, future in enumerate(futures):
+            try:
+                results.append(future.result())
+            except Exception as error:
+                raise GroupFailed(index, error) from error
+        return results
+
+    def run_one(self, task: Callable[[], T]) -> T:
+        return self.run([task])[0]
+
+
 class NoGroupDeadline(KbGrantService):
     """Every store group is waited for, however long it takes."""
 
     def __init__(self, stores: Mapping[str, VectorIndex], models: Mapping[str, int], **options: Any) -> None:
         super().__init__(stores, models, **options)
-        self.fan_out = FanOut(self.fan_out.max_workers, math.inf)
+        self.fan_out.close()
+        self.fan_out = _Patient(self.fan_out.max_workers, self.fan_out.deadline)
 
 
 class HealthCheckOnCallerThread(KbGrantService):
