@@ -386,12 +386,18 @@ class ReingestRestampsIngestedAt(_Rewrites):
         return (now[0], now[1], {**now[2], "ingestedAt": self.now()})
 
 
-class ReingestRestampsIngestedAtToTheSecond(ReingestRestampsIngestedAt):
-    """A clock read to the second: a re-send within the same second restamps the same value."""
+class ReingestRestampsIngestedAtToTheSecond(KnowledgeBase):
+    """A clock read to the second, and every write stamps it: a re-send within the same second
+    stamps the same value and writes nothing; a later one rewrites the row with a new value."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.now = lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+    def _metadata(  # type: ignore[override]  # a method: the stamp is read from this clock
+        self, record: Mapping[str, Any], stamps: Mapping[str, Any], ingested_at: str
+    ) -> dict[str, Any]:
+        return KnowledgeBase._metadata(record, stamps, self.now())
 
 
 # -- stamps -------------------------------------------------------------------------------------
