@@ -13,9 +13,13 @@ from kbconform.cli import main
 from kbconform.mutants import MutantSpec
 from kbconform_reference.mutants import MUTANTS as TENANT
 
-#: Every mutant of the installed sets: the tenant-namespace reference's (``reference``) and the
-#: project-pool reference's (``reference-pool``).
-MUTANTS = mutants.discover()
+#: Every mutant of the installed sets: the tenant-namespace reference's (``reference``), the
+#: project-pool reference's (``reference-pool``) and the kb-grant reference's (``reference-grant``).
+ALL = mutants.discover()
+#: The sets run on every transport; the kb-grant set is run in process (its own test below).
+SERVED = ("reference", "reference-pool")
+MUTANTS = tuple(m for m in ALL if m.source in SERVED)
+GRANT = tuple(m for m in ALL if m.source == "reference-grant")
 SMOKES = {"accepts-everything", "rejects-everything", "pool-no-filter-anywhere"}
 
 
@@ -31,10 +35,11 @@ def test_every_mutant_is_killed_by_its_killers_and_the_smokes_fail(
     naming none, fail a run of every test. A mutant whose bug cannot cross harness-v1 is not
     applicable there, and says why."""
     assert len([m for m in TENANT if not m.smoke]) >= 15
-    assert {m.source for m in MUTANTS} == {"reference", "reference-pool"}
+    assert {m.source for m in ALL} == {"reference", "reference-pool", "reference-grant"}
     assert len([m for m in MUTANTS if m.source == "reference-pool" and not m.smoke]) >= 10
     assert {m.name for m in MUTANTS if m.smoke} == SMOKES
-    assert main(["mutants", "--json", str(tmp_path / "mutants.json")]) == 0
+    sets = [arg for name in SERVED for arg in ("--set", name)]
+    assert main(["mutants", *sets, "--json", str(tmp_path / "mutants.json")]) == 0
     by_name = _entries(tmp_path / "mutants.json")
     assert set(by_name) == {m.name for m in MUTANTS}
     alone = {m.name for m in MUTANTS if m.in_process_only}
@@ -68,7 +73,7 @@ def test_every_mutant_gets_the_verdict_it_gets_on_stdio_over_http_and_in_process
     """The verdicts the test above holds the stdio runs to, through the other transports: the
     killers alone fail against every mutant. The in-process-only mutants are killed in process
     (their bug is reachable there) and not applicable over HTTP, as on stdio."""
-    results = {r.name: r for r in runner.run_mutants(transport=transport)}
+    results = {r.name: r for r in runner.run_mutants(sets=SERVED, transport=transport)}
     assert set(results) == {m.name for m in MUTANTS}
     for mutant in MUTANTS:
         result = results[mutant.name]
@@ -78,6 +83,25 @@ def test_every_mutant_gets_the_verdict_it_gets_on_stdio_over_http_and_in_process
             continue
         assert (result.killed, result.unmet, result.not_applicable) == (True, [], None), mutant.name
         if not mutant.smoke:
+            assert result.killed_by == sorted(set(mutant.killers)), mutant.name
+
+
+def test_every_kb_grant_mutant_is_killed_by_its_killers_in_process() -> None:
+    """The kb-grant reference's set, in process (each mutant's killers alone, the smoke against
+    every test): each broken backend fails every test named for it and the smoke fails the run.
+    Between them the set names every kb-grant test id (grant-01 to grant-14, iso-01 to iso-03)."""
+    assert len([m for m in GRANT if not m.smoke]) >= 20
+    assert {m.name for m in GRANT if m.smoke} == {"grant-no-authorization-anywhere"}
+    named = {killer.split("[")[0] for m in GRANT for killer in m.killers}
+    assert named == {f"grant-{n:02d}" for n in range(1, 15)} | {"iso-01", "iso-02", "iso-03"}
+    results = {r.name: r for r in runner.run_mutants(sets=["reference-grant"], transport="in-process")}
+    assert set(results) == {m.name for m in GRANT}
+    for mutant in GRANT:
+        result = results[mutant.name]
+        assert (result.killed, result.unmet, result.not_applicable) == (True, [], None), mutant.name
+        if mutant.smoke:
+            assert len(result.killed_by) > 10, mutant.name
+        else:
             assert result.killed_by == sorted(set(mutant.killers)), mutant.name
 
 

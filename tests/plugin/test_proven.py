@@ -13,8 +13,8 @@ from kbconform import report as reports
 from kbconform._resources import data_dir
 from kbconform.mutants import discover
 
-#: Every built-in mutant: the tenant-namespace reference's set and the project-pool reference's.
-MUTANTS = discover(("reference", "reference-pool"))
+#: Every built-in mutant: the tenant-namespace, project-pool and kb-grant references' sets.
+MUTANTS = discover(("reference", "reference-pool", "reference-grant"))
 
 
 def _catalogue() -> set[str]:

@@ -124,7 +124,12 @@ def test_an_adapter_author_ships_mutants_of_their_own_backend(
     shutil.copy(HERE / "tiny_adapter.py", site / "tiny_adapter.py")
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.chdir(site)
-    assert {m.source for m in mutants.discover()} == {"reference", "reference-pool", "tiny"}
+    assert {m.source for m in mutants.discover()} == {
+        "reference",
+        "reference-pool",
+        "reference-grant",
+        "tiny",
+    }
     assert main(["mutants", "--set", "tiny", "--json", str(tmp_path / "m.json")]) == 0
     assert "1 of 1 mutants killed" in capsys.readouterr().out
     [entry] = json.loads((tmp_path / "m.json").read_text(encoding="utf-8"))["mutants"]
@@ -173,7 +178,10 @@ def test_no_mutant_set_installed_is_a_clear_error(
     """Without the reference (or any set) installed, mutants says how to get one; an unknown
     --set name lists the installed ones (control: the reference's set is there)."""
     assert main(["mutants", "--set", "nope"]) == 2
-    assert "an installed mutant set (installed: reference, reference-pool)" in capsys.readouterr().err
+    assert (
+        "an installed mutant set (installed: reference, reference-grant, reference-pool)"
+        in capsys.readouterr().err
+    )
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda **kwargs: [])
     assert main(["mutants"]) == 2
     err = capsys.readouterr().err

@@ -339,41 +339,6 @@ class DeleteKeepsGrants(KbGrantService):
         self.catalogue = _KeptGrants()
 
 
-class _ReusedIds(Catalogue):
-    """Knowledge bases get ``INTEGER PRIMARY KEY`` ids without ``AUTOINCREMENT``, and a delete
-    removes the row: the newest knowledge base's id is given again after it is deleted."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._db.executescript(
-            "PRAGMA foreign_keys = OFF; DROP TABLE grants; DROP TABLE kbs;"
-            "CREATE TABLE kbs (id INTEGER PRIMARY KEY, external TEXT NOT NULL UNIQUE, owner INTEGER NOT NULL,"
-            " store TEXT NOT NULL, model TEXT NOT NULL, state TEXT NOT NULL);"
-            "CREATE TABLE grants (kb INTEGER NOT NULL, grantee INTEGER NOT NULL, PRIMARY KEY (kb, grantee));"
-        )
-
-    def discard(self, kb: int) -> None:
-        with self._transaction():
-            self._db.execute("DELETE FROM grants WHERE kb = ?", (kb,))
-            self._db.execute("DELETE FROM kbs WHERE id = ?", (kb,))
-
-
-class DeleteLeavesDocumentsIdsReused(KbGrantService):
-    """Deleting a knowledge base drops its catalogue row and leaves its documents to a purge
-    that never comes; ids are reused, so the next knowledge base made inherits them."""
-
-    def __init__(self, stores: Mapping[str, VectorIndex], models: Mapping[str, int], **options: Any) -> None:
-        super().__init__(stores, models, **options)
-        self.catalogue.close()
-        self.catalogue = _ReusedIds()
-
-    def delete_kb(self, caller: object, kb: object, /) -> None:
-        with self._lock:
-            tenant = self._caller(caller, "delete_kb")
-            row = self._administered(tenant, kb, "delete_kb")
-            self.catalogue.discard(row.id)
-
-
 class ListShowsShared(KbGrantService):
     """``list_kbs`` shows the caller's own knowledge bases and every one that is shared with
     anybody (a 'shared' flag read as shared with everyone)."""
@@ -564,44 +529,44 @@ MUTANTS: tuple[Mutant, ...] = (
         "grant-forbidden-where-not-found",
         ForbiddenWhereNotFound,
         "a foreign knowledge base is Forbidden, a missing one NotFound: existence is revealed",
-        ("grant-02",),
+        ("grant-02", "iso-01[get-kb]"),
     ),
     Mutant(
         "grant-pivots-to-first-readable",
         PivotsToFirstReadable,
         "unreadable knowledge bases are dropped from a search, an empty scope falls back to the "
         "caller's first knowledge base",
-        ("grant-02",),
+        ("grant-02", "iso-01[search-kbs]"),
     ),
     Mutant(
         "grant-unknown-tenant-unfiltered",
         UnknownTenantUnfiltered,
         "a caller id naming no tenant is served unfiltered",
-        ("iso-02",),
+        ("iso-02[search-kbs]", "iso-02[get-kb]", "iso-02[list-kbs]", "grant-14"),
     ),
     Mutant(
         "grant-unknown-tenant-created-on-first-call",
         UnknownTenantCreatedOnFirstCall,
         "a caller id never created is created on its first call",
-        ("iso-02",),
+        ("iso-02[search-kbs]", "iso-02[get-kb]", "iso-02[list-kbs]", "grant-14"),
     ),
     Mutant(
         "grant-mixed-models-merged",
         MixedModelsMerged,
         "knowledge bases of different models are searched together and their scores merged",
-        ("grant-05",),
+        ("grant-05", "grant-03"),
     ),
     Mutant(
         "grant-raw-scores-merged",
         RawScoresMerged,
         "each engine's own score (a distance, a similarity) is merged as it comes",
-        ("grant-06",),
+        ("grant-06", "iso-01[search-kbs]"),
     ),
     Mutant(
         "grant-normalized-only-when-mixed",
         NormalizedOnlyWhenMixed,
         "scores are normalized only when the hits span several engines",
-        ("grant-06",),
+        ("grant-06", "iso-01[search-kbs]"),
     ),
     Mutant(
         "grant-limit-per-store-not-overall",
@@ -613,19 +578,19 @@ MUTANTS: tuple[Mutant, ...] = (
         "grant-limit-split-across-stores",
         LimitSplitAcrossStores,
         "the limit is split evenly over the store groups",
-        ("grant-06",),
+        ("grant-06", "grant-10"),
     ),
     Mutant(
         "grant-partial-results-on-group-failure",
         PartialResultsOnGroupFailure,
         "a store group that fails or misses its deadline is left out of the result",
-        ("grant-07", "grant-08"),
+        ("grant-07", "grant-08", "iso-03[search-kbs]"),
     ),
     Mutant(
         "grant-empty-on-store-error",
         EmptyOnStoreError,
         "a failing store is answered with no hits and no knowledge bases",
-        ("iso-03",),
+        ("iso-03[search-kbs]", "iso-03[get-kb]", "iso-03[list-kbs]", "grant-07"),
     ),
     Mutant(
         "grant-no-group-deadline",
@@ -649,26 +614,19 @@ MUTANTS: tuple[Mutant, ...] = (
         "grant-grantee-may-administer",
         GranteeMayAdminister,
         "administering checks read access only: a grantee shares, ingests, moves and deletes",
-        ("grant-04",),
+        ("grant-04", "grant-12"),
     ),
     Mutant(
         "grant-delete-keeps-grants",
         DeleteKeepsGrants,
         "a deleted knowledge base keeps its grants and its grantees still read it",
-        ("grant-12",),
-    ),
-    Mutant(
-        "grant-delete-leaves-documents-ids-reused",
-        DeleteLeavesDocumentsIdsReused,
-        "a delete drops the catalogue row only and ids are reused: a new knowledge base inherits "
-        "the deleted one's documents",
-        ("grant-12",),
+        ("grant-12", "grant-13", "iso-01[list-kbs]"),
     ),
     Mutant(
         "grant-list-shows-shared",
         ListShowsShared,
         "list_kbs shows every knowledge base shared with anybody",
-        ("iso-01",),
+        ("iso-01[list-kbs]",),
     ),
     Mutant(
         "grant-copy-trusts-source",
@@ -680,7 +638,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "grant-copy-shares-grants",
         CopySharesGrants,
         "a copy carries the source's grants along",
-        ("grant-09",),
+        ("grant-04", "iso-01[list-kbs]"),
     ),
     Mutant(
         "grant-copy-and-move-read-one-page",
