@@ -339,8 +339,8 @@ def build(
         "testListHash": list_hash(catalogue()),
         "manifest": shown,
         "config": {
-            "adapter": adapter,
-            **({"harness": dict(harness)} if harness is not None else {}),
+            "adapter": redact(adapter),
+            **({"harness": redact(dict(harness))} if harness is not None else {}),
             **({"backend": shown["config"]} if "config" in shown else {}),
         },
         "seed": seed,
@@ -569,7 +569,7 @@ def summary(report: Mapping[str, Any]) -> str:
         lines += ["", "### Failing", ""] + [_failing(t) for t in failing]
     if skipped:
         lines += ["", "### Skipped (declined in the manifest)", ""]
-        lines += [f"- `{t['id']}`: {t.get('reason', '')}" for t in skipped]
+        lines += [f"- `{t['id']}`: {_plain(str(t.get('reason', '')))}" for t in skipped]
     return "\n".join(lines) + "\n"
 
 
@@ -589,8 +589,13 @@ def _failing(test: Mapping[str, Any]) -> str:
     first = next((part.strip() for part in (message(given) or "").splitlines() if part.strip()), "")
     if len(first) > SUMMARY_MESSAGE:
         first = first[: SUMMARY_MESSAGE - 1] + "\u2026"
-    shown = _MARKDOWN.sub(lambda match: "\\" + match[0], first)
+    shown = _plain(first)
     return f"{line}: {shown}" if shown else line
+
+
+def _plain(text: str) -> str:
+    """``text`` with every character Markdown or HTML would read as markup escaped, on one line."""
+    return _MARKDOWN.sub(lambda match: "\\" + match[0], " ".join(text.split()))
 
 
 def badge(report: Mapping[str, Any]) -> dict[str, Any]:

@@ -286,14 +286,14 @@ def _soundness(
     select: Sequence[str] | None,
 ) -> list[str]:
     """Why ``report`` is not the sound report of the run asked for (empty when it is)."""
-    from kbconform.report import verify
+    from kbconform.report import redact, verify
 
     try:
         verify(report)
     except ContractViolation as error:
         return [f"the report is not valid evidence: {problem}" for problem in error.problems]
     asked = {
-        "adapter": (report["config"]["adapter"], adapter),
+        "adapter": (report["config"]["adapter"], redact(adapter)),  # a URL's password is never shown
         "seed": (report["seed"], seed),
         "level": (report["level"], level or "L4"),
         "profile": (report["profile"], profile or report["profile"]),

@@ -159,6 +159,43 @@ def test_secrets_in_the_adapter_config_are_redacted() -> None:
     }
 
 
+def test_a_password_in_the_harness_url_or_command_is_redacted() -> None:
+    """The harness's URL and command are shown without a password; one without stays as it is."""
+    results = [{**entry, "status": "pass"} for entry in reports.expected(TINY_MANIFEST, "L4")]
+    built = {
+        url: reports.build(
+            adapter=url,
+            manifest=TINY_MANIFEST,
+            seed=7,
+            profile="quick",
+            level="L4",
+            results=results,
+            execution=EXECUTION,
+            harness={"transport": "http", "url": url},
+        )
+        for url in ("http://ops:hunter2@127.0.0.1:9/", "http://127.0.0.1:9/")
+    }
+    hidden = built["http://ops:hunter2@127.0.0.1:9/"]
+    assert "hunter2" not in json.dumps(hidden)
+    assert hidden["config"]["adapter"] == "http://ops:[redacted]@127.0.0.1:9/"
+    assert hidden["config"]["harness"]["url"] == "http://ops:[redacted]@127.0.0.1:9/"
+    plain = built["http://127.0.0.1:9/"]  # control: nothing to hide, nothing changed
+    assert plain["config"]["adapter"] == plain["config"]["harness"]["url"] == "http://127.0.0.1:9/"
+
+
+def test_a_skip_reason_in_the_summary_is_plain_text() -> None:
+    """A declined feature's reason, which the manifest writes, adds no element, link or cell to
+    the Markdown summary; an ordinary reason reads as written."""
+    report = _report(**{"spoof-03": "skip"})
+    skipped = next(t for t in report["tests"] if t["id"] == "spoof-03")
+    skipped["reason"] = "no <img src=x> here | [link](http://x)"
+    text = reports.summary(report)
+    assert "no \\<img src=x\\> here \\| \\[link\\](http://x)" in text
+    assert "<img" not in text.replace("\\<img", "")
+    skipped["reason"] = "reject mode not offered"  # control
+    assert "- `spoof-03`: reject mode not offered" in reports.summary(report)
+
+
 @pytest.mark.parametrize(
     ("changes", "message", "color"),
     [
