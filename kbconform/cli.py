@@ -566,7 +566,11 @@ def _run(arguments: argparse.Namespace) -> int:
         if arguments.harness_url
         else {"adapter": arguments.adapter or runner.DEFAULT_ADAPTER}
     )
-    extra = ["-q", *(["--junitxml", str(Path(arguments.junitxml).resolve())] if arguments.junitxml else [])]
+    extra = [
+        "-q",
+        "--tb=short",
+        *(["--junitxml", str(Path(arguments.junitxml).resolve())] if arguments.junitxml else []),
+    ]
     print(f"kbconform run: {' '.join(target).replace('_', ' ')} {' '.join(target.values())}", flush=True)
     started = time.perf_counter()
     outcome = _suites(
