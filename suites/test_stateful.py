@@ -442,6 +442,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         )
         for chunk, row in expected.items():
             problems = differences(row, got[chunk]["document"], got[chunk]["metadata"])
+            problems += self.policy.stamp_problems(chunk, got[chunk]["metadata"])
             assert not problems, f"exported {chunk}: {'; '.join(problems)}"
         self.exported = [dict(r) for r in outcome]
 
@@ -614,6 +615,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
             assert not missing, f"{facade} as {who} lacks {sorted(missing)}, which it reads"
         for hit in hits:
             problems = differences(scope[hit.id], hit.document, hit.metadata)
+            problems += self.policy.stamp_problems(hit.id, hit.metadata)
             assert not problems, f"{facade} as {who}, {hit.id}: {'; '.join(problems)}"
 
 
