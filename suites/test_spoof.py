@@ -211,16 +211,14 @@ def test_every_ingested_chunk_carries_the_servers_config_version_and_ingest_time
     read back through every read facade and in an export with the server's
     ``tenantConfigVersion``, one value for all of a tenant's chunks, and an ``ingestedAt``, the
     same through every facade; their text and other stamps equal the model's (control: the
-    reads are of the chunks written, and each reader's scope is neither empty nor everything)."""
+    reads are of the chunks written, and each reader's scope is neither empty nor everything).
+    A chunk restored without both stamps, then ingested again, carries them again (control: as
+    restored, it reads without them)."""
     backend, principals = kbconform_backend, kbconform_principals
     acme, beta = principals.acme, principals.beta
     policy = Policy.for_manifest(kbconform_run.manifest)
-    batches = (
-        (acme, ["docs/one.md", "docs/two.md"]),
-        (acme.with_agent(None), ["docs/three.md"]),
-        (beta, ["docs/one.md"]),
-    )
-    for principal, paths in batches:
+
+    def ingest(principal: Principal, paths: list[str]) -> None:
         tenant = principal.tenant_id
         records = [record(path, f"chunk written by {tenant} at {path}", tenant=tenant) for path in paths]
         plan = policy.ingest(principal, records, "overwrite")
@@ -228,6 +226,10 @@ def test_every_ingested_chunk_carries_the_servers_config_version_and_ingest_time
         ids = [str(chunk) for chunk in backend.ingest(principal, records).ids]
         assert policy.check_ids(plan, ids) == []
         policy.commit_ingest(plan, ids)
+
+    ingest(acme, ["docs/one.md", "docs/two.md"])
+    ingest(acme.with_agent(None), ["docs/three.md"])
+    ingest(beta, ["docs/one.md"])
     facades = kbconform_run.manifest.read_facades
     for principal in (acme, beta):
         scope = policy.scope(principal)
@@ -248,3 +250,19 @@ def test_every_ingested_chunk_carries_the_servers_config_version_and_ingest_time
         problems = differences(row, exported[chunk]["document"], exported[chunk]["metadata"])
         problems += policy.stamp_problems(chunk, exported[chunk]["metadata"])
         assert not problems, f"the export of {chunk}: {'; '.join(problems)}"
+    [chunk] = policy.scope(beta)
+    kept = {
+        k: v for k, v in exported[chunk]["metadata"].items() if k not in ("tenantConfigVersion", "ingestedAt")
+    }
+    stripped = {**exported[chunk], "metadata": kept}
+    rows = policy.restore(principals.operator, [stripped])
+    assert not isinstance(rows, Refused), rows.why
+    assert backend.restore(principals.operator, [stripped]) == 1
+    policy.commit_restore(rows)
+    restored = backend.get(beta, chunk).metadata
+    assert [name for name in ("tenantConfigVersion", "ingestedAt") if name in restored] == [], (
+        "restore re-stamped"
+    )
+    ingest(beta, ["docs/one.md"])
+    problems = policy.stamp_problems(chunk, backend.get(beta, chunk).metadata)
+    assert not problems, f"{chunk} ingested over its restored row: {'; '.join(problems)}"
