@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 import pytest
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from kbconform.adapter import GRANT_INVALID, MAX_LIMIT, MODEL_MISMATCH, BackendOptions, FaultPlan, FaultSwitch
 from kbconform.conformance import GrantDriver, Run
@@ -375,9 +375,10 @@ def test_a_copy_needs_read_access_to_its_source_and_belongs_to_the_caller_alone(
     """G12: copying a knowledge base the caller may not read (never granted, or revoked) is
     NotFound and creates nothing; a grantee's copy onto each store holds every document (same
     texts and vectors, new ids) with the source's model, belongs to it alone (the source's owner
-    and other grantees do not read it, it administers it), and does not follow its source."""
+    and its other grantee do not read it: search, get and list; it administers it), and does not
+    follow its source."""
     d = _driver(kbconform_run, kbconform_backend, "grant-09")
-    owner, grantee, stranger = d.tenant(), d.tenant(), d.tenant()
+    owner, grantee, stranger, other = d.tenant(), d.tenant(), d.tenant(), d.tenant()
     source = d.kb(owner, documents=5)
     d.call("share_kb", owner, source, stranger)
     d.call("revoke_kb", owner, source, stranger)
@@ -386,11 +387,15 @@ def test_a_copy_needs_read_access_to_its_source_and_belongs_to_the_caller_alone(
     assert not d.policy.scope(stranger)
     d.check()
     d.call("share_kb", owner, source, grantee)
+    d.call("share_kb", owner, source, other)  # the source's grants are not the copy's
     copies = [str(d.call("copy_kb", grantee, source, store)) for store in d.policy.stores]
     d.ingest(owner, source, 1, "after the copy")
     for copy in copies:
         assert len(d.search(grantee, [copy])) == 5
-        d.refuse_search(owner, [copy])
+        for reader in (owner, other):
+            d.refuse_search(reader, [copy])
+            d.refuse("get_kb", reader, copy)
+            assert copy not in {str(v.id) for v in d.call("list_kbs", reader)}
         d.ingest(grantee, copy, 1, "the copy's own")
     d.call("delete_kb", owner, source)
     assert all(len(d.search(grantee, [copy])) == 6 for copy in copies)
@@ -456,15 +461,18 @@ def test_only_the_owner_deletes_and_a_deleted_knowledge_base_is_gone_for_everyon
     """G14: a grantee's delete is Forbidden and a stranger's NotFound (nothing deleted); the
     owner's delete removes the knowledge base, its documents and its grants for everyone (every
     facade: NotFound, absent from lists and searches), its id is never given again, and the
-    owner's other knowledge bases are untouched."""
+    owner's other knowledge bases are untouched. The deleted one is the newest (it holds
+    documents): a knowledge base created next on the same store and model has a fresh id and is
+    empty (search and get), never the deleted one's id or documents."""
     d = _driver(kbconform_run, kbconform_backend, "grant-12")
     owner, grantee, stranger = d.tenant(), d.tenant(), d.tenant()
-    kb = d.kb(owner, documents=4)
     kept = d.kb(owner, documents=2)
+    kb = d.kb(owner, documents=4)  # the newest: an id taken from the highest would be its own
     d.call("share_kb", owner, kb, grantee)
     assert isinstance(d.refuse("delete_kb", grantee, kb), Forbidden)
     assert isinstance(d.refuse("delete_kb", stranger, kb), NotFound)
     d.check()
+    store, model = d.policy.kbs[kb].store, d.policy.kbs[kb].model
     d.call("delete_kb", owner, kb)
     for tenant in (owner, grantee):
         d.refuse_search(tenant, [kb])
@@ -473,7 +481,12 @@ def test_only_the_owner_deletes_and_a_deleted_knowledge_base_is_gone_for_everyon
     d.refuse("delete_kb", owner, kb)
     d.refuse("share_kb", owner, kb, grantee)
     assert len(d.search(owner, [kept])) == 2
-    d.kb(owner, documents=1)  # a new id, never the deleted one
+    fresh = d.kb(owner, store, model)  # a new id (checked), never the deleted one's
+    assert fresh != kb
+    assert d.search(owner, [fresh]) == [], "a new knowledge base holds documents it never got"
+    d.call("get_kb", owner, fresh)  # compared with the model: no documents
+    d.refuse_search(grantee, [fresh])
+    d.kb(owner, documents=1)
     d.check()
 
 
@@ -495,7 +508,7 @@ class Step:
 
 STEPS = st.builds(
     Step,
-    op=st.sampled_from(["create", "ingest", "share", "revoke", "copy", "move", "delete"]),
+    op=st.sampled_from(["create", "ingest", "share", "revoke", "read", "copy", "move", "delete"]),
     tenant=st.integers(0, 10),
     kb=st.integers(0, 20),
     other=st.integers(0, 10),
@@ -509,10 +522,13 @@ def test_random_programs_of_grants_copies_and_moves_leave_every_read_as_the_mode
     kbconform_run: Run, kbconform_open: Any
 ) -> None:
     """G1, G6, G8: after a random program of knowledge bases created, documents ingested,
-    grants given and revoked, copies, moves and deletes, by tenants whose names collide under
-    common mistakes, every read of every tenant (list, get of every knowledge base, the exact
-    search of all it reads, NotFound for the rest) equals the model. Each program ends with a
-    grant, so a tenant reads some documents but not all (the guard below is the control)."""
+    grants given and revoked, reads, copies, moves and deletes, by tenants whose names collide
+    under common mistakes, every read of every tenant (list, get of every knowledge base, the
+    exact search of all it reads, NotFound for the rest) equals the model. Each program starts
+    with every tenant's knowledge base granted to the next tenant and read by every tenant, its
+    revokes withdraw grants that exist, and its reads (a tenant's list, gets and searches) come
+    between steps: a revoke follows reads of what it withdraws. Each program ends with a grant,
+    so a tenant reads some documents but not all (the guard below is the control)."""
     informative = [0]
 
     @kbconform_run.given(
@@ -528,12 +544,16 @@ def test_random_programs_of_grants_copies_and_moves_leave_every_read_as_the_mode
             stores, models = d.policy.stores, list(d.policy.models)
             for index, tenant in enumerate(tenants):
                 d.kb(tenant, stores[index % len(stores)], models[index % len(models)], 2)
+            for first_kb, next_tenant in zip(list(d.policy.kbs), [*tenants[1:], tenants[0]], strict=True):
+                d.call("share_kb", d.policy.kbs[first_kb].owner, first_kb, next_tenant)
+            d.check()  # every grant read before any revoke: a grant kept once read would show
             for step in program:
                 tenant = tenants[step.tenant % len(tenants)]
                 other = tenants[step.other % len(tenants)]
                 store = stores[step.store % len(stores)]
                 owned = [kb.id for kb in d.policy.kbs.values() if kb.owner == tenant]
                 readable = list(d.policy.scope(tenant))
+                granted = sorted((k, g) for k in owned for g in d.policy.grants.get(k, ()))
                 kb = owned[step.kb % len(owned)] if owned else None
                 if step.op == "create" or kb is None:
                     d.kb(tenant, store, models[step.n % len(models)], step.n - 1)
@@ -542,7 +562,11 @@ def test_random_programs_of_grants_copies_and_moves_leave_every_read_as_the_mode
                 elif step.op == "share" and other != tenant:
                     d.call("share_kb", tenant, kb, other)
                 elif step.op == "revoke":
+                    if granted:  # a grant that exists (the setup's were read)
+                        kb, other = granted[step.other % len(granted)]
                     d.call("revoke_kb", tenant, kb, other)
+                elif step.op == "read":
+                    d.check([other])
                 elif step.op == "copy":
                     d.call("copy_kb", tenant, readable[step.kb % len(readable)], store)
                 elif step.op == "move":
@@ -592,12 +616,15 @@ class GrantMachine(RuleBasedStateMachine):
         seed=st.integers(0, 2**32 - 1),
     )
     def open_backend(self, tenants: list[str], seed: int) -> None:
-        """A backend with a few tenants, each owning a knowledge base with documents."""
+        """A backend with a few tenants, each owning a knowledge base with documents granted to
+        the next tenant (so every program holds grants its reads see before any revoke)."""
         self.backend = self.run.open(BackendOptions(store_fails=self.fault if self.faults else None))
         self.driver = d = GrantDriver(self.backend, self.run.manifest, random.Random(seed))
         for index, tenant in enumerate(tenants):
             d.tenant(tenant)
             d.kb(tenant, d.policy.stores[index % len(d.policy.stores)], None, 2)
+        for kb, tenant in zip(list(d.policy.kbs), [*tenants[1:], tenants[0]], strict=True):
+            d.call("share_kb", d.policy.kbs[kb].owner, kb, tenant)
 
     def teardown(self) -> None:
         if self.backend is not None:
@@ -701,6 +728,29 @@ class GrantMachine(RuleBasedStateMachine):
         grantee (Forbidden), a stranger (NotFound) or no identity."""
         who = self._caller(caller)
         self._do("share_kb" if share else "revoke_kb", who, self._kb(kb), self._tenant(other))
+
+    @rule(kb=st.integers(0, 40), other=st.integers(0, 30))
+    def share_as_owner(self, kb: int, other: int) -> None:
+        """The owner of a knowledge base grants it to another tenant (read after this step)."""
+        target = self._kb(kb)
+        if target not in self.d.policy.kbs:
+            return
+        owner = self.d.policy.kbs[target].owner
+        others = [t for t in self.d.policy.tenants if t != owner]
+        if others:
+            self._do("share_kb", owner, target, others[other % len(others)])
+
+    def _granted(self) -> list[tuple[str, str]]:
+        return sorted((kb, grantee) for kb, grantees in self.d.policy.grants.items() for grantee in grantees)
+
+    @precondition(lambda self: self.driver is not None and bool(self._granted()))
+    @rule(pick=st.integers(0, 40))
+    def revoke_a_grant(self, pick: int) -> None:
+        """The owner withdraws a grant that exists, its grantee having read it after every
+        earlier step: from now on it reads it nowhere."""
+        granted = self._granted()
+        kb, grantee = granted[pick % len(granted)]
+        self._do("revoke_kb", self.d.policy.kbs[kb].owner, kb, grantee)
 
     @rule(caller=CALLERS, kb=st.integers(0, 40), store=st.integers(0, 3), fault=FAULTS)
     def copy(self, caller: int, kb: int, store: int, fault: int | None) -> None:

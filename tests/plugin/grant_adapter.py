@@ -438,6 +438,33 @@ class KeepsRevokedGrant(MemoryGrants):
         return readable
 
 
+class CopyInheritsGrants(MemoryGrants):
+    """(l) A copy carries its source's grants along: the source's other grantees read it."""
+
+    def copy_kb(self, caller: str, source: str, store: str, /) -> str:
+        copy = super().copy_kb(caller, source, store)
+        self.grants[copy] = set(self.grants.get(source, set())) - {caller}
+        return copy
+
+
+class ReusesDeletedIds(MemoryGrants):
+    """(m) A delete forgets the knowledge base but leaves its documents in the store, and its id
+    is given to the next knowledge base made, which inherits them."""
+
+    def __init__(self, store_fails: Callable[..., bool] | None = None) -> None:
+        super().__init__(store_fails)
+        self.freed: list[str] = []
+
+    def _id(self, kind: str) -> str:
+        return self.freed.pop() if kind == "kb" and self.freed else super()._id(kind)
+
+    def delete_kb(self, caller: str, kb: str, /) -> None:
+        found = self._own(self._caller(caller, "delete_kb"), kb, "delete_kb")
+        del self.kbs[found.id]
+        self.grants.pop(found.id, None)
+        self.freed.append(found.id)
+
+
 class Grants:
     """The adapter: a fresh :class:`MemoryGrants` (or ``kind``) per open."""
 
@@ -472,6 +499,8 @@ BROKEN: dict[str, tuple[type[MemoryGrants], frozenset[str]]] = {
     "ignores_deadline": (IgnoresDeadline, frozenset({"grant-08"})),
     "copy_trusts_source": (CopyTrustsSource, frozenset({"grant-09"})),
     "move_loses_documents": (MoveLosesDocuments, frozenset({"grant-10"})),
-    "keeps_revoked_grant": (KeepsRevokedGrant, frozenset({"grant-04"})),
+    "keeps_revoked_grant": (KeepsRevokedGrant, frozenset({"grant-04", "grant-13", "grant-14"})),
+    "copy_inherits_grants": (CopyInheritsGrants, frozenset({"grant-04", "grant-09"})),
+    "reuses_deleted_ids": (ReusesDeletedIds, frozenset({"grant-12"})),
 }
 by_name = SimpleNamespace(**{name: (lambda kind=kind: Grants(kind)) for name, (kind, _) in BROKEN.items()})

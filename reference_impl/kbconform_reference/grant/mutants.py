@@ -339,6 +339,41 @@ class DeleteKeepsGrants(KbGrantService):
         self.catalogue = _KeptGrants()
 
 
+class _ReusedIds(Catalogue):
+    """Knowledge bases get ``INTEGER PRIMARY KEY`` ids without ``AUTOINCREMENT``, and a delete
+    removes the row: the newest knowledge base's id is given again after it is deleted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._db.executescript(
+            "PRAGMA foreign_keys = OFF; DROP TABLE grants; DROP TABLE kbs;"
+            "CREATE TABLE kbs (id INTEGER PRIMARY KEY, external TEXT NOT NULL UNIQUE, owner INTEGER NOT NULL,"
+            " store TEXT NOT NULL, model TEXT NOT NULL, state TEXT NOT NULL);"
+            "CREATE TABLE grants (kb INTEGER NOT NULL, grantee INTEGER NOT NULL, PRIMARY KEY (kb, grantee));"
+        )
+
+    def discard(self, kb: int) -> None:
+        with self._transaction():
+            self._db.execute("DELETE FROM grants WHERE kb = ?", (kb,))
+            self._db.execute("DELETE FROM kbs WHERE id = ?", (kb,))
+
+
+class DeleteReusesIds(KbGrantService):
+    """Deleting a knowledge base drops its catalogue row and leaves its documents to a purge
+    that never comes; ids are reused, so the next knowledge base made inherits them."""
+
+    def __init__(self, stores: Mapping[str, VectorIndex], models: Mapping[str, int], **options: Any) -> None:
+        super().__init__(stores, models, **options)
+        self.catalogue.close()
+        self.catalogue = _ReusedIds()
+
+    def delete_kb(self, caller: object, kb: object, /) -> None:
+        with self._lock:
+            tenant = self._caller(caller, "delete_kb")
+            row = self._administered(tenant, kb, "delete_kb")
+            self.catalogue.discard(row.id)
+
+
 class ListShowsShared(KbGrantService):
     """``list_kbs`` shows the caller's own knowledge bases and every one that is shared with
     anybody (a 'shared' flag read as shared with everyone)."""
@@ -608,7 +643,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "grant-grant-cached",
         GrantCached,
         "a grant once read is kept: a revoke never takes effect",
-        ("grant-04",),
+        ("grant-04", "grant-13", "grant-14"),
     ),
     Mutant(
         "grant-grantee-may-administer",
@@ -621,6 +656,13 @@ MUTANTS: tuple[Mutant, ...] = (
         DeleteKeepsGrants,
         "a deleted knowledge base keeps its grants and its grantees still read it",
         ("grant-12", "grant-13", "iso-01[list-kbs]"),
+    ),
+    Mutant(
+        "grant-delete-reuses-ids",
+        DeleteReusesIds,
+        "a delete drops the catalogue row only and ids are reused: a new knowledge base inherits "
+        "the deleted one's documents",
+        ("grant-12",),
     ),
     Mutant(
         "grant-list-shows-shared",
@@ -638,7 +680,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "grant-copy-shares-grants",
         CopySharesGrants,
         "a copy carries the source's grants along",
-        ("grant-04", "iso-01[list-kbs]"),
+        ("grant-04", "grant-09", "iso-01[list-kbs]"),
     ),
     Mutant(
         "grant-copy-and-move-read-one-page",
