@@ -247,7 +247,8 @@ def test_every_ingested_chunk_carries_the_servers_config_version_and_ingest_time
     exported = {r["id"]: r for r in backend.export(principals.operator)}
     assert set(exported) == set(policy.rows)
     for chunk, row in policy.rows.items():
-        problems = differences(row, exported[chunk]["document"], exported[chunk]["metadata"])
+        shown = exported[chunk]["document"]  # an export may leave the text out (backup.md): not this rule
+        problems = differences(row, row.document if shown is None else shown, exported[chunk]["metadata"])
         problems += policy.stamp_problems(chunk, exported[chunk]["metadata"])
         assert not problems, f"the export of {chunk}: {'; '.join(problems)}"
     [chunk] = policy.scope(beta)
