@@ -24,6 +24,7 @@ from kbconform._capabilities import CAPABILITIES, PROFILES
 from kbconform.adapter import (
     Adapter,
     Backend,
+    KbGrantBackend,
     ProjectPoolBackend,
     SupportsAsk,
     SupportsCount,
@@ -48,7 +49,8 @@ class Facts:
 
     catalogue: tuple[dict[str, object], ...]
     facades: tuple[str, ...]
-    pool_facades: tuple[str, ...]
+    #: The facades of each profile other than the default, which its section's table must list.
+    profile_facades: dict[str, tuple[str, ...]]
     codes: frozenset[str]
     profiles: tuple[str, ...]
 
@@ -77,7 +79,10 @@ def facts() -> Facts:
     return Facts(
         catalogue=tuple(catalogue),
         facades=_methods(Backend, SupportsCount, SupportsAsk, SupportsScan),
-        pool_facades=_methods(ProjectPoolBackend),
+        profile_facades={
+            "project-pool": _methods(ProjectPoolBackend),
+            "kb-grant": _methods(KbGrantBackend),
+        },
         codes=_codes_in_source(),
         profiles=PROFILES,
     )
@@ -129,10 +134,10 @@ def guide_problems(text: str, facts: Facts) -> list[str]:
             problems.append(f"the {profile} profile has no section (## The {profile} profile)")
         elif f"schemas/{profile}.md" not in owned[0]:
             problems.append(f"the {profile} section does not name its spec doc schemas/{profile}.md")
-        elif profile == "project-pool":
+        else:
             problems.extend(
-                f"the project-pool facade {facade} is not in its table"
-                for facade in facts.pool_facades
+                f"the {profile} facade {facade} is not in its table"
+                for facade in facts.profile_facades.get(profile, ())
                 if f"| `{facade}(" not in owned[0]
             )
 
@@ -218,6 +223,12 @@ def _broken(text: str, old: str, new: str) -> str:
             "remove_session is not in its table",
             id="a pool facade left out",
         ),
+        pytest.param(
+            "| `move_kb(caller, kb, store)`",
+            "| `relocate_kb(caller, kb, store)`",
+            "the kb-grant facade move_kb is not in its table",
+            id="a kb-grant facade left out",
+        ),
     ],
 )
 def test_the_checker_fails_a_guide_with_one_thing_broken(old: str, new: str, problem: str) -> None:
@@ -233,7 +244,7 @@ def test_the_checker_asks_every_profile_for_a_section() -> None:
     grown = Facts(
         catalogue=(*known.catalogue, {"id": "zeta-01", "level": "L1", "suite": "zeta", "profile": "zeta"}),
         facades=known.facades,
-        pool_facades=known.pool_facades,
+        profile_facades=known.profile_facades,
         codes=known.codes,
         profiles=(*known.profiles, "zeta"),
     )
