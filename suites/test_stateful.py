@@ -331,6 +331,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         expected = self.policy.ingest(principal, records, self.mode)
         sent = (records, self.policy.ids_for(principal, records))
         outcome = self._call(principal, fault, sent, lambda: self.backend.ingest(principal, records))
+        self.policy.count_spoofs(principal, records, self.mode)
         if self._failed(outcome, fault, expected):
             return []
         assert not isinstance(expected, Refused)

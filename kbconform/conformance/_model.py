@@ -121,9 +121,10 @@ class Policy:
     #: Ids learned (or computed) per identity key, and back: the backend is held to them.
     ids_by_key: dict[Key, str] = field(default_factory=dict)
     keys_by_id: dict[str, Key] = field(default_factory=dict)
-    #: Spoofed records per (tenant, agent): escalation switches a principal to reject mode.
-    #: Never forgotten: a backend may forget spoofs older than its window, and the suites never
-    #: wait a window out (schemas/stamping.md), so the model's budget is the smallest one.
+    #: Spoofed records sent per (tenant, agent), landed or not: escalation switches a principal
+    #: to reject mode. Never forgotten: a backend may forget spoofs older than its window, and
+    #: the suites never wait a window out (schemas/stamping.md), so the model's budget is the
+    #: smallest one.
     spoofs: Counter[tuple[str, str | None]] = field(default_factory=Counter)
     #: The server stamps learned per ingested chunk (a restored chunk holds what it was given,
     #: so it has no entry), and the configuration version learned per tenant.
@@ -286,9 +287,16 @@ class Policy:
             if principal.agent_identity is not None:
                 stamps["originAgentIdentity"] = principal.agent_identity
             self.rows[chunk] = Row(chunk, record["content"], stamps)
-        if plan.warns:
-            spoofing = sum(1 for fields in plan.spoofed if fields)
-            self.spoofs[(principal.tenant_id, principal.agent_identity)] += spoofing
+
+    def count_spoofs(self, principal: Principal, records: Sequence[Mapping[str, Any]], mode: str) -> None:
+        """An ingest of ``records`` was sent in ``mode``: in overwrite mode its spoofed records
+        count towards escalation, whatever came of the call. A backend may count the spoofs of a
+        batch that a store fault or a refusal stopped (the reference counts them before it
+        writes), so the model's budget stays the smallest one (schemas/stamping.md)."""
+        if mode != "overwrite":
+            return
+        spoofing = sum(1 for record in records if self.spoofed_fields(principal, record))
+        self.spoofs[(principal.tenant_id, principal.agent_identity)] += spoofing
 
     def deletion(
         self,

@@ -185,3 +185,38 @@ def test_private_chunks_are_read_only_by_their_origin_agent(kb: KnowledgeBase) -
     assert {h.document for h in kb.list(ACME.with_agent("agent-b"))} == {"team note"}
     assert {h.document for h in kb.list(ACME)} == {"team note"}
     assert kb.get(writer, chunk_id).document == "private note"
+
+
+def test_the_spoofs_of_a_batch_a_store_fault_stopped_count_towards_escalation() -> None:
+    """The reference counts a batch's spoofs before it writes, so a batch a store fault stops
+    counts too; the policy model counts every spoofed record sent, so its budget (what the L4
+    state machine spoofs within) is never more than the reference allows. Control: counting
+    only the batches that landed, the model would allow a spoof the reference rejects."""
+    from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch, Manifest
+    from kbconform.conformance import Policy
+    from kbconform.errors import BackendUnavailable
+    from kbconform_reference.adapter import memory
+
+    adapter, switch = memory(), FaultSwitch()
+    backend = adapter.open(BackendOptions(store_fails=switch))
+    try:
+        manifest = Manifest.from_mapping(adapter.manifest)
+        policy = Policy.for_manifest(manifest)
+        threshold = policy.escalation_threshold
+        assert threshold is not None
+        batch = [chunk(f"{n}.md", tenant="beta") for n in range(threshold - 1)]
+        switch.set(FaultPlan(0))
+        with pytest.raises(BackendUnavailable):
+            backend.ingest(ACME, batch)
+        switch.set(None)
+        policy.count_spoofs(ACME, batch, "overwrite")
+        assert policy.spoof_budget(ACME) == 0  # the model spoofs no more
+        assert backend.ingest(ACME, [chunk("last.md", tenant="beta")]).warnings  # the threshold's spoof
+        with pytest.raises(SpoofRejected):  # the control: one spoof past the failed batch's count
+            backend.ingest(ACME, [chunk("past.md", tenant="beta")])
+        policy.count_spoofs(ACME, [chunk("clean.md")], "overwrite")
+        policy.count_spoofs(ACME, batch, "reject")
+        assert policy.spoof_budget(ACME) == 0
+        assert Policy.for_manifest(manifest).spoof_budget(ACME) == threshold - 1
+    finally:
+        adapter.close(backend)
