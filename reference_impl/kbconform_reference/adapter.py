@@ -8,7 +8,6 @@ on 127.0.0.1 that the adapter starts on first use and stops at shutdown).
 
 from __future__ import annotations
 
-import importlib.metadata
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -16,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kbconform.adapter import BackendOptions
+from kbconform_reference._adapter import OpenBackends, version
 from kbconform_reference.service import KnowledgeBase, Settings
 from kbconform_reference.stores import Match, MemoryStore, Rows, VectorStore
 from kbconform_reference.stores._protocol import Metadata, Where
@@ -73,21 +73,21 @@ class SwitchedStore:
         self._store.delete(ids)
 
 
-class ReferenceAdapter:
+class ReferenceAdapter(OpenBackends):
     """Opens a fresh :class:`KnowledgeBase` per request, over a fresh collection."""
 
     def __init__(self, mode: Mode) -> None:
+        super().__init__()
         self.mode = mode
         self._server: Any = None
-        self._stores: dict[int, VectorStore] = {}
 
     @property
     def manifest(self) -> dict[str, Any]:
         settings = Settings()
-        backend_version = "exact numpy" if self.mode == "memory" else _version("chromadb")
+        backend_version = "exact numpy" if self.mode == "memory" else version("chromadb")
         return {
             "manifestVersion": "1",
-            "adapter": {"name": "kbconform-reference", "version": _version("kbconform")},
+            "adapter": {"name": "kbconform-reference", "version": version("kbconform")},
             "backend": {"name": f"kbconform-reference on {self.mode}", "version": backend_version},
             "readFacades": ["query", "get", "list", "count", "ask"],
             "isolationModel": "metadata-filter",
@@ -127,31 +127,14 @@ class ReferenceAdapter:
         backend = KnowledgeBase(
             used, settings=Settings(spoof_mode=options.spoof_mode), resolver=options.resolver
         )
-        self._stores[id(backend)] = store
-        return backend
-
-    def close(self, backend: object) -> None:
-        self._drop(id(backend))
-
-    def _drop(self, key: int) -> None:
-        store = self._stores.pop(key, None)
-        drop = getattr(store, "drop", None)  # Chroma collections are dropped; memory goes with GC
-        if drop is not None:
-            drop()
+        # Chroma collections are dropped at close; memory goes with GC
+        return self._opened(backend, getattr(store, "drop", None))
 
     def shutdown(self) -> None:
-        for key in list(self._stores):
-            self._drop(key)
+        super().shutdown()
         if self._server is not None:
             self._server.stop()
             self._server = None
-
-
-def _version(distribution: str) -> str:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def memory() -> ReferenceAdapter:

@@ -8,10 +8,10 @@ mode (store ``qdrant``, cosine similarity), each with a collection per model. Ne
 
 from __future__ import annotations
 
-import importlib.metadata
 from typing import Any
 
 from kbconform.adapter import BackendOptions, KbGrantBackend
+from kbconform_reference._adapter import OpenBackends, version
 from kbconform_reference.grant import chroma, qdrant
 from kbconform_reference.grant.index import VectorIndex
 from kbconform_reference.grant.service import KbGrantService
@@ -24,19 +24,16 @@ MAX_FAN_OUT = 4
 GROUP_DEADLINE_SECONDS = 1.5
 
 
-class GrantAdapter:
+class GrantAdapter(OpenBackends):
     """Opens a fresh :class:`KbGrantService` per request; closes what it opened."""
-
-    def __init__(self) -> None:
-        self._open: dict[int, KbGrantService] = {}
 
     @property
     def manifest(self) -> dict[str, Any]:
         return {
             "manifestVersion": "1",
             "isolationProfile": "kb-grant",
-            "adapter": {"name": "kbconform-reference-grant", "version": _version("kbconform")},
-            "backend": {"name": "kbconform-reference-grant", "version": _version("kbconform")},
+            "adapter": {"name": "kbconform-reference-grant", "version": version("kbconform")},
+            "backend": {"name": "kbconform-reference-grant", "version": version("kbconform")},
             "isolationModel": "metadata-filter",
             "readFacades": ["search", "get", "list"],
             "stores": [{"id": store, "engine": engine} for store, engine in STORES.items()],
@@ -46,8 +43,8 @@ class GrantAdapter:
             "features": {"fault-injection": True},
             "config": {
                 "stores": {
-                    "chroma": f"chromadb {chroma.version()} EphemeralClient, cosine space",
-                    "qdrant": f"qdrant-client {qdrant.version()} local mode (:memory:), cosine",
+                    "chroma": f"chromadb {version('chromadb')} EphemeralClient, cosine space",
+                    "qdrant": f"qdrant-client {version('qdrant-client')} local mode (:memory:), cosine",
                 },
                 "collections": "one per model in each store",
                 "catalogue": "sqlite3 :memory:, one database per backend",
@@ -72,24 +69,7 @@ class GrantAdapter:
 
     def open(self, options: BackendOptions, /) -> KbGrantBackend:
         service = self._service(options)
-        self._open[id(service)] = service
-        return service
-
-    def close(self, backend: object, /) -> None:
-        service = self._open.pop(id(backend), None)
-        if service is not None:
-            service.close()
-
-    def shutdown(self) -> None:
-        for key in list(self._open):
-            self._open.pop(key).close()
-
-
-def _version(distribution: str) -> str:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+        return self._opened(service, service.close)
 
 
 def multi_store() -> GrantAdapter:

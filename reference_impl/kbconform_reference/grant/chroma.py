@@ -25,16 +25,6 @@ from kbconform_reference.grant.index import Found, Point
 _CONFIGURATION: Any = {"hnsw": {"space": "cosine", "ef_search": 1024, "ef_construction": 200}}
 
 
-def version() -> str:
-    """The installed chromadb's version ("unknown" when it is not installed)."""
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version("chromadb")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
-
-
 class _Spare:
     """Emptied collections of closed stores, by dimension, for the next stores of the process."""
 

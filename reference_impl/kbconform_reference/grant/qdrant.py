@@ -20,16 +20,6 @@ if TYPE_CHECKING:
 _PAGE = 256
 
 
-def version() -> str:
-    """The installed qdrant-client's version ("unknown" when it is not installed)."""
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version("qdrant-client")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
-
-
 def _any_of(kbs: Sequence[int]) -> Filter:
     """The documents of ``kbs`` (never empty: an empty scope is never queried)."""
     from qdrant_client import models

@@ -7,27 +7,24 @@ every other one, and empty. Needs the ``qdrant`` extra (``pip install 'kbconform
 
 from __future__ import annotations
 
-import importlib.metadata
 from typing import Any
 
 from kbconform.adapter import BackendOptions, ProjectPoolBackend
+from kbconform_reference._adapter import OpenBackends, version
 from kbconform_reference.pool import qdrant
 from kbconform_reference.pool.service import ProjectPool
 
 
-class PoolAdapter:
+class PoolAdapter(OpenBackends):
     """Opens a fresh :class:`ProjectPool` per request; closes what it opened."""
-
-    def __init__(self) -> None:
-        self._open: dict[int, ProjectPool] = {}
 
     @property
     def manifest(self) -> dict[str, Any]:
         return {
             "manifestVersion": "1",
             "isolationProfile": "project-pool",
-            "adapter": {"name": "kbconform-reference-pool", "version": _version("kbconform")},
-            "backend": {"name": "qdrant", "version": qdrant.version()},
+            "adapter": {"name": "kbconform-reference-pool", "version": version("kbconform")},
+            "backend": {"name": "qdrant", "version": version("qdrant-client")},
             "isolationModel": "metadata-filter",
             "readFacades": ["search-episodes", "search-entities"],
             "features": {"fault-injection": True},
@@ -44,24 +41,7 @@ class PoolAdapter:
 
     def open(self, options: BackendOptions, /) -> ProjectPoolBackend:
         pool = self._pool(options)
-        self._open[id(pool)] = pool
-        return pool
-
-    def close(self, backend: object, /) -> None:
-        pool = self._open.pop(id(backend), None)
-        if pool is not None:
-            pool.close()
-
-    def shutdown(self) -> None:
-        for key in list(self._open):
-            self._open.pop(key).close()
-
-
-def _version(distribution: str) -> str:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+        return self._opened(pool, pool.close)
 
 
 def qdrant_local() -> PoolAdapter:

@@ -16,7 +16,6 @@ service never sends one: :func:`any_of` is a match-any condition, and refuses an
 
 from __future__ import annotations
 
-import importlib.metadata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -36,14 +35,6 @@ class Point:
     id: str
     payload: Mapping[str, Any]
     score: float
-
-
-def version() -> str:
-    """The installed qdrant-client's version ("unknown" when it is not installed)."""
-    try:
-        return importlib.metadata.version("qdrant-client")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def any_of(key: str, values: Sequence[int]) -> Filter:
