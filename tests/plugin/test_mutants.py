@@ -57,7 +57,7 @@ def test_every_mutant_is_killed_by_its_killers_and_the_smokes_fail(
                 "in process only: a principal crosses harness-v1 as data"
             )
             continue
-        assert (entry["killed"], entry["unmet"]) == (True, []), mutant.name
+        assert (entry["killed"], entry["unmet"]) == (True, []), (mutant.name, entry.get("error"))
         assert entry["mode"] == ("full" if mutant.smoke else "killers"), mutant.name
         assert entry["killers"] == list(mutant.killers), mutant.name
         if mutant.smoke:
@@ -68,22 +68,54 @@ def test_every_mutant_is_killed_by_its_killers_and_the_smokes_fail(
     assert f"{killed} of {killed} mutants killed, {len(alone)} in process only" in capsys.readouterr().out
 
 
+def _every_test_failing_once(candidates: tuple[MutantSpec, ...]) -> tuple[MutantSpec, ...]:
+    """The in-process-only mutants, and the fewest others (chosen greedily, ties in registry
+    order) whose killers name every test function any killer names: each suite test is seen
+    failing at least once. The smokes (full runs, which the stdio sweep makes) are left out."""
+    chosen = [m for m in candidates if m.in_process_only]
+    left = {killer.split("[")[0] for m in candidates for killer in m.killers}
+    while left:
+        best = max(candidates, key=lambda m: len(left & {k.split("[")[0] for k in m.killers}))
+        chosen.append(best)
+        left -= {k.split("[")[0] for k in best.killers}
+    return tuple(m for m in candidates if m in chosen)
+
+
+#: What the other transports are held to: the stdio sweep above runs every mutant; a mutant's
+#: bug is the same bug on every transport, so what the others must show is that every test's
+#: failure crosses them.
+ACROSS = _every_test_failing_once(MUTANTS)
+
+
+def test_the_transport_sample_names_every_test_and_leaves_mutants_out() -> None:
+    """The sample covers every test function a killer names, holds every in-process-only
+    mutant, and is smaller than the set (else it saves nothing)."""
+    named = {killer.split("[")[0] for m in MUTANTS for killer in m.killers}
+    assert {killer.split("[")[0] for m in ACROSS for killer in m.killers} == named
+    assert {m.name for m in MUTANTS if m.in_process_only} <= {m.name for m in ACROSS}
+    assert len(ACROSS) < len(MUTANTS) * 2 // 3
+
+
 @pytest.mark.parametrize("transport", ["http", "in-process"])
-def test_every_mutant_gets_the_verdict_it_gets_on_stdio_over_http_and_in_process(transport: str) -> None:
-    """The verdicts the test above holds the stdio runs to, through the other transports: the
-    killers alone fail against every mutant. The in-process-only mutants are killed in process
-    (their bug is reachable there) and not applicable over HTTP, as on stdio."""
-    results = {r.name: r for r in runner.run_mutants(sets=SERVED, transport=transport)}
-    assert set(results) == {m.name for m in MUTANTS}
-    for mutant in MUTANTS:
+def test_every_test_fails_a_mutant_as_on_stdio_over_http_and_in_process(transport: str) -> None:
+    """The verdicts the test above holds the stdio runs to, through the other transports, for
+    mutants that between them make every test fail: the killers alone fail against each. The
+    in-process-only mutants are killed in process (their bug is reachable there) and not
+    applicable over HTTP, as on stdio."""
+    names = [m.name for m in ACROSS]
+    results = {r.name: r for r in runner.run_mutants(sets=SERVED, names=names, transport=transport)}
+    assert set(results) == set(names)
+    for mutant in ACROSS:
         result = results[mutant.name]
         if mutant.in_process_only and transport != "in-process":
             assert (result.killed, result.killed_by) == (False, []), mutant.name
             assert result.not_applicable is not None, mutant.name
             continue
-        assert (result.killed, result.unmet, result.not_applicable) == (True, [], None), mutant.name
-        if not mutant.smoke:
-            assert result.killed_by == sorted(set(mutant.killers)), mutant.name
+        assert (result.killed, result.unmet, result.not_applicable) == (True, [], None), (
+            mutant.name,
+            result.error,
+        )
+        assert result.killed_by == sorted(set(mutant.killers)), mutant.name
 
 
 def test_every_kb_grant_mutant_is_killed_by_its_killers_in_process() -> None:
@@ -98,7 +130,10 @@ def test_every_kb_grant_mutant_is_killed_by_its_killers_in_process() -> None:
     assert set(results) == {m.name for m in GRANT}
     for mutant in GRANT:
         result = results[mutant.name]
-        assert (result.killed, result.unmet, result.not_applicable) == (True, [], None), mutant.name
+        assert (result.killed, result.unmet, result.not_applicable) == (True, [], None), (
+            mutant.name,
+            result.error,
+        )
         if mutant.smoke:
             assert len(result.killed_by) > 10, mutant.name
         else:
@@ -161,12 +196,11 @@ def test_kbconform_run_passes_the_reference_and_fails_a_mutant(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """run exits 0 on the reference (memory) with a table per level and suite and a report of a
-    full run (no selection: run never selects); it exits 1 on a mutant, and the report names
-    the failing test (control)."""
+    run up to L2 (no selection: run never selects); it exits 1 on a mutant, and the report names
+    the failing test (control). Every level's full run is test_reference_conformance's."""
     report = tmp_path / "report.json"
-    code = main(
-        ["run", "--adapter", "kbconform_reference.adapter:memory", "--seed", "7", "--report", str(report)]
-    )
+    reference = "kbconform_reference.adapter:memory"
+    code = main(["run", "--adapter", reference, "--seed", "7", "--level", "L2", "--report", str(report)])
     out = capfd.readouterr().out
     assert code == 0, out
     assert "L2     cross-tenant-leak" in out
@@ -175,9 +209,8 @@ def test_kbconform_run_passes_the_reference_and_fails_a_mutant(
     data = json.loads(report.read_text(encoding="utf-8"))
     assert {t["status"] for t in data["tests"]} == {"pass"}
     assert data["execution"]["selection"] is None
-    code = main(
-        ["run", "--adapter", "kbconform_reference.mutants:by_name.existence_oracle", "--report", str(report)]
-    )
+    mutant = "kbconform_reference.mutants:by_name.existence_oracle"
+    code = main(["run", "--adapter", mutant, "--level", "L2", "--report", str(report)])
     out = capfd.readouterr().out
     assert code == 1
     failed = {
