@@ -13,8 +13,6 @@ import builtins
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -23,12 +21,13 @@ from kbconform.adapter import BackendOptions
 from kbconform.contract import load
 from kbconform.errors import BackendUnavailable, Forbidden, KbconformError, NotFound
 from kbconform.identity import Principal, legacy_id
+from kbconform_reference import _mutant_base, read_filter
 from kbconform_reference import _mutants_faults as _faults
 from kbconform_reference import _mutants_lifecycle as _lifecycle
 from kbconform_reference import _mutants_proof as _proof
 from kbconform_reference import _mutants_read as _read
 from kbconform_reference import _mutants_state as _state
-from kbconform_reference import read_filter
+from kbconform_reference._mutant_base import ServesMutant, factories
 from kbconform_reference.adapter import ReferenceAdapter
 from kbconform_reference.service import Answer, DeletionResult, Hit, IngestResult, KnowledgeBase, Settings
 
@@ -331,22 +330,10 @@ class RejectsEverything(AcceptsEverything):
 # -- the catalogue -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Mutant:
-    """One broken backend: what it breaks, and the suite tests that must fail against it."""
+class Mutant(_mutant_base.Mutant[Any]):
+    """A broken backend of the reference, served by this module's ``by_name``."""
 
-    name: str
-    kind: type
-    breaks: str
-    killers: tuple[str, ...]
-    smoke: bool = False
-    #: Why the broken invariant cannot be reached behind harness-v1 (None: it can).
-    in_process_only: str | None = None
-
-    @property
-    def adapter(self) -> str:
-        """The factory of the adapter that serves this mutant."""
-        return f"{__name__}:by_name.{self.name.replace('-', '_')}"
+    __slots__ = ()
 
 
 #: Why a mutant that accepts a Python object other than a valid Principal cannot be reached
@@ -506,21 +493,11 @@ MUTANTS: tuple[Mutant, ...] = (
 )
 
 
-class MutantAdapter(ReferenceAdapter):
+class MutantAdapter(ServesMutant[Mutant], ReferenceAdapter):
     """The reference adapter (memory mode), opening the mutant instead of the service."""
 
     def __init__(self, mutant: Mutant) -> None:
-        super().__init__("memory")
-        self.mutant = mutant
-
-    @property
-    def manifest(self) -> dict[str, Any]:
-        declared = super().manifest
-        declared["adapter"] = {
-            "name": f"kbconform mutant {self.mutant.name}",
-            "version": declared["adapter"]["version"],
-        }
-        return declared
+        super().__init__(mutant, "memory")
 
     def open(self, options: BackendOptions) -> Any:
         if self.mutant.smoke:
@@ -530,4 +507,4 @@ class MutantAdapter(ReferenceAdapter):
 
 
 #: ``kbconform_reference.mutants:by_name.<name with underscores>`` is each mutant's factory.
-by_name = SimpleNamespace(**{m.name.replace("-", "_"): (lambda m=m: MutantAdapter(m)) for m in MUTANTS})
+by_name = factories(MUTANTS, MutantAdapter)

@@ -11,13 +11,12 @@ Importing this module needs neither Chroma nor Qdrant: a mutant's stores are ope
 from __future__ import annotations
 
 import math
-import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any, TypeVar
 
 from kbconform.errors import BackendUnavailable, Forbidden, NotFound
+from kbconform_reference import _mutant_base
+from kbconform_reference._mutant_base import ServesMutant, factories
 from kbconform_reference.grant.adapter import GrantAdapter
 from kbconform_reference.grant.catalogue import _COLUMNS, Catalogue, KbRow, Tenant, _row
 from kbconform_reference.grant.fanout import FanOut, GroupFailed
@@ -455,34 +454,20 @@ class MoveDeletesSourceFirst(KbGrantService):
     """A move deletes the source's documents first and then writes the target: a target that
     fails loses them all."""
 
-    def move_kb(self, caller: object, kb: object, store: object, /) -> None:
-        with self._lock:
-            tenant = self._caller(caller, "move_kb")
-            row = self._administered(tenant, kb, "move_kb")
-            target = self._store(store)
-            if target == row.store:
-                return
-            read = self._call(row.store, "move_kb", lambda index: index.points(row.model, row.id))
-            self._call(row.store, "move_kb", lambda index: index.delete_kb(row.model, row.id))
-            self.catalogue.rebind(row.id, target)
-            self._write(target, row.model, read, "move_kb", visible=True)
+    def _move(self, row: KbRow, target: str) -> None:
+        read = self._call(row.store, "move_kb", lambda index: index.points(row.model, row.id))
+        self._call(row.store, "move_kb", lambda index: index.delete_kb(row.model, row.id))
+        self.catalogue.rebind(row.id, target)
+        self._write(target, row.model, read, "move_kb", visible=True)
 
 
 class FailedCopyLeavesEmptyKb(KbGrantService):
     """A copy creates its knowledge base first and fills it after: a copy whose store fails
     leaves a new, empty (or half-filled) knowledge base behind."""
 
-    def copy_kb(self, caller: object, source: object, store: object, /) -> str:
-        with self._lock:
-            tenant = self._caller(caller, "copy_kb")
-            row = self._readable(tenant, source)
-            target = self._store(store)
-            external = f"kb-{uuid.uuid4().hex}"
-            copy = self.catalogue.create_kb(external, tenant.id, target, row.model)
-            read = self._call(row.store, "copy_kb", lambda index: index.points(row.model, row.id))
-            copies = [Point(str(uuid.uuid4()), copy, p.text, p.vector) for p in read]
-            self._write(target, row.model, copies, "copy_kb", visible=True)
-            return external
+    def _copy(self, row: KbRow, external: str, owner: int, target: str) -> None:
+        copy = self.catalogue.create_kb(external, owner, target, row.model)
+        self._write(target, row.model, self._copies(row, copy), "copy_kb", visible=True)
 
 
 # -- the call contract ---------------------------------------------------------------------------
@@ -537,20 +522,10 @@ class NoAuthorizationAnywhere(KbGrantService):
 # -- the catalogue --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Mutant:
-    """One broken backend: what it breaks, and the suite tests that must fail against it."""
+class Mutant(_mutant_base.Mutant[KbGrantService]):
+    """A broken kb-grant backend, served by this module's ``by_name``."""
 
-    name: str
-    kind: type[KbGrantService]
-    breaks: str
-    killers: tuple[str, ...]
-    smoke: bool = False
-
-    @property
-    def adapter(self) -> str:
-        """The factory of the adapter that serves this mutant."""
-        return f"{__name__}:by_name.{self.name.replace('-', '_')}"
+    __slots__ = ()
 
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -722,30 +697,13 @@ MUTANTS: tuple[Mutant, ...] = (
 )
 
 
-class MutantAdapter(GrantAdapter):
+class MutantAdapter(ServesMutant[Mutant], GrantAdapter):
     """The kb-grant reference adapter, opening the mutant instead of the reference."""
-
-    def __init__(self, mutant: Mutant) -> None:
-        super().__init__()
-        self.mutant = mutant
-
-    @property
-    def manifest(self) -> dict[str, Any]:
-        declared = super().manifest
-        declared["adapter"] = {
-            "name": f"kbconform mutant {self.mutant.name}",
-            "version": declared["adapter"]["version"],
-        }
-        return declared
 
     @property
     def kind(self) -> type[KbGrantService]:  # type: ignore[override]
         return self.mutant.kind
 
 
-def _names(mutants: Sequence[Mutant]) -> dict[str, Any]:
-    return {m.name.replace("-", "_"): (lambda m=m: MutantAdapter(m)) for m in mutants}
-
-
 #: ``kbconform_reference.grant.mutants:by_name.<name with underscores>`` is each mutant's factory.
-by_name = SimpleNamespace(**_names(MUTANTS))
+by_name = factories(MUTANTS, MutantAdapter)

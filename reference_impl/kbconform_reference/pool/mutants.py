@@ -11,12 +11,12 @@ mutant's backend imports ``qdrant_client`` when it is opened.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from kbconform.adapter import BackendOptions
 from kbconform.errors import BackendUnavailable, NotFound, Unauthenticated
+from kbconform_reference import _mutant_base
+from kbconform_reference._mutant_base import ServesMutant, factories
 from kbconform_reference.pool.adapter import PoolAdapter
 from kbconform_reference.pool.membership import SessionRow
 from kbconform_reference.pool.qdrant import ENTITIES, EPISODES, any_of, equal, is_null, unchecked_any_of
@@ -414,20 +414,10 @@ class EntityFieldsDefaulted(ProjectPool):
 # -- the catalogue --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Mutant:
-    """One broken backend: what it breaks, and the suite tests that must fail against it."""
+class Mutant(_mutant_base.Mutant[ProjectPool]):
+    """A broken project-pool backend, served by this module's ``by_name``."""
 
-    name: str
-    kind: type[ProjectPool]
-    breaks: str
-    killers: tuple[str, ...]
-    smoke: bool = False
-
-    @property
-    def adapter(self) -> str:
-        """The factory of the adapter that serves this mutant."""
-        return f"{__name__}:by_name.{self.name.replace('-', '_')}"
+    __slots__ = ()
 
 
 def _both(test: str) -> tuple[str, str]:
@@ -569,29 +559,12 @@ MUTANTS: tuple[Mutant, ...] = (
 )
 
 
-class MutantAdapter(PoolAdapter):
+class MutantAdapter(ServesMutant[Mutant], PoolAdapter):
     """The project-pool reference adapter, opening the mutant instead of the reference."""
-
-    def __init__(self, mutant: Mutant) -> None:
-        super().__init__()
-        self.mutant = mutant
-
-    @property
-    def manifest(self) -> dict[str, Any]:
-        declared = super().manifest
-        declared["adapter"] = {
-            "name": f"kbconform mutant {self.mutant.name}",
-            "version": declared["adapter"]["version"],
-        }
-        return declared
 
     def _pool(self, options: BackendOptions) -> ProjectPool:
         return self.mutant.kind(store_fails=options.store_fails)
 
 
-def _names(mutants: Sequence[Mutant]) -> dict[str, Any]:
-    return {m.name.replace("-", "_"): (lambda m=m: MutantAdapter(m)) for m in mutants}
-
-
 #: ``kbconform_reference.pool.mutants:by_name.<name with underscores>`` is each mutant's factory.
-by_name = SimpleNamespace(**_names(MUTANTS))
+by_name = factories(MUTANTS, MutantAdapter)
