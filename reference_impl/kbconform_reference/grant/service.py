@@ -335,32 +335,44 @@ class KbGrantService:
             row = self._readable(tenant, source)
             target = self._store(store)
             external = f"kb-{uuid.uuid4().hex}"
-            copy = self.catalogue.create_kb(external, tenant.id, target, row.model, pending=True)
-            try:
-                read = self._call(row.store, "copy_kb", lambda index: index.points(row.model, row.id))
-                copies = [Point(str(uuid.uuid4()), copy, p.text, p.vector) for p in read]
-                self._write(target, row.model, copies, "copy_kb", visible=False)
-            except BaseException:
-                self.catalogue.discard(copy)
-                raise
-            self.catalogue.publish(copy)
+            self._copy(row, external, tenant.id, target)
             return external
+
+    def _copy(self, row: KbRow, external: str, owner: int, target: str) -> None:
+        """A new knowledge base ``external`` of ``owner`` on the store ``target``, holding a copy
+        of each of ``row``'s documents: published once every copy is written, else discarded."""
+        copy = self.catalogue.create_kb(external, owner, target, row.model, pending=True)
+        try:
+            self._write(target, row.model, self._copies(row, copy), "copy_kb", visible=False)
+        except BaseException:
+            self.catalogue.discard(copy)
+            raise
+        self.catalogue.publish(copy)
+
+    def _copies(self, row: KbRow, copy: int) -> list[Point]:
+        """``row``'s documents, read from its store, as new documents (new ids) of ``copy``."""
+        read = self._call(row.store, "copy_kb", lambda index: index.points(row.model, row.id))
+        return [Point(str(uuid.uuid4()), copy, p.text, p.vector) for p in read]
 
     def move_kb(self, caller: object, kb: object, store: object, /) -> None:
         with self._lock:
             tenant = self._caller(caller, "move_kb")
             row = self._administered(tenant, kb, "move_kb")
             target = self._store(store)
-            if target == row.store:
-                return
-            read = self._call(row.store, "move_kb", lambda index: index.points(row.model, row.id))
-            self._write(target, row.model, read, "move_kb", visible=False)
-            try:
-                self._call(row.store, "move_kb", lambda index: index.delete_kb(row.model, row.id))
-            except BackendUnavailable:
-                self._undo(target, row.model, [p.id for p in read], "move_kb", visible=False)
-                raise
-            self.catalogue.rebind(row.id, target)
+            if target != row.store:
+                self._move(row, target)
+
+    def _move(self, row: KbRow, target: str) -> None:
+        """``row``'s documents moved to the store ``target``: the whole target written first, then
+        the source deleted (the target's copy deleted again when that fails), then rebound."""
+        read = self._call(row.store, "move_kb", lambda index: index.points(row.model, row.id))
+        self._write(target, row.model, read, "move_kb", visible=False)
+        try:
+            self._call(row.store, "move_kb", lambda index: index.delete_kb(row.model, row.id))
+        except BackendUnavailable:
+            self._undo(target, row.model, [p.id for p in read], "move_kb", visible=False)
+            raise
+        self.catalogue.rebind(row.id, target)
 
     # -- search -----------------------------------------------------------------------------------
 
