@@ -14,10 +14,10 @@ grant or a revoke takes effect on the next call.
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from kbconform_reference._sqlite import Database
 
 _SCHEMA = """
 CREATE TABLE tenants (
@@ -68,16 +68,11 @@ def _row(values: Sequence[object]) -> KbRow:
     return KbRow(int(str(kb)), str(external), int(str(owner)), str(name), str(store), str(model))
 
 
-class Catalogue:
+class Catalogue(Database):
     """The catalogue of one backend. Callers serialize their calls."""
 
     def __init__(self) -> None:
-        self._db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA foreign_keys = ON")
-        self._db.executescript(_SCHEMA)
-
-    def close(self) -> None:
-        self._db.close()
+        super().__init__(_SCHEMA)
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -159,14 +154,3 @@ class Catalogue:
     def rebind(self, kb: int, store: str) -> None:
         with self._transaction():
             self._db.execute("UPDATE kbs SET store = ? WHERE id = ?", (store, kb))
-
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        """BEGIN ... COMMIT, or ROLLBACK when the block raises."""
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")

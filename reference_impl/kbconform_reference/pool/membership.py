@@ -12,11 +12,10 @@ project, or in none (the shared pool). Nothing here is cached: every read goes t
 
 from __future__ import annotations
 
-import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
+
+from kbconform_reference._sqlite import Database
 
 _SCHEMA = """
 CREATE TABLE projects (
@@ -48,16 +47,11 @@ class SessionRow:
     project_id: int | None
 
 
-class Membership:
+class Membership(Database):
     """The membership database of one backend. Callers serialize their calls."""
 
     def __init__(self) -> None:
-        self._db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA foreign_keys = ON")
-        self._db.executescript(_SCHEMA)
-
-    def close(self) -> None:
-        self._db.close()
+        super().__init__(_SCHEMA)
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -137,14 +131,3 @@ class Membership:
             "UPDATE memberships SET removed_at = ? WHERE session_id = ? AND removed_at IS NULL",
             (time.time(), session_id),
         )
-
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        """BEGIN ... COMMIT, or ROLLBACK when the block raises: a write lands whole or not at all."""
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
