@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kbconform_reference.grant.index import Found, Point
+from kbconform_reference.stores.chroma import query_rows
 
 _CONFIGURATION: Any = {"hnsw": {"space": "cosine", "ef_search": 1024, "ef_construction": 200}}
 
@@ -95,16 +96,7 @@ class ChromaIndex:
             where=_any_of(kbs),
             include=["documents", "metadatas", "distances"],
         )
-        return [
-            Found(str(i), int(m["kb"]), str(d), float(x))
-            for i, d, m, x in zip(
-                result["ids"][0],
-                result["documents"][0],
-                result["metadatas"][0],
-                result["distances"][0],
-                strict=True,
-            )
-        ]
+        return [Found(str(i), int(m["kb"]), str(d), float(x)) for i, d, m, x in query_rows(result)]
 
     def points(self, model: str, kb: int, /) -> list[Point]:
         rows = self._collections[model].get(where={"kb": {"$eq": kb}}, include=["documents", "embeddings"])

@@ -263,16 +263,7 @@ class ChromaStore:
                 where=dict(where) if where else None,
                 include=["documents", "metadatas", "distances"],
             )
-        return [
-            Match(i, d, m, float(x))
-            for i, d, m, x in zip(
-                result["ids"][0],
-                result["documents"][0],
-                result["metadatas"][0],
-                result["distances"][0],
-                strict=True,
-            )
-        ]
+        return [Match(i, d, m, float(x)) for i, d, m, x in query_rows(result)]
 
     def delete(self, ids: Sequence[str]) -> None:
         for start in range(0, len(ids), self.max_batch):
@@ -291,6 +282,14 @@ class ChromaStore:
         """Close the HTTP session of server mode (the collection stays); embedded: nothing to do."""
         if self._close is not None:
             self._close()
+
+
+def query_rows(result: Any) -> Iterator[tuple[Any, Any, Any, Any]]:
+    """The rows Chroma answered a query of one embedding with, nearest first: each its id,
+    document, metadata and distance."""
+    return zip(
+        result["ids"][0], result["documents"][0], result["metadatas"][0], result["distances"][0], strict=True
+    )
 
 
 _SPACE = {"hnsw:space": "ip"}
