@@ -103,6 +103,16 @@ def _error_response(defs: dict[str, Any]) -> dict[str, Any]:
     return response
 
 
+def _link(target: str, description: str, **params: str) -> dict[str, Any]:
+    """A link to ``target`` on the backend of the request answered, its ``params`` (each a
+    runtime expression) filled in."""
+    return {
+        "operationId": target,
+        "requestBody": {"params": {"backend": "{$request.body#/params/backend}", **params}},
+        "description": description,
+    }
+
+
 def _links(defs: dict[str, Any], op: str) -> dict[str, Any]:
     """The links a ``200`` answer of ``op`` offers. Each fills the target's body through the
     link's ``requestBody``: an object of the body's shape whose strings are runtime expressions
@@ -110,85 +120,32 @@ def _links(defs: dict[str, Any], op: str) -> dict[str, Any]:
     object into the body it generates for the target (keeping the fields the link leaves out)."""
     if op == "open":
         return {
-            f"{target}OnTheBackend": {
-                "operationId": target,
-                "requestBody": {"params": {"backend": "{$response.body#/result/backend}"}},
-                "description": f"{target} on the backend open returned",
-            }
+            f"{target}OnTheBackend": _link(
+                target, f"{target} on the backend open returned", backend="{$response.body#/result/backend}"
+            )
             for target in OPERATIONS
             if _takes_backend(defs, target)
         }
     if op == "ingest":
         return {
-            "getTheFirstIngested": {
-                "operationId": "get",
-                "requestBody": {
-                    "params": {
-                        "backend": "{$request.body#/params/backend}",
-                        "principal": "{$request.body#/params/principal}",
-                        "id": "{$response.body#/result/ids/0}",
-                    }
-                },
-                "description": (
-                    "get the first chunk ingest stored, on its backend, as the principal who wrote it"
-                ),
-            }
+            "getTheFirstIngested": _link(
+                "get",
+                "get the first chunk ingest stored, on its backend, as the principal who wrote it",
+                principal="{$request.body#/params/principal}",
+                id="{$response.body#/result/ids/0}",
+            )
         }
-    if op == "createProject":
-        return {
-            f"{target}InTheProject": {
-                "operationId": target,
-                "requestBody": {
-                    "params": {
-                        "backend": "{$request.body#/params/backend}",
-                        "project": "{$request.body#/params/project}",
-                    }
-                },
-                "description": f"{target} into the project createProject made, on its backend",
-            }
-            for target in ("startSession", "assignSession")
-        }
-    if op == "startSession":
-        return {
-            f"{target}OfTheSession": {
-                "operationId": target,
-                "requestBody": {
-                    "params": {
-                        "backend": "{$request.body#/params/backend}",
-                        "session": "{$request.body#/params/session}",
-                    }
-                },
-                "description": f"{target} of the session startSession started, on its backend",
-            }
-            for target in _ON_A_SESSION
-        }
-    if op == "createTenant":
-        return {
-            f"{target}AsTheTenant": {
-                "operationId": target,
-                "requestBody": {
-                    "params": {
-                        "backend": "{$request.body#/params/backend}",
-                        "caller": "{$request.body#/params/tenant}",
-                    }
-                },
-                "description": f"{target} as the tenant createTenant made, on its backend",
-            }
-            for target in ("createKb", "listKbs")
-        }
+    if op in _INTO:
+        name, what, targets, params = _INTO[op]
+        return {f"{target}{name}": _link(target, f"{target} {what}", **params) for target in targets}
     if op == "createKb":
         return {
-            f"{target}OfTheKb": {
-                "operationId": target,
-                "requestBody": {
-                    "params": {
-                        "backend": "{$request.body#/params/backend}",
-                        "caller": "{$request.body#/params/caller}",
-                        key: "{$response.body#/result/id}",
-                    }
-                },
-                "description": f"{target} of the knowledge base createKb made, as its owner, on its backend",
-            }
+            f"{target}OfTheKb": _link(
+                target,
+                f"{target} of the knowledge base createKb made, as its owner, on its backend",
+                caller="{$request.body#/params/caller}",
+                **{key: "{$response.body#/result/id}"},
+            )
             for target, key in _ON_A_KB.items()
         }
     return {}
@@ -214,6 +171,30 @@ _ON_A_KB = {
     "deleteKb": "kb",
     "copyKb": "source",
     "moveKb": "kb",
+}
+
+
+#: The ops whose request names what the links of their answer carry into each target: the
+#: links' name and description (each after the target's), the targets, and the params filled.
+_INTO: dict[str, tuple[str, str, tuple[str, ...], dict[str, str]]] = {
+    "createProject": (
+        "InTheProject",
+        "into the project createProject made, on its backend",
+        ("startSession", "assignSession"),
+        {"project": "{$request.body#/params/project}"},
+    ),
+    "startSession": (
+        "OfTheSession",
+        "of the session startSession started, on its backend",
+        _ON_A_SESSION,
+        {"session": "{$request.body#/params/session}"},
+    ),
+    "createTenant": (
+        "AsTheTenant",
+        "as the tenant createTenant made, on its backend",
+        ("createKb", "listKbs"),
+        {"caller": "{$request.body#/params/tenant}"},
+    ),
 }
 
 
