@@ -3,8 +3,9 @@
 Correct by ``schemas/project-pool.md``: sessions and projects get internal integer ids (each
 counting from 1, as SQLite's do), every filter is built from them, entities carry the project's
 internal id of the moment they were extracted, and the store switch is consulted before every
-store call. The broken ones (``by_name.<name>``) each break one rule, so the suites can be seen
-to fail them.
+store call. Episodes and entities share one count of ids (``episode-1``, ``entity-2``), so a
+run in process and one served give the same ids. The broken ones (``by_name.<name>``) each break
+one rule, so the suites can be seen to fail them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import itertools
 import math
 import re
-import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -68,6 +68,7 @@ class MemoryPool:
         self.store_fails = store_fails
         self.session_ids = itertools.count(1)
         self.project_ids = itertools.count(1)
+        self.point_ids = itertools.count(1)
         self.projects: dict[str, int] = {}
         self.sessions: dict[str, int] = {}
         self.membership: dict[int, int | None] = {}  # session's internal id -> project's
@@ -139,7 +140,7 @@ class MemoryPool:
         if not isinstance(text, str) or not text:
             raise pool_invalid("text", "a non-empty string", repr(text))
         self._store("write_episode")
-        point = _Point(str(uuid.uuid4()), text, internal, _words(text))
+        point = _Point(f"episode-{next(self.point_ids)}", text, internal, _words(text))
         self.episodes.append(point)
         return point.id
 
@@ -154,7 +155,9 @@ class MemoryPool:
                 )
         self._store("extract_entities")
         tag = self._project_now(internal)
-        points = [_Point(str(uuid.uuid4()), e["name"], tag, _words(e["name"])) for e in entities]
+        points = [
+            _Point(f"entity-{next(self.point_ids)}", e["name"], tag, _words(e["name"])) for e in entities
+        ]
         self.entities += points
         return [p.id for p in points]
 
