@@ -1,23 +1,21 @@
 """harness-v1 carries the kb-grant profile: a kb-grant adapter served on stdio and on HTTP answers
-every facade and error as in process, its fault plans (stores, hang) included; a harness serves
-only its profile's operations; a caller that is not a string is no identity on the far side.
+every facade and error as in process, its fault plans (stores, hang) included; a caller that is
+not a string is no identity on the far side.
 
-The adapter is the small in-memory double beside this module (``grant_double.py``), served by
-``kbconform serve tests.harness.grant_double:adapter`` from the repository root.
+The adapter is the correct in-memory kb-grant adapter of the plugin's tests
+(``tests/plugin/grant_adapter.py``: stores north and south of two engines, models of dimension
+6), served by ``kbconform serve tests.plugin.grant_adapter:make`` from the repository root.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 import time
-from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from kbconform import runner
 from kbconform.adapter import (
     GRANT_INVALID,
     MODEL_MISMATCH,
@@ -27,7 +25,6 @@ from kbconform.adapter import (
     KbGrantBackend,
     Manifest,
     check_backend,
-    load_adapter,
 )
 from kbconform.errors import (
     BackendUnavailable,
@@ -37,79 +34,23 @@ from kbconform.errors import (
     NotFound,
     Unauthenticated,
 )
-from kbconform.harness import Dispatcher, HarnessAdapter, HarnessBroken, HttpTransport, StdioTransport
+from kbconform.harness import HarnessAdapter, HarnessBroken
 from kbconform.harness._wire import (
-    REQUEST_INVALID,
     documents_or_null,
-    dumps,
     integer_or_null,
     problems,
     text_or_null,
     texts_or_null,
     vector_or_null,
 )
-from tests.harness.grant_double import DEADLINE, GrantAdapter
+from tests.harness.conftest import ROOT, loopback
+from tests.plugin.grant_adapter import DEADLINE, Grants
 
-ROOT = Path(__file__).resolve().parents[2]
-GRANT = "tests.harness.grant_double:adapter"
-POOL = "tests.harness.pool_double:adapter"
+GRANT = "tests.plugin.grant_adapter:make"
+SERVED = GRANT  # by the served fixture (conftest.py), on stdio and on HTTP
 TENANT = "kbconform_reference.adapter:memory"
-X, Y, Z = [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.6, 0.8, 0.0]
-
-
-class Loopback:
-    """A transport that hands each message, as JSON, to a Dispatcher in this process, and keeps
-    every request it carried."""
-
-    description = "loopback"
-    broken = False
-
-    def __init__(self, dispatcher: Dispatcher) -> None:
-        self.dispatcher = dispatcher
-        self.sent: list[dict[str, Any]] = []
-
-    def exchange(self, call: str, message: Mapping[str, Any], timeout: float) -> Mapping[str, Any]:
-        self.sent.append(json.loads(dumps(message)))
-        answer: Mapping[str, Any] = json.loads(dumps(self.dispatcher.answer(self.sent[-1])))
-        return answer
-
-    def log_tail(self) -> str:
-        return ""
-
-    def stop(self) -> None:
-        """Nothing runs."""
-
-    def abandon(self) -> None:
-        self.broken = True
-
-
-def _loopback(spec: str = GRANT) -> tuple[HarnessAdapter, Loopback]:
-    adapter, manifest = load_adapter(spec)
-    transport = Loopback(Dispatcher(adapter, manifest))
-    return HarnessAdapter(transport, 60), transport
-
-
-@pytest.fixture
-def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[HarnessAdapter]:
-    """The grant double behind harness-v1, on stdio or on HTTP (``request.param``)."""
-    if request.param == "stdio":
-        transport = StdioTransport(runner.serve_command(GRANT), tmp_path / "log", cwd=str(ROOT))
-        adapter = HarnessAdapter(transport, 60)
-        yield adapter
-        adapter.shutdown()
-        assert transport.process.wait(timeout=10) == 0
-        return
-    server = subprocess.Popen(runner.serve_command(GRANT, http=True), stdout=subprocess.PIPE, cwd=ROOT)
-    try:
-        assert server.stdout is not None
-        adapter = HarnessAdapter(HttpTransport(server.stdout.readline().decode().strip()), 60)
-        yield adapter
-        adapter.shutdown()
-        assert server.wait(timeout=10) == 0, "shutdown did not end the HTTP server"
-    finally:
-        server.kill()
-        server.wait()
-        server.stdout.close()  # type: ignore[union-attr]
+#: Vectors of the two models' dimension, 6.
+X, Y, Z = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0, 0.0, 0.0], [0.6, 0.8, 0.0, 0.0, 0.0, 0.0]
 
 
 def _seen(value: Any) -> Any:
@@ -137,13 +78,14 @@ def _outcome(call: Callable[[], Any]) -> Any:
 
 
 def _world(backend: Any) -> tuple[str, str, str, str]:
-    """Tenants acme and beta and carol; acme's knowledge bases on s1 (m-3a), s2 (m-3a) and s1 (m-3b)."""
+    """Tenants acme and beta and carol; acme's knowledge bases on north (m-6a), south (m-6a)
+    and north (m-6b)."""
     for tenant in ("acme", "beta", "carol"):
         backend.create_tenant(tenant)
-    one = backend.create_kb("acme", "s1", "m-3a")
-    two = backend.create_kb("acme", "s2", "m-3a")
-    other = backend.create_kb("acme", "s1", "m-3b")
-    beta = backend.create_kb("beta", "s2", "m-3a")
+    one = backend.create_kb("acme", "north", "m-6a")
+    two = backend.create_kb("acme", "south", "m-6a")
+    other = backend.create_kb("acme", "north", "m-6b")
+    beta = backend.create_kb("beta", "south", "m-6a")
     return one, two, other, beta
 
 
@@ -158,20 +100,20 @@ def _story(backend: Any) -> list[object]:
     seen.append(_seen(backend.ingest("acme", other, [{"text": "other", "embedding": X}])))
     seen.append(_seen(backend.ingest("beta", beta, [{"text": "beta", "embedding": X}])))
     seen.append(_seen(backend.search("acme", [one, two], X, 10)))
-    seen.append(_seen(backend.search("acme", (two, one), [1, 0.9, 0], 2)))
+    seen.append(_seen(backend.search("acme", (two, one), [1, 0.9, 0, 0, 0, 0], 2)))
     backend.share_kb("acme", one, "beta")
     backend.share_kb("acme", one, "beta")  # again: no change
     seen.append(_seen(backend.search("beta", [one, beta], Y, 10)))
     seen.append(sorted(_seen(backend.list_kbs("beta"))))
     seen.append(_seen(backend.get_kb("beta", one)))
-    copy = backend.copy_kb("beta", one, "s2")
+    copy = backend.copy_kb("beta", one, "south")
     seen.append(copy)
     seen.append(_seen(backend.get_kb("beta", copy)))
     backend.revoke_kb("acme", one, "beta")
     backend.revoke_kb("acme", one, "carol")  # no grant: no change
     seen.append(sorted(_seen(backend.list_kbs("beta"))))
-    backend.move_kb("acme", one, "s2")
-    backend.move_kb("acme", one, "s2")  # to its own store: no change
+    backend.move_kb("acme", one, "south")
+    backend.move_kb("acme", one, "south")  # to its own store: no change
     seen.append(_seen(backend.get_kb("acme", one)))
     seen.append(_seen(backend.search("acme", [one, two], Z, 3)))
     backend.delete_kb("acme", two)
@@ -180,7 +122,6 @@ def _story(backend: Any) -> list[object]:
     return seen
 
 
-@pytest.mark.parametrize("served", ["stdio", "http"], indirect=True)
 def test_every_grant_facade_answers_over_the_wire_as_in_process(served: HarnessAdapter) -> None:
     """The same story gives the same results in process and served, scores to the last bit; the
     grant rules hold in it (control: the story is not trivially equal)."""
@@ -189,7 +130,7 @@ def test_every_grant_facade_answers_over_the_wire_as_in_process(served: HarnessA
     check_backend(backend, Manifest.from_mapping(served.manifest))
     assert isinstance(backend, KbGrantBackend)
     over_the_wire = _story(backend)
-    assert over_the_wire == _story(GrantAdapter().open(BackendOptions()))
+    assert over_the_wire == _story(Grants().open(BackendOptions()))
     one, two, _, beta = over_the_wire[:4]
     x, z = over_the_wire[4]  # type: ignore[misc]
     (y,) = over_the_wire[5]  # type: ignore[misc]
@@ -199,12 +140,12 @@ def test_every_grant_facade_answers_over_the_wire_as_in_process(served: HarnessA
     assert [hit[1] for hit in over_the_wire[9]] == [z, x]  # type: ignore[attr-defined]
     assert [hit[3] for hit in over_the_wire[10]] == ["z", "x", "beta"]  # type: ignore[index]
     assert over_the_wire[11] == sorted(
-        [("kb", one, "acme", "s1", "m-3a", 2), ("kb", beta, "beta", "s2", "m-3a", 1)]
+        [("kb", one, "acme", "north", "m-6a", 2), ("kb", beta, "beta", "south", "m-6a", 1)]
     )
     copy = over_the_wire[13]
-    assert over_the_wire[14] == ("kb", copy, "beta", "s2", "m-3a", 2)
+    assert over_the_wire[14] == ("kb", copy, "beta", "south", "m-6a", 2)
     assert [view[1] for view in over_the_wire[15]] == sorted([beta, copy])  # type: ignore[index]
-    assert over_the_wire[16] == ("kb", one, "acme", "s2", "m-3a", 2)
+    assert over_the_wire[16] == ("kb", one, "acme", "south", "m-6a", 2)
     assert [view[1] for view in over_the_wire[18]] == sorted([one, over_the_wire[2]])  # type: ignore[index]
     assert over_the_wire[19] == []
     served.close(backend)
@@ -216,26 +157,26 @@ FAILING: list[tuple[str, tuple[object, ...]]] = [
     ("search", (None, ["{one}"], X, 5)),
     ("search", ("nobody", ["{beta}"], X, True)),  # the caller first, whatever else is wrong
     ("get_kb", (None, "{one}")),
-    ("create_kb", ("", "s1", "m-3a")),
+    ("create_kb", ("", "north", "m-6a")),
     ("ingest", (7, "{one}", [{"text": "x", "embedding": X}])),
-    ("copy_kb", (1.0, "{one}", "s2")),
+    ("copy_kb", (1.0, "{one}", "south")),
     ("get_kb", ("beta", "{one}")),  # foreign, not granted
     ("get_kb", ("beta", "kb-999")),  # never existed: the same error
-    ("get_kb", ("beta", None)),
+    ("get_kb", ("beta", None)),  # not an id: the shape before the rights
     ("search", ("beta", ["{beta}", "{one}"], X, 5)),  # never a pivot to the readable one
     ("search", ("beta", ["{one}"], X, 0)),  # shape first
     ("delete_kb", ("beta", "{one}")),
-    ("copy_kb", ("beta", "{one}", "s1")),
+    ("copy_kb", ("beta", "{one}", "north")),
     ("share_kb", ("carol", "{one}", "beta")),  # granted to carol below: Forbidden
     ("revoke_kb", ("carol", "{one}", "carol")),
     ("ingest", ("carol", "{one}", [{"text": "x", "embedding": X}])),
-    ("move_kb", ("carol", "{one}", "s2")),
+    ("move_kb", ("carol", "{one}", "south")),
     ("delete_kb", ("carol", "{one}")),
     ("create_tenant", ("acme",)),
     ("create_tenant", ("",)),
     ("create_tenant", (None,)),
-    ("create_kb", ("acme", "s9", "m-3a")),
-    ("create_kb", ("acme", "s1", "m-9")),
+    ("create_kb", ("acme", "s9", "m-6a")),
+    ("create_kb", ("acme", "north", "m-9")),
     ("create_kb", ("acme", None, 7)),
     ("share_kb", ("acme", "{one}", "acme")),
     ("share_kb", ("acme", "{one}", "nobody")),
@@ -244,18 +185,22 @@ FAILING: list[tuple[str, tuple[object, ...]]] = [
     ("ingest", ("acme", "{one}", None)),
     ("ingest", ("acme", "{one}", [{"text": "", "embedding": X}])),
     ("ingest", ("acme", "{one}", [{"text": "x", "embedding": [1.0, 0.0]}])),
-    ("ingest", ("acme", "{one}", [{"text": "x", "embedding": [0.0, 0.0, 0.0]}])),
+    ("ingest", ("acme", "{one}", [{"text": "x", "embedding": [0.0] * 6}])),
     (
         "ingest",
-        ("acme", "{one}", [{"text": "ok", "embedding": X}, {"text": "x", "embedding": [float("nan"), 0, 0]}]),
+        (
+            "acme",
+            "{one}",
+            [{"text": "ok", "embedding": X}, {"text": "x", "embedding": [float("nan"), *[0] * 5]}],
+        ),
     ),
     ("ingest", ("acme", "{one}", [{"text": "ok", "embedding": X}, "x"])),
     ("search", ("acme", [], X, 5)),
     ("search", ("acme", "{one}", X, 5)),  # a str is not a list of ids
     ("search", ("acme", ["{one}", "{one}"], X, 5)),
     ("search", ("acme", ["{one}", 7], X, 5)),
-    ("search", ("acme", ["{one}"], [float("nan"), 0.0, 0.0], 5)),
-    ("search", ("acme", ["{one}"], [True, False, False], 5)),
+    ("search", ("acme", ["{one}"], [float("nan"), *[0.0] * 5], 5)),
+    ("search", ("acme", ["{one}"], [True, *[False] * 5], 5)),
     ("search", ("acme", ["{one}"], "x", 5)),
     ("search", ("acme", ["{one}"], [1.0, 0.0], 5)),
     ("search", ("acme", ["{one}"], X, True)),
@@ -268,7 +213,7 @@ FAILING: list[tuple[str, tuple[object, ...]]] = [
 
 
 def _failures(backend: Any, switch: FaultSwitch) -> list[object]:
-    """Every failing call on the world, then the store failing (only s2, then every store); and
+    """Every failing call on the world, then the store failing (only south, then every store); and
     that nothing changed."""
     one, two, other, beta = _world(backend)
     names = {"{one}": one, "{two}": two, "{other}": other, "{beta}": beta}
@@ -281,12 +226,12 @@ def _failures(backend: Any, switch: FaultSwitch) -> list[object]:
     backend.ingest("acme", one, [{"text": "x", "embedding": X}])
     backend.share_kb("acme", one, "carol")
     seen = [_outcome(lambda f=f, a=a: getattr(backend, f)(*[bound(v) for v in a])) for f, a in FAILING]
-    switch.set(FaultPlan(0, None, frozenset({"s2"})))
+    switch.set(FaultPlan(0, None, frozenset({"south"})))
     seen.append(_outcome(lambda: backend.search("acme", [one, two], X, 5)))  # all or nothing
-    seen.append(_outcome(lambda: backend.search("acme", [one], X, 5)))  # s1 answers (control)
+    seen.append(_outcome(lambda: backend.search("acme", [one], X, 5)))  # north answers (control)
     seen.append(_outcome(lambda: backend.ingest("acme", two, [{"text": "y", "embedding": Y}])))
-    seen.append(_outcome(lambda: backend.move_kb("acme", one, "s2")))
-    seen.append(_outcome(lambda: backend.copy_kb("acme", one, "s2")))
+    seen.append(_outcome(lambda: backend.move_kb("acme", one, "south")))
+    seen.append(_outcome(lambda: backend.copy_kb("acme", one, "south")))
     seen.append(_outcome(lambda: backend.search("beta", [beta, one], X, 5)))  # unreadable: no store asked
     seen.append(switch.set(FaultPlan(1)))
     seen.append(_outcome(lambda: backend.get_kb("acme", one)))  # the one passing consultation
@@ -299,7 +244,6 @@ def _failures(backend: Any, switch: FaultSwitch) -> list[object]:
     return seen
 
 
-@pytest.mark.parametrize("served", ["stdio", "http"], indirect=True)
 def test_every_grant_error_crosses_the_wire_as_in_process(served: HarnessAdapter) -> None:
     """Unauthenticated, NotFound, Forbidden, KB_GRANT_INVALID and KB_MODEL_MISMATCH (contract
     kb-grant) and BackendUnavailable by a plan naming stores: the same class, code and contract
@@ -307,12 +251,12 @@ def test_every_grant_error_crosses_the_wire_as_in_process(served: HarnessAdapter
     switch = FaultSwitch()
     backend = served.open(BackendOptions(store_fails=switch))
     in_process = FaultSwitch()
-    expected = _failures(GrantAdapter().open(BackendOptions(store_fails=in_process)), in_process)
+    expected = _failures(Grants().open(BackendOptions(store_fails=in_process)), in_process)
     assert _failures(backend, switch) == expected
     count = len(FAILING)
     kinds = [outcome[0] for outcome in expected[:count]]  # type: ignore[index]
     assert kinds[:12] == ["Unauthenticated"] * 12
-    assert kinds[12:16] == ["NotFound"] * 4
+    assert kinds[12:16] == ["NotFound", "NotFound", "ContractViolation", "NotFound"]
     assert kinds[16:19] == ["ContractViolation", "NotFound", "NotFound"]
     assert kinds[19:24] == ["Forbidden"] * 5
     assert set(kinds[24:]) == {"ContractViolation"}
@@ -324,7 +268,7 @@ def test_every_grant_error_crosses_the_wire_as_in_process(served: HarnessAdapter
         *[("BackendUnavailable", "KB_BACKEND_UNAVAILABLE", None)] * 3,
         ("NotFound", "KB_NOT_FOUND", None),
     ]
-    assert expected[count + 6] == 4, "the s2 plan counted its consultations only"
+    assert expected[count + 6] == 4, "the south plan counted its consultations only"
     assert expected[count + 7][0] == "kb"
     assert expected[count + 8][0] == "BackendUnavailable"
     assert expected[count + 11] == 4
@@ -332,7 +276,6 @@ def test_every_grant_error_crosses_the_wire_as_in_process(served: HarnessAdapter
     served.close(backend)
 
 
-@pytest.mark.parametrize("served", ["stdio", "http"], indirect=True)
 def test_a_hanging_plan_crosses_the_wire(served: HarnessAdapter) -> None:
     """A plan that hangs blocks the harness's store call that long (a get waits it out, then
     fails); a search fails at its group deadline, long before; the plan without hang fails at once
@@ -341,7 +284,7 @@ def test_a_hanging_plan_crosses_the_wire(served: HarnessAdapter) -> None:
     backend = served.open(BackendOptions(store_fails=switch))
     one, two, _, _ = _world(backend)
     hang = 4 * DEADLINE
-    switch.set(FaultPlan(0, None, frozenset({"s2"}), hang))
+    switch.set(FaultPlan(0, None, frozenset({"south"}), hang))
     started = time.monotonic()
     with pytest.raises(BackendUnavailable):
         backend.get_kb("acme", two)
@@ -351,7 +294,7 @@ def test_a_hanging_plan_crosses_the_wire(served: HarnessAdapter) -> None:
         backend.search("acme", [one, two], X, 5)
     assert DEADLINE <= time.monotonic() - started < hang
     assert backend.search("acme", [one], X, 5) == []
-    switch.set(FaultPlan(0, None, frozenset({"s2"})))
+    switch.set(FaultPlan(0, None, frozenset({"south"})))
     started = time.monotonic()
     with pytest.raises(BackendUnavailable):
         backend.get_kb("acme", two)
@@ -362,7 +305,7 @@ def test_a_hanging_plan_crosses_the_wire(served: HarnessAdapter) -> None:
 def test_a_plan_sends_stores_and_hang_only_when_it_has_them() -> None:
     """{pass, fail} as before for a plan of neither (a harness of another profile reads it as
     ever); stores sorted, hang in seconds when set; the Dispatcher's switch gets the same plan."""
-    adapter, transport = _loopback()
+    adapter, transport = loopback(GRANT)
     switch = FaultSwitch()
     backend = adapter.open(BackendOptions(store_fails=switch))
     far = transport.dispatcher.backends[backend.handle][1]
@@ -387,7 +330,7 @@ def test_a_caller_crosses_as_its_json_form_and_every_other_argument_as_its_kind_
     """The caller as a project-pool session crosses; ids, ids lists, vectors, limits and batches
     as themselves when they are of their kind (the invalid ones too: empty, repeated, wrong
     dimension, out of range) and as null when not."""
-    adapter, transport = _loopback()
+    adapter, transport = loopback(GRANT)
     backend = adapter.open(BackendOptions())
 
     class Sneaky(str):
@@ -438,13 +381,12 @@ def test_a_caller_crosses_as_its_json_form_and_every_other_argument_as_its_kind_
     assert documents_or_null("x") is None
 
 
-@pytest.mark.parametrize("served", ["stdio", "http"], indirect=True)
 def test_a_caller_that_is_not_a_string_is_no_identity_on_the_far_side(served: HarnessAdapter) -> None:
     """The backend sees the value the suite passed: 1, ["1"], True are not the tenant "1" (the
     control reads), whatever the harness's language makes of them."""
     backend = served.open(BackendOptions())
     backend.create_tenant("1")
-    kb = backend.create_kb("1", "s1", "m-3a")
+    kb = backend.create_kb("1", "north", "m-6a")
     assert [view.id for view in backend.list_kbs("1")] == [kb]
     for look_alike in (1, ["1"], {"1": "1"}, 1.0, True, None):
         with pytest.raises(Unauthenticated):
@@ -458,65 +400,23 @@ def test_ingest_follows_the_manifests_profile() -> None:
     """On a kb-grant harness ingest(caller, kb, documents) is ingestDocuments, and a
     tenant-namespace ingest(principal, records) is a TypeError before any request; on a
     tenant-namespace harness the reverse (each with its control)."""
-    adapter, transport = _loopback()
+    adapter, transport = loopback(GRANT)
     backend = adapter.open(BackendOptions())
     backend.create_tenant("acme")
-    kb = backend.create_kb("acme", "s1", "m-3a")
+    kb = backend.create_kb("acme", "north", "m-6a")
     sent = len(transport.sent)
     with pytest.raises(TypeError, match="kb-grant ingest takes"):
         backend.ingest("acme", [{"text": "x", "embedding": X}])
     assert len(transport.sent) == sent
     assert backend.ingest("acme", kb, [{"text": "x", "embedding": X}]) == ["doc-2"]
     assert transport.sent[-1]["op"] == "ingestDocuments"
-    tenant, transport = _loopback(TENANT)
+    tenant, transport = loopback(TENANT)
     backend = tenant.open(BackendOptions())
     with pytest.raises(TypeError, match="tenant-namespace ingest takes"):
         backend.ingest(None, "kb", [])
     with pytest.raises(Unauthenticated):
         backend.ingest(None, [])
     assert transport.sent[-1]["op"] == "ingest"
-
-
-def _ask(dispatcher: Dispatcher, op: str, params: dict[str, Any]) -> dict[str, Any]:
-    return dispatcher.answer({"id": 3, "op": op, "params": params})
-
-
-@pytest.mark.parametrize(
-    ("spec", "op", "params"),
-    [
-        (GRANT, "query", {"principal": None, "text": "x", "nResults": 5, "where": None}),
-        (GRANT, "ingest", {"principal": None, "records": []}),
-        (GRANT, "writeEpisode", {"session": "s1", "text": "words"}),
-        (TENANT, "searchKbs", {"caller": "acme", "kbs": ["kb-1"], "embedding": X, "limit": 5}),
-        (TENANT, "createTenant", {"tenant": "acme"}),
-        (POOL, "ingestDocuments", {"caller": "acme", "kb": "kb-1", "documents": []}),
-        (POOL, "listKbs", {"caller": None}),
-    ],
-)
-def test_a_harness_answers_another_profiles_operations_as_requests_it_cannot_carry_out(
-    spec: str, op: str, params: dict[str, Any]
-) -> None:
-    """KB_HARNESS_REQUEST_INVALID naming the profile, whatever backend the request names; the
-    profile's own operations are answered (control)."""
-    adapter, manifest = load_adapter(spec)
-    dispatcher = Dispatcher(adapter, manifest)
-    opened = _ask(dispatcher, "open", {"spoofMode": "overwrite", "revisionMap": None, "faults": False})
-    handle = opened["result"]["backend"]
-    for backend in (handle, "b99"):
-        answer = _ask(dispatcher, op, {"backend": backend, **params})
-        assert answer["error"] == {
-            "code": REQUEST_INVALID,
-            "message": f"{op} is not an operation of the {manifest.profile} profile (the manifest's "
-            "isolationProfile)",
-        }
-    own = {
-        "kb-grant": ("listKbs", {"caller": None}),
-        "project-pool": ("searchEpisodes", {"session": None, "text": "words", "limit": 5}),
-        "tenant-namespace": ("count", {"principal": None}),
-    }[manifest.profile]
-    answer = _ask(dispatcher, own[0], {"backend": handle, **own[1]})
-    assert answer["error"]["code"] == "KB_UNAUTHENTICATED"
-    _ask(dispatcher, "shutdown", {})
 
 
 @pytest.mark.parametrize(
@@ -548,13 +448,13 @@ def test_a_grant_result_of_the_wrong_shape_breaks_the_harness(
     """A score outside [0, 1] (beyond the contract's 1e-4), a knowledge base id that is not a
     string, a negative count:
     KB_HARNESS_BROKEN naming the call, never a result (control: the right shape answers)."""
-    adapter, transport = _loopback()
+    adapter, transport = loopback(GRANT)
     backend = adapter.open(BackendOptions())
     backend.create_tenant("acme")
-    kb = backend.create_kb("acme", "s1", "m-3a")
+    kb = backend.create_kb("acme", "north", "m-6a")
     call = {
         "search": lambda: backend.search("acme", [kb], X, 5),
-        "create_kb": lambda: backend.create_kb("acme", "s1", "m-3a"),
+        "create_kb": lambda: backend.create_kb("acme", "north", "m-6a"),
         "list_kbs": lambda: backend.list_kbs("acme"),
     }[facade]
     assert call() is not None
@@ -567,7 +467,7 @@ def test_a_grant_result_of_the_wrong_shape_breaks_the_harness(
 def test_a_score_crosses_within_the_contracts_tolerance_of_0_to_1(monkeypatch: pytest.MonkeyPatch) -> None:
     """A score an ulp above 1 or 1e-4 below 0 (rounding, float32 vectors: the contract allows
     1e-4) is a searchKbs result, and the suites judge it; one further out is not."""
-    adapter, transport = _loopback()
+    adapter, transport = loopback(GRANT)
     backend = adapter.open(BackendOptions())
     far = transport.dispatcher.backends[backend.handle][0]
     for score in (1.0000000000000002, 1.0001, -0.0001, 0.0):

@@ -1,57 +1,36 @@
 """harness-v1 from the kit's side: a Python adapter served on stdio and on HTTP answers every
-facade as it does in process; a harness that breaks the protocol fails the call, naming it."""
+facade as it does in process; a harness serves only its profile's operations; a harness that
+breaks the protocol fails the call, naming it."""
 
 from __future__ import annotations
 
 import contextlib
-import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kbconform import runner
-from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch, RevisionMap
+from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch, RevisionMap, load_adapter
 from kbconform.conformance import record
 from kbconform.errors import BackendUnavailable, Forbidden, NotFound, Unauthenticated
-from kbconform.harness import HarnessAdapter, HarnessBroken, HttpTransport, StdioTransport
+from kbconform.harness import Dispatcher, HarnessAdapter, HarnessBroken, StdioTransport
+from kbconform.harness._wire import REQUEST_INVALID
 from kbconform.identity import Principal
 
 HERE = Path(__file__).parent
 BROKEN = HERE / "broken_harness.py"
 REFERENCE = "kbconform_reference.adapter:memory"
+GRANT = "tests.plugin.grant_adapter:make"
+POOL = "tests.plugin.pool_adapter:make"
+SERVED = REFERENCE  # by the served fixture (conftest.py), on stdio and on HTTP
 ACME = Principal("acme", "agent-a")
 BETA = Principal("beta", "agent-b")
 OPERATOR = Principal("kb-ops", "ops", role="operator")
 
 
-@pytest.fixture
-def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[HarnessAdapter]:
-    """The memory reference behind harness-v1, on stdio or on HTTP (``request.param``)."""
-    if request.param == "stdio":
-        adapter = HarnessAdapter(StdioTransport(runner.serve_command(REFERENCE), tmp_path / "log"), 60)
-        yield adapter
-        adapter.shutdown()
-        assert adapter.transport.process.wait(timeout=10) == 0  # type: ignore[attr-defined]
-        return
-    server = subprocess.Popen(runner.serve_command(REFERENCE, http=True), stdout=subprocess.PIPE)
-    try:
-        assert server.stdout is not None
-        url = server.stdout.readline().decode().strip()
-        adapter = HarnessAdapter(HttpTransport(url), 60)
-        yield adapter
-        adapter.shutdown()
-        assert server.wait(timeout=10) == 0, "shutdown did not end the HTTP server"
-    finally:
-        server.kill()
-        server.wait()
-        server.stdout.close()  # type: ignore[union-attr]
-
-
-@pytest.mark.parametrize("served", ["stdio", "http"], indirect=True)
 def test_a_served_adapter_answers_every_facade_and_error_as_in_process(served: HarnessAdapter) -> None:
     assert served.manifest["adapter"]["name"] == "kbconform-reference"
     switch = FaultSwitch()
@@ -89,6 +68,57 @@ def test_a_served_adapter_answers_every_facade_and_error_as_in_process(served: H
     assert {hit.id for hit in restored.list(ACME, 10, 0)} == set(ids)
     served.close(backend)
     served.close(restored)
+
+
+def _ask(dispatcher: Dispatcher, op: str, params: dict[str, Any]) -> dict[str, Any]:
+    return dispatcher.answer({"id": 3, "op": op, "params": params})
+
+
+@pytest.mark.parametrize(
+    ("spec", "op", "params"),
+    [
+        (GRANT, "query", {"principal": None, "text": "x", "nResults": 5, "where": None}),
+        (GRANT, "ingest", {"principal": None, "records": []}),
+        (GRANT, "writeEpisode", {"session": "s1", "text": "words"}),
+        (REFERENCE, "searchKbs", {"caller": "acme", "kbs": ["kb-1"], "embedding": [1.0, 0.0], "limit": 5}),
+        (REFERENCE, "createTenant", {"tenant": "acme"}),
+        (REFERENCE, "createProject", {"project": "apollo"}),
+        (REFERENCE, "searchEpisodes", {"session": "s1", "text": "words", "limit": 5}),
+        (POOL, "ingestDocuments", {"caller": "acme", "kb": "kb-1", "documents": []}),
+        (POOL, "listKbs", {"caller": None}),
+        (POOL, "ingest", {"principal": None, "records": []}),
+        (POOL, "count", {"principal": None}),
+        (
+            POOL,
+            "scan",
+            {"root": "/w", "config": None, "tenantId": "a", "repoSlug": "r", "rootKind": "bare-repo"},
+        ),
+    ],
+)
+def test_a_harness_answers_another_profiles_operations_as_requests_it_cannot_carry_out(
+    spec: str, op: str, params: dict[str, Any]
+) -> None:
+    """KB_HARNESS_REQUEST_INVALID naming the profile, whatever backend the request names; the
+    profile's own operations are answered (control)."""
+    adapter, manifest = load_adapter(spec)
+    dispatcher = Dispatcher(adapter, manifest)
+    opened = _ask(dispatcher, "open", {"spoofMode": "overwrite", "revisionMap": None, "faults": False})
+    handle = opened["result"]["backend"]
+    for backend in (handle, "b99"):
+        answer = _ask(dispatcher, op, {"backend": backend, **params})
+        assert answer["error"] == {
+            "code": REQUEST_INVALID,
+            "message": f"{op} is not an operation of the {manifest.profile} profile (the manifest's "
+            "isolationProfile)",
+        }
+    own = {
+        "kb-grant": ("listKbs", {"caller": None}),
+        "project-pool": ("searchEpisodes", {"session": None, "text": "words", "limit": 5}),
+        "tenant-namespace": ("count", {"principal": None}),
+    }[manifest.profile]
+    answer = _ask(dispatcher, own[0], {"backend": handle, **own[1]})
+    assert answer["error"]["code"] == "KB_UNAUTHENTICATED"
+    _ask(dispatcher, "shutdown", {})
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,9 @@ After changing the schema or the generator, rewrite it with
 with ``KBCONFORM_UPDATE_OPENAPI=1``).
 
 Three servers are driven, one per isolation profile, each for the module (``kbconform serve
---http``, in a scratch folder): the reference (memory store), a tenant-namespace adapter, the
-project-pool double beside this module (``pool_double.py``) and the kb-grant double
-(``grant_double.py``). Schemathesis sends each every
+--http``, in a scratch folder): the reference (memory store), a tenant-namespace adapter, and
+the in-memory project-pool and kb-grant adapters of the plugin's tests
+(``tests/plugin/pool_adapter.py``, ``tests/plugin/grant_adapter.py``). Schemathesis sends each every
 operation but ``shutdown`` valid and invalid bodies (positive and negative generation, its
 coverage and fuzzing phases) and checks every answer: no 5xx, a declared status code and content
 type, a body the response schema accepts, an invalid body refused with 400, 405 with ``Allow``
@@ -69,12 +69,12 @@ from kbconform.harness._openapi import openapi, render
 from kbconform.harness._wire import OPERATIONS, REQUEST_INVALID, serves
 
 REFERENCE = "kbconform_reference.adapter:memory"
-POOL = "tests.harness.pool_double:adapter"
-GRANT = "tests.harness.grant_double:adapter"
+POOL = "tests.plugin.pool_adapter:make"
+GRANT = "tests.plugin.grant_adapter:make"
 #: The adapter served for each isolation profile.
 ADAPTERS = {"tenant-namespace": REFERENCE, "project-pool": POOL, "kb-grant": GRANT}
-#: The kb-grant double's stores and models (grant_double.MANIFEST).
-STORES, MODELS = ("s1", "s2"), ("m-3a", "m-3b")
+#: The kb-grant adapter's stores and models (tests/plugin/grant_adapter.py's MANIFEST: dimension 6).
+STORES, MODELS = ("north", "south"), ("m-6a", "m-6b")
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENT = data_dir("schemas") / "harness-v1.openapi.json"
 #: Examples per operation (valid and invalid together), and scenarios of the stateful phase, of
@@ -145,15 +145,15 @@ def _message(case: Case[Any]) -> dict[str, Any] | None:
 
 
 class Server:
-    """An adapter served over HTTP (the reference, the pool double for ``profile`` project-pool,
-    the grant double for kb-grant), and the backends, projects, sessions, tenants and knowledge
+    """An adapter served over HTTP (the reference, the pool adapter for ``profile`` project-pool,
+    the grant adapter for kb-grant), and the backends, projects, sessions, tenants and knowledge
     bases it holds, as its answers show."""
 
     def __init__(self, folder: Path, profile: str = "tenant-namespace") -> None:
         self.folder, self.profile = folder, profile
         command = runner.serve_command(ADAPTERS[profile], http=True)
         path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-        environment = {**os.environ, "PYTHONPATH": path}  # the pool double is a module of tests/
+        environment = {**os.environ, "PYTHONPATH": path}  # the pool and grant adapters are modules of tests/
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, cwd=folder, env=environment)
         assert self.process.stdout is not None
         self.url = self.process.stdout.readline().decode().strip()
@@ -213,7 +213,7 @@ class Server:
 
     def _steer_grant(self, params: dict[str, Any], draw: int) -> None:
         """A kb-grant body onto a tenant, a knowledge base, a store and a model the server knows,
-        a vector of the double's dimension and a batch of one valid document."""
+        a vector of the adapter's dimension and a batch of one valid document."""
         tenants = self.tenants.get(params.get("backend", ""), [])
         kbs = self.kbs.get(params.get("backend", ""), [])
         if tenants:
@@ -230,11 +230,13 @@ class Server:
         if "model" in params:
             params["model"] = MODELS[(draw // 2) % 2]
         if "embedding" in params:
-            params["embedding"] = [1.0, (draw % 7) / 7, 0.5]
+            params["embedding"] = [1.0, (draw % 7) / 7, 0.5, 0.0, 0.0, 0.0]
         if "limit" in params:
             params["limit"] = 1 + draw % 10
         if "documents" in params:
-            params["documents"] = [{"text": f"words {draw}", "embedding": [0.5, 1.0, (draw % 5) / 5]}]
+            params["documents"] = [
+                {"text": f"words {draw}", "embedding": [0.5, 1.0, (draw % 5) / 5, 0.0, 0.0, 0.0]}
+            ]
 
     def expected(self, case: Case[Any]) -> int | None:
         """The one status a valid body may get (None for the rest: Schemathesis's own checks)."""
@@ -437,7 +439,7 @@ def _follow(link: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_project_pool_links_carry_a_project_and_a_session_that_work(tmp_path: Path) -> None:
-    """Followed by hand on the pool double: createProject's links start a session in the
+    """Followed by hand on the pool adapter: createProject's links start a session in the
     project it made; startSession's reach that session on every operation on a session, each
     answered with a result (the session is the one started, on its backend)."""
     served = Server(tmp_path, "project-pool")
@@ -484,7 +486,7 @@ def _fill(link: dict[str, Any], request: dict[str, Any], response: dict[str, Any
 
 
 def test_the_kb_grant_links_carry_a_tenant_and_a_kb_that_work(tmp_path: Path) -> None:
-    """Followed by hand on the grant double: createTenant's links call createKb and listKbs as
+    """Followed by hand on the grant adapter: createTenant's links call createKb and listKbs as
     the tenant it made; createKb's reach the knowledge base it made, as its owner, on every
     operation on a knowledge base, each answered with a result."""
     served = Server(tmp_path, "kb-grant")
@@ -497,17 +499,23 @@ def test_the_kb_grant_links_carry_a_tenant_and_a_kb_that_work(tmp_path: Path) ->
         links = paths["/v1/createTenant"]["post"]["responses"]["200"]["links"]
         listed = _fill(links["listKbsAsTheTenant"], made, {"result": {}})
         assert _request(served.url, "listKbs", listed) == (200, {"id": 1, "result": {"kbs": []}})
-        create = {**_fill(links["createKbAsTheTenant"], made, {"result": {}}), "store": "s1", "model": "m-3a"}
+        create = {
+            **_fill(links["createKbAsTheTenant"], made, {"result": {}}),
+            "store": "north",
+            "model": "m-6a",
+        }
         assert create["caller"] == "beta"
         status, created = _request(served.url, "createKb", create)
         assert status == 200, created
         rest = {
             "shareKb": {"grantee": "acme"},
             "revokeKb": {"grantee": "acme"},
-            "ingestDocuments": {"documents": [{"text": "words", "embedding": [1.0, 0.0, 0.0]}]},
+            "ingestDocuments": {
+                "documents": [{"text": "words", "embedding": [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]}]
+            },
             "getKb": {},
-            "copyKb": {"store": "s2"},
-            "moveKb": {"store": "s2"},
+            "copyKb": {"store": "south"},
+            "moveKb": {"store": "south"},
             "deleteKb": {},
         }
         links = paths["/v1/createKb"]["post"]["responses"]["200"]["links"]

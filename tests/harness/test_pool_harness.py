@@ -1,21 +1,18 @@
 """harness-v1 carries the project-pool profile: a project-pool adapter served on stdio and on HTTP
-answers every operation and error as in process; a harness serves only its profile's operations.
+answers every operation and error as in process.
 
-The adapter is the small in-memory double beside this module (``pool_double.py``), served by
-``kbconform serve tests.harness.pool_double:adapter`` from the repository root.
+The adapter is the correct in-memory project-pool adapter of the plugin's tests
+(``tests/plugin/pool_adapter.py``), served by ``kbconform serve tests.plugin.pool_adapter:make``
+from the repository root.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kbconform import runner
 from kbconform.adapter import (
     POOL_INVALID,
     BackendOptions,
@@ -24,68 +21,17 @@ from kbconform.adapter import (
     Manifest,
     ProjectPoolBackend,
     check_backend,
-    load_adapter,
 )
 from kbconform.errors import BackendUnavailable, ContractViolation, NotFound, Unauthenticated
-from kbconform.harness import Dispatcher, HarnessAdapter, HarnessBroken, HttpTransport, StdioTransport
-from kbconform.harness._wire import REQUEST_INVALID, dumps, problems, session_to_wire
-from tests.harness.pool_double import PoolAdapter
+from kbconform.harness import HarnessAdapter, HarnessBroken
+from kbconform.harness._wire import problems, session_to_wire
+from tests.harness.conftest import ROOT, loopback
+from tests.plugin.pool_adapter import Pool
 
-ROOT = Path(__file__).resolve().parents[2]
-POOL = "tests.harness.pool_double:adapter"
+POOL = "tests.plugin.pool_adapter:make"
+SERVED = POOL  # by the served fixture (conftest.py), on stdio and on HTTP
 TENANT = "kbconform_reference.adapter:memory"
 ENTITY = {"name": "Ada", "type": "person", "notes": "wrote the first program"}
-
-
-class Loopback:
-    """A transport that hands each message, as JSON, to a Dispatcher in this process."""
-
-    description = "loopback"
-    broken = False
-
-    def __init__(self, dispatcher: Dispatcher) -> None:
-        self.dispatcher = dispatcher
-
-    def exchange(self, call: str, message: Mapping[str, Any], timeout: float) -> Mapping[str, Any]:
-        answer: Mapping[str, Any] = json.loads(dumps(self.dispatcher.answer(json.loads(dumps(message)))))
-        return answer
-
-    def log_tail(self) -> str:
-        return ""
-
-    def stop(self) -> None:
-        """Nothing runs."""
-
-    def abandon(self) -> None:
-        self.broken = True
-
-
-def _loopback(spec: str) -> HarnessAdapter:
-    adapter, manifest = load_adapter(spec)
-    return HarnessAdapter(Loopback(Dispatcher(adapter, manifest)), 60)
-
-
-@pytest.fixture
-def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[HarnessAdapter]:
-    """The pool double behind harness-v1, on stdio or on HTTP (``request.param``)."""
-    if request.param == "stdio":
-        transport = StdioTransport(runner.serve_command(POOL), tmp_path / "log", cwd=str(ROOT))
-        adapter = HarnessAdapter(transport, 60)
-        yield adapter
-        adapter.shutdown()
-        assert transport.process.wait(timeout=10) == 0
-        return
-    server = subprocess.Popen(runner.serve_command(POOL, http=True), stdout=subprocess.PIPE, cwd=ROOT)
-    try:
-        assert server.stdout is not None
-        adapter = HarnessAdapter(HttpTransport(server.stdout.readline().decode().strip()), 60)
-        yield adapter
-        adapter.shutdown()
-        assert server.wait(timeout=10) == 0, "shutdown did not end the HTTP server"
-    finally:
-        server.kill()
-        server.wait()
-        server.stdout.close()  # type: ignore[union-attr]
 
 
 def _story(backend: Any) -> list[object]:
@@ -117,13 +63,12 @@ def _story(backend: Any) -> list[object]:
     return seen
 
 
-@pytest.mark.parametrize("served", ["stdio", "http"], indirect=True)
 def test_every_pool_operation_answers_over_the_wire_as_in_process(served: HarnessAdapter) -> None:
     """The same story gives the same results in process and served; the scope rules hold in it."""
     assert served.manifest["isolationProfile"] == "project-pool"
     backend = served.open(BackendOptions())
     check_backend(backend, Manifest.from_mapping(served.manifest))
-    in_process = PoolAdapter().open(BackendOptions())
+    in_process = Pool().open(BackendOptions())
     over_the_wire = _story(backend)
     assert over_the_wire == _story(in_process)
     searches = over_the_wire[5:11]
@@ -139,7 +84,6 @@ def test_every_pool_operation_answers_over_the_wire_as_in_process(served: Harnes
     served.close(backend)
 
 
-@pytest.mark.parametrize("served", ["stdio", "http"], indirect=True)
 def test_pool_errors_cross_the_wire_with_their_codes(served: HarnessAdapter) -> None:
     """Unauthenticated, NotFound, KB_POOL_INVALID and BackendUnavailable (by the fault plan)
     come back as the kit's errors, with the harness's message; a failed call changes nothing."""
@@ -212,7 +156,6 @@ def test_a_session_crosses_as_its_json_form_or_as_null() -> None:
     assert [session_to_wire(value) for value in (b"s1", object(), float("nan"), {1j})] == [None] * 4
 
 
-@pytest.mark.parametrize("served", ["stdio", "http"], indirect=True)
 def test_a_session_that_is_not_a_string_is_no_identity_on_the_far_side(served: HarnessAdapter) -> None:
     """The backend sees the value the suite passed: 1 and ["1"] are not the session "1" (the
     control answers), whatever the harness's language makes of them."""
@@ -231,7 +174,7 @@ def test_a_session_that_is_not_a_string_is_no_identity_on_the_far_side(served: H
 def test_a_membership_name_that_is_not_a_string_is_never_sent() -> None:
     """Membership operations take the operator's names: anything but a str (None for the project
     of startSession: no project) is a TypeError before any request, and nothing changes."""
-    adapter = _loopback(POOL)
+    adapter, _ = loopback(POOL)
     backend = adapter.open(BackendOptions())
     sent = adapter._ids
     for call, args in [
@@ -251,7 +194,7 @@ def test_a_membership_name_that_is_not_a_string_is_never_sent() -> None:
 def test_the_proxy_passes_check_backend_for_either_profile() -> None:
     """A backend behind harness-v1 has the facades of the profile its manifest declares."""
     for spec in (POOL, TENANT):
-        adapter = _loopback(spec)
+        adapter, _ = loopback(spec)
         manifest = Manifest.from_mapping(adapter.manifest)
         backend = adapter.open(BackendOptions())
         check_backend(backend, manifest)
@@ -259,55 +202,13 @@ def test_the_proxy_passes_check_backend_for_either_profile() -> None:
         adapter.shutdown()
 
 
-def _ask(dispatcher: Dispatcher, op: str, params: dict[str, Any]) -> dict[str, Any]:
-    return dispatcher.answer({"id": 3, "op": op, "params": params})
-
-
-@pytest.mark.parametrize(
-    ("spec", "op", "params"),
-    [
-        (POOL, "ingest", {"principal": None, "records": []}),
-        (POOL, "count", {"principal": None}),
-        (
-            POOL,
-            "scan",
-            {"root": "/w", "config": None, "tenantId": "a", "repoSlug": "r", "rootKind": "bare-repo"},
-        ),
-        (TENANT, "createProject", {"project": "apollo"}),
-        (TENANT, "searchEpisodes", {"session": "s1", "text": "words", "limit": 5}),
-    ],
-)
-def test_a_harness_answers_the_other_profiles_operations_as_requests_it_cannot_carry_out(
-    spec: str, op: str, params: dict[str, Any]
-) -> None:
-    """KB_HARNESS_REQUEST_INVALID naming the profile, before the backend is looked at; the
-    profile's own operations are answered (control)."""
-    adapter, manifest = load_adapter(spec)
-    dispatcher = Dispatcher(adapter, manifest)
-    opened = _ask(dispatcher, "open", {"spoofMode": "overwrite", "revisionMap": None, "faults": False})
-    handle = opened["result"]["backend"]
-    for backend in (handle, "b99"):
-        answer = _ask(dispatcher, op, {"backend": backend, **params})
-        assert answer["error"] == {
-            "code": REQUEST_INVALID,
-            "message": f"{op} is not an operation of the {manifest.profile} profile (the manifest's "
-            "isolationProfile)",
-        }
-    own = ("searchEpisodes", {"session": "s1", "text": "words", "limit": 5})
-    if manifest.profile == "tenant-namespace":
-        own = ("count", {"principal": None})
-    answer = _ask(dispatcher, own[0], {"backend": handle, **own[1]})
-    assert answer["error"]["code"] == "KB_UNAUTHENTICATED"
-    _ask(dispatcher, "shutdown", {})
-
-
 def test_a_pool_result_of_the_wrong_shape_breaks_the_harness(monkeypatch: pytest.MonkeyPatch) -> None:
     """An episode id that is not a string, a hit without its text: KB_HARNESS_BROKEN naming the
     call, never a result."""
-    adapter = _loopback(POOL)
+    adapter, transport = loopback(POOL)
     backend = adapter.open(BackendOptions())
     backend.start_session("s1", None)
-    served = next(iter(adapter.transport.dispatcher.backends.values()))[0]  # type: ignore[attr-defined]
+    served = next(iter(transport.dispatcher.backends.values()))[0]
     monkeypatch.setattr(served, "write_episode", lambda *_: 7)
     with pytest.raises(HarnessBroken, match="not a writeEpisode result"):
         backend.write_episode("s1", "words")
@@ -315,10 +216,10 @@ def test_a_pool_result_of_the_wrong_shape_breaks_the_harness(monkeypatch: pytest
 
 def test_a_pool_hit_without_its_text_breaks_the_harness(monkeypatch: pytest.MonkeyPatch) -> None:
     """A search answered with hits of the tenant shape is not a searchEpisodes result."""
-    adapter = _loopback(POOL)
+    adapter, transport = loopback(POOL)
     backend = adapter.open(BackendOptions())
     backend.start_session("s1", None)
-    served = next(iter(adapter.transport.dispatcher.backends.values()))[0]  # type: ignore[attr-defined]
+    served = next(iter(transport.dispatcher.backends.values()))[0]
 
     class TenantHit:
         id, text, document, metadata = "h1", "words", "words", {}
