@@ -11,20 +11,7 @@ import pytest
 from kbconform import _capabilities
 from kbconform.adapter import Manifest
 from kbconform.errors import ContractViolation
-
-GRANT: dict[str, Any] = {
-    "manifestVersion": "1",
-    "isolationProfile": "kb-grant",
-    "adapter": {"name": "my-kb-adapter", "version": "1.0"},
-    "backend": {"name": "my-kb-service", "version": "2.3"},
-    "isolationModel": "metadata-filter",
-    "readFacades": ["search", "get", "list"],
-    "stores": [{"id": "chroma", "engine": "chroma"}, {"id": "qdrant", "engine": "qdrant"}],
-    "models": [{"name": "m-8a", "dimension": 8}, {"name": "m-8b", "dimension": 8}],
-    "maxFanOut": 4,
-    "groupDeadlineSeconds": 2,
-    "features": {"fault-injection": True},
-}
+from tests.plugin.grant_adapter import MANIFEST as GRANT
 
 
 def _with(**change: Any) -> dict[str, Any]:
@@ -35,10 +22,10 @@ def test_a_kb_grant_manifest_reads_its_stores_models_and_limits() -> None:
     """The accessors the suites use give the manifest's values, in its order."""
     manifest = Manifest.from_mapping(GRANT)
     assert manifest.profile == "kb-grant"
-    assert manifest.stores == ("chroma", "qdrant")
-    assert manifest.engines == {"chroma": "chroma", "qdrant": "qdrant"}
-    assert manifest.models == {"m-8a": 8, "m-8b": 8}
-    assert (manifest.max_fan_out, manifest.group_deadline) == (4, 2.0)
+    assert manifest.stores == ("north", "south")
+    assert manifest.engines == {"north": "cosine", "south": "l2"}
+    assert manifest.models == {"m-6a": 6, "m-6b": 6}
+    assert (manifest.max_fan_out, manifest.group_deadline) == (2, 0.5)
 
 
 @pytest.mark.parametrize(
