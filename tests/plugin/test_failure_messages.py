@@ -22,7 +22,7 @@ from kbconform.cli import main
 from kbconform.contract import is_valid
 from kbconform.errors import ContractViolation
 from tests.plugin.test_html_report import _Page, _section
-from tests.plugin.test_report import EXECUTION, TINY_MANIFEST
+from tests.plugin.test_report import TINY_MANIFEST, _build
 
 FAILING_MUTANT = "kbconform_reference.mutants:by_name.lenient_ingest"  # fails contract-01 at L0
 HOSTILE = "<script>alert(1)</script> | a `cell` | [link](http://x) <img src=x onerror=alert(1)> &amp;"
@@ -36,15 +36,7 @@ def _report(messages: dict[str, tuple[str, str]] | None = None) -> dict[str, Any
     for entry in reports.expected(TINY_MANIFEST, "L4"):
         status, message = changes.get(entry["id"], ("pass", ""))
         results.append({**entry, "status": status, **({"message": message} if message else {})})
-    return reports.build(
-        adapter="tiny:make",
-        manifest=copy.deepcopy(TINY_MANIFEST),
-        seed=7,
-        profile="quick",
-        level="L4",
-        results=results,
-        execution=EXECUTION,
-    )
+    return _build(results, manifest=copy.deepcopy(TINY_MANIFEST))
 
 
 def _entry(report: dict[str, Any], stable: str) -> dict[str, Any]:
@@ -125,15 +117,7 @@ def test_build_keeps_a_message_only_where_a_test_failed() -> None:
         {**entry, "status": "pass", "message": "stale"} for entry in reports.expected(TINY_MANIFEST, "L4")
     ]
     results[0]["status"] = "fail"
-    report = reports.build(
-        adapter="tiny:make",
-        manifest=TINY_MANIFEST,
-        seed=7,
-        profile="quick",
-        level="L4",
-        results=results,
-        execution=EXECUTION,
-    )
+    report = _build(results)
     reports.verify(report)
     assert [test["id"] for test in report["tests"] if "message" in test] == [results[0]["id"]]
 

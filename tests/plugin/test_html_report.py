@@ -25,27 +25,16 @@ import pytest
 from kbconform import report as reports
 from kbconform._html import MAX_TEXT, render, text
 from kbconform.cli import main
+from tests.plugin.test_report import TINY_MANIFEST, _build
 
 HOSTILE = "<script>alert(1)</script>"
+#: The tiny manifest with hostile text in its names and a declined feature.
 MANIFEST: dict[str, Any] = {
-    "manifestVersion": "1",
+    **TINY_MANIFEST,
     "adapter": {"name": 'tiny "quoted" <b>adapter</b>', "version": "1"},
     "backend": {"name": "memory", "version": "2"},
-    "readFacades": ["query", "get", "list"],
-    "isolationModel": "metadata-filter",
-    "spoofModes": ["overwrite"],
-    "sharedNamespace": None,
-    "idProfile": "kbconform-v1",
-    "features": {
-        "client-where": True,
-        "revision-boundary": "no git history <here>",
-        "fault-injection": True,
-        "escalation": {"threshold": 3, "windowSeconds": 60},
-        "workspace-scan": True,
-    },
-    "config": {"url": "http://kb:s3cret@127.0.0.1:8000/v1", "apiKey": "abc", "collection": "kb"},
+    "features": {**TINY_MANIFEST["features"], "revision-boundary": "no git history <here>"},
 }
-EXECUTION = {"pluginAutoload": False, "plugins": [], "workers": 0, "callTimeout": 60.0}
 FAILING_MUTANT = "kbconform_reference.mutants:by_name.lenient_ingest"  # fails contract-01 at L0
 CHROMIUM = Path("/usr/bin/chromium")
 BROWSER_TIMEOUT = 90  # seconds: a browser that hangs fails the test instead of hanging it
@@ -58,15 +47,7 @@ def _report(**changes: str) -> dict[str, Any]:
     for entry in reports.expected(MANIFEST, "L4"):
         status, _, reason = changes.get(entry["id"], "pass").partition(":")
         results.append({**entry, "status": status, **({"reason": reason} if reason else {})})
-    return reports.build(
-        adapter="tiny:make",
-        manifest=copy.deepcopy(MANIFEST),  # a test may change its report's manifest
-        seed=7,
-        profile="quick",
-        level="L4",
-        results=results,
-        execution=EXECUTION,
-    )
+    return _build(results, manifest=copy.deepcopy(MANIFEST))  # a test may change its report's manifest
 
 
 class _Page(HTMLParser):
@@ -205,14 +186,6 @@ def test_the_page_loads_nothing_from_anywhere() -> None:
     assert "@import" not in page
     assert "default-src 'none'" in page
     assert parsed.tags["style"] == 1
-
-
-def test_kbconform_run_refuses_an_html_path_it_cannot_write_before_running(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    code = main(["run", "--adapter", "nowhere:nothing", "--html", str(tmp_path / "no" / "r.html")])
-    assert code == 2
-    assert "does not exist" in capsys.readouterr().err
 
 
 # -- in a real browser ------------------------------------------------------------------------

@@ -41,20 +41,19 @@ EXECUTION = {"pluginAutoload": False, "plugins": [], "workers": 0, "callTimeout"
 WITH_TESTS = sorted({entry["level"] for entry in reports.expected(TINY_MANIFEST, "L4")})
 
 
+def _build(results: list[dict[str, Any]], **arguments: Any) -> dict[str, Any]:
+    """The report of ``results``: of the tiny manifest at L4, unless ``arguments`` (of
+    reports.build) say otherwise."""
+    tiny = {"adapter": "tiny:make", "manifest": TINY_MANIFEST, "seed": 7, "profile": "quick", "level": "L4"}
+    return reports.build(**{**tiny, "results": results, "execution": EXECUTION, **arguments})
+
+
 def _report(status: str = "pass", level: str = "L4", **changes: str) -> dict[str, Any]:
     results = [
         {**entry, "status": changes.get(entry["id"], status)}
         for entry in reports.expected(TINY_MANIFEST, level)
     ]
-    return reports.build(
-        adapter="tiny:make",
-        manifest=TINY_MANIFEST,
-        seed=7,
-        profile="quick",
-        level=level,
-        results=results,
-        execution=EXECUTION,
-    )
+    return _build(results, level=level)
 
 
 def _rejection(report: dict[str, Any]) -> str:
@@ -85,15 +84,7 @@ def test_a_built_report_is_valid_and_passes_the_verifier() -> None:
 
 def test_a_test_without_a_result_is_an_error_and_missing() -> None:
     results = [{**e, "status": "pass"} for e in reports.expected(TINY_MANIFEST, "L4") if e["id"] != "leak-04"]
-    report = reports.build(
-        adapter="tiny:make",
-        manifest=TINY_MANIFEST,
-        seed=7,
-        profile="quick",
-        level="L4",
-        results=results,
-        execution=EXECUTION,
-    )
+    report = _build(results)
     assert report["completeness"]["missing"] == ["leak-04"]
     [entry] = [t for t in report["tests"] if t["id"] == "leak-04"]
     assert (entry["status"], entry["reason"]) == (
@@ -163,16 +154,7 @@ def test_a_password_in_the_harness_url_or_command_is_redacted() -> None:
     """The harness's URL and command are shown without a password; one without stays as it is."""
     results = [{**entry, "status": "pass"} for entry in reports.expected(TINY_MANIFEST, "L4")]
     built = {
-        url: reports.build(
-            adapter=url,
-            manifest=TINY_MANIFEST,
-            seed=7,
-            profile="quick",
-            level="L4",
-            results=results,
-            execution=EXECUTION,
-            harness={"transport": "http", "url": url},
-        )
+        url: _build(results, adapter=url, harness={"transport": "http", "url": url})
         for url in ("http://ops:hunter2@127.0.0.1:9/", "http://127.0.0.1:9/")
     }
     hidden = built["http://ops:hunter2@127.0.0.1:9/"]
@@ -284,10 +266,11 @@ def test_kbconform_verify_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["verify", str(tmp_path / "absent.json")]) == 2
 
 
+@pytest.mark.parametrize("output", ["--summary", "--html"])
 def test_kbconform_run_refuses_an_output_path_it_cannot_write_before_running(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    output: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["run", "--adapter", "nowhere:nothing", "--summary", str(tmp_path / "no" / "s.md")])
+    code = main(["run", "--adapter", "nowhere:nothing", output, str(tmp_path / "no" / "out")])
     assert code == 2
     assert "does not exist" in capsys.readouterr().err
 
@@ -300,15 +283,7 @@ def _partial(selection: list[str], **changes: str) -> dict[str, Any]:
         {**entry, "status": changes.get(entry["id"], "pass")}
         for entry in reports.expected(TINY_MANIFEST, "L4", selection)
     ]
-    return reports.build(
-        adapter="tiny:make",
-        manifest=TINY_MANIFEST,
-        seed=7,
-        profile="quick",
-        level="L4",
-        results=results,
-        execution={**EXECUTION, "selection": selection},
-    )
+    return _build(results, execution={**EXECUTION, "selection": selection})
 
 
 def test_a_partial_report_is_complete_against_its_selection_and_earns_no_level() -> None:
