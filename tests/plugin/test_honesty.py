@@ -27,23 +27,23 @@ def pytest_collection_modifyitems(items):
 """
 
 
+def _run_suites(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    """pytest with ``args`` in a subprocess (no cache, tests in order) writing report.json: its
+    result, and the report ({} when none was written)."""
+    result = pytester.runpytest_subprocess(
+        *args, "--kbconform-report=report.json", "-p", "no:cacheprovider", "-p", "no:randomly"
+    )
+    path = pytester.path / "report.json"
+    return result, json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
 def _run(
     pytester: pytest.Pytester, meddler: str, factory: str = "make"
 ) -> tuple[pytest.RunResult, dict[str, Any]]:
     pytester.makepyfile(tiny_adapter=TINY, meddler=meddler)
-    result = pytester.runpytest_subprocess(
-        f"--kbconform-adapter=tiny_adapter:{factory}",
-        "--kbconform-report=report.json",
-        "--kbconform-level=L2",
-        "-p",
-        "meddler",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:randomly",
+    return _run_suites(
+        pytester, f"--kbconform-adapter=tiny_adapter:{factory}", "--kbconform-level=L2", "-p", "meddler"
     )
-    path = pytester.path / "report.json"
-    return result, json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
 def _statuses(report: dict[str, Any], prefix: str) -> set[str]:

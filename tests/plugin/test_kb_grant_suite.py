@@ -5,7 +5,6 @@ tests that need two."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import pytest
 
 from kbconform import report as reports
 from tests.plugin.grant_adapter import BROKEN
+from tests.plugin.test_honesty import _run_suites
 
 pytest_plugins = ["pytester"]
 
@@ -31,18 +31,7 @@ def make():
 
 def _run(pytester: pytest.Pytester, factory: str, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
     pytester.makepyfile(grant_adapter=GRANT, single_adapter=SINGLE)
-    result = pytester.runpytest_subprocess(
-        f"--kbconform-adapter={factory}",
-        "--kbconform-report=report.json",
-        "--kbconform-seed=7",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:randomly",
-        *args,
-    )
-    path = pytester.path / "report.json"
-    return result, json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    return _run_suites(pytester, f"--kbconform-adapter={factory}", "--kbconform-seed=7", *args)
 
 
 def _grant_ids() -> set[str]:
