@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import initialize, precondition, rule
 
 from kbconform.adapter import GRANT_INVALID, MAX_LIMIT, MODEL_MISMATCH, BackendOptions, FaultPlan, FaultSwitch
 from kbconform.conformance import GrantDriver, Run
+from kbconform.conformance._profiles import DriverMachine
 from kbconform.errors import BackendUnavailable, Forbidden, KbconformError, NotFound
 
 #: The isolation profile these tests are written for (schemas/kb-grant.md).
@@ -596,20 +595,11 @@ FAULTS = st.none() | st.integers(0, 3)
 MALFORMED = st.none() | st.sampled_from(["store", "empty", "dimension", "zero", "limit", "duplicate"])
 
 
-class GrantMachine(RuleBasedStateMachine):
+class GrantMachine(DriverMachine[GrantDriver]):
     """Grants given and revoked between writes, copies, moves and deletes of many tenants,
     malformed and unauthenticated calls and store faults, every read of every tenant compared
-    with the model after each step; :func:`machine_for` binds it to a run."""
-
-    run: ClassVar[Run]
-    compared: ClassVar[list[int]]
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fault = FaultSwitch()
-        self.faults = self.run.manifest.supports("fault-injection")
-        self.backend: Any = None
-        self.driver: GrantDriver | None = None
+    with the model after each step (:class:`DriverMachine` holds the invariant and binds the
+    machine to a run)."""
 
     @initialize(
         tenants=st.lists(st.sampled_from(TENANT_NAMES), min_size=2, max_size=4, unique=True),
@@ -618,22 +608,12 @@ class GrantMachine(RuleBasedStateMachine):
     def open_backend(self, tenants: list[str], seed: int) -> None:
         """A backend with a few tenants, each owning a knowledge base with documents granted to
         the next tenant (so every program holds grants its reads see before any revoke)."""
-        self.backend = self.run.open(BackendOptions(store_fails=self.fault if self.faults else None))
-        self.driver = d = GrantDriver(self.backend, self.run.manifest, random.Random(seed))
+        self.driver = d = GrantDriver(self.fresh_backend(), self.run.manifest, random.Random(seed))
         for index, tenant in enumerate(tenants):
             d.tenant(tenant)
             d.kb(tenant, d.policy.stores[index % len(d.policy.stores)], None, 2)
         for kb, tenant in zip(list(d.policy.kbs), [*tenants[1:], tenants[0]], strict=True):
             d.call("share_kb", d.policy.kbs[kb].owner, kb, tenant)
-
-    def teardown(self) -> None:
-        if self.backend is not None:
-            self.run.close(self.backend)
-
-    @property
-    def d(self) -> GrantDriver:
-        assert self.driver is not None
-        return self.driver
 
     def _tenant(self, pick: int) -> str:
         return self.d.policy.tenants[pick % len(self.d.policy.tenants)]
@@ -654,18 +634,6 @@ class GrantMachine(RuleBasedStateMachine):
 
     def _store(self, pick: int) -> str:
         return self.d.policy.stores[pick % len(self.d.policy.stores)]
-
-    @contextmanager
-    def _armed(self, fault: int | None) -> Iterator[bool]:
-        """The (fault+1)th store call of the block and every later one fail; whether armed."""
-        armed = fault is not None and self.faults
-        if armed:
-            self.fault.set(FaultPlan(fault or 0))
-        try:
-            yield armed
-        finally:
-            if armed:
-                self.fault.set(None)
 
     def _do(self, operation: str, *args: Any, fault: int | None = None) -> Any:
         with self._armed(fault) as armed:
@@ -797,15 +765,6 @@ class GrantMachine(RuleBasedStateMachine):
         with self._armed(fault) as armed:
             self.d.attempt_search(who, names, vector, limit, may_fail=armed)
 
-    @invariant()
-    def every_read_of_every_tenant_equals_the_model(self) -> None:
-        if self.driver is not None:
-            self.compared[0] += self.driver.check()
-
-
-def machine_for(run: Run) -> type[GrantMachine]:
-    return type("KbGrant", (GrantMachine,), {"run": run, "compared": [0]})
-
 
 @pytest.mark.kbconform(id="grant-14", level="L4")
 def test_interleaved_grants_writes_moves_and_faults_match_the_model(kbconform_run: Run) -> None:
@@ -814,6 +773,6 @@ def test_interleaved_grants_writes_moves_and_faults_match_the_model(kbconform_ru
     strangers and no identity, malformed calls, searches with small limits, store faults from
     any store call of a call) and, after each, every read of every tenant equals the policy
     model; the model compared scopes that are neither empty nor everything (control)."""
-    machine = machine_for(kbconform_run)
+    machine = GrantMachine.bound(kbconform_run, "KbGrant")
     kbconform_run.run_machine(machine)
     assert machine.compared[0] > 0, "no step compared a scope that is neither empty nor everything"

@@ -10,24 +10,16 @@ profile-independent tests (iso-01 to iso-03) are in ``test_isolation.py``.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from hypothesis.stateful import initialize, rule
 
-from kbconform.adapter import (
-    MAX_LIMIT,
-    POOL_INVALID,
-    POOL_READ_FACADES,
-    BackendOptions,
-    FaultPlan,
-    FaultSwitch,
-)
+from kbconform.adapter import MAX_LIMIT, POOL_INVALID, POOL_READ_FACADES
 from kbconform.conformance import PoolDriver, Run
+from kbconform.conformance._profiles import DriverMachine
 from kbconform.errors import BackendUnavailable, ContractViolation
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).
@@ -427,19 +419,10 @@ PROJECTS = st.integers(0, 2 * len(PROJECT_NAMES) - 1)
 FAULTS = st.none() | st.integers(0, 2)
 
 
-class PoolMachine(RuleBasedStateMachine):
+class PoolMachine(DriverMachine[PoolDriver]):
     """Membership changes interleaved with writes, extractions and searches of many sessions,
-    compared with the model after every step; :func:`machine_for` binds it to a run."""
-
-    run: ClassVar[Run]
-    compared: ClassVar[list[int]]  # informative comparisons over every example (vacuity guard)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fault = FaultSwitch()
-        self.faults = self.run.manifest.supports("fault-injection")
-        self.backend: Any = None
-        self.driver: PoolDriver | None = None
+    every search of every session compared with the model after every step
+    (:class:`DriverMachine` holds the invariant and binds the machine to a run)."""
 
     @initialize(
         names=_names(),
@@ -452,8 +435,7 @@ class PoolMachine(RuleBasedStateMachine):
         """A backend with a few projects and sessions; each session has written a few episodes
         and extracted a few entities, or none (a project whose sessions wrote nothing exists)."""
         projects, sessions, places = names
-        self.backend = self.run.open(BackendOptions(store_fails=self.fault if self.faults else None))
-        self.driver = d = PoolDriver(self.backend, random.Random(seed))
+        self.driver = d = PoolDriver(self.fresh_backend(), random.Random(seed))
         for project in projects:
             d.call("create_project", project)
         for session, place, (episodes, extracted) in zip(sessions, places, written, strict=False):
@@ -462,15 +444,6 @@ class PoolMachine(RuleBasedStateMachine):
                 d.write(session)
             if extracted:
                 d.extract(session, extracted)
-
-    def teardown(self) -> None:
-        if self.backend is not None:
-            self.run.close(self.backend)
-
-    @property
-    def d(self) -> PoolDriver:
-        assert self.driver is not None
-        return self.driver
 
     def _session(self, pick: int) -> str:
         sessions = list(self.d.policy.sessions)
@@ -481,18 +454,6 @@ class PoolMachine(RuleBasedStateMachine):
 
     def _known(self, caller: object) -> bool:
         return isinstance(caller, str) and caller in self.d.policy.sessions
-
-    @contextmanager
-    def _armed(self, fault: int | None) -> Iterator[bool]:
-        """The (fault+1)th store call of the block and every later one fail; whether armed."""
-        armed = fault is not None and self.faults
-        if armed:
-            self.fault.set(FaultPlan(fault or 0))
-        try:
-            yield armed
-        finally:
-            if armed:
-                self.fault.set(None)
 
     # -- membership ------------------------------------------------------------------------------
 
@@ -594,17 +555,6 @@ class PoolMachine(RuleBasedStateMachine):
                 f"{facade} as {session!r} with every store call failing returned {outcome!r}"
             )
 
-    # -- the invariant ---------------------------------------------------------------------------
-
-    @invariant()
-    def every_search_of_every_session_equals_the_model(self) -> None:
-        if self.driver is not None:
-            self.compared[0] += self.driver.check()
-
-
-def machine_for(run: Run) -> type[PoolMachine]:
-    return type("ProjectPool", (PoolMachine,), {"run": run, "compared": [0]})
-
 
 @pytest.mark.kbconform(id="pool-09", level="L4")
 def test_interleaved_membership_changes_writes_and_searches_match_the_model(kbconform_run: Run) -> None:
@@ -613,6 +563,6 @@ def test_interleaved_membership_changes_writes_and_searches_match_the_model(kbco
     calls, searches with small limits, store faults from any store call of a call) and, after
     each, every search of every session equals the policy model; the model compared scopes that
     are neither empty nor everything (control)."""
-    machine = machine_for(kbconform_run)
+    machine = PoolMachine.bound(kbconform_run, "ProjectPool")
     kbconform_run.run_machine(machine)
     assert machine.compared[0] > 0, "no step compared a scope that is neither empty nor everything"

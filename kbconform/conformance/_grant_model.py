@@ -160,6 +160,11 @@ class GrantPolicy:
             return _invalid(f"a store of the manifest {list(self.stores)}; got {store!r}")
         return None
 
+    def _grantee(self, grantee: object) -> Refused | None:
+        if grantee not in self.tenants:
+            return _invalid(f"a grantee is a tenant; got {grantee!r}")
+        return None
+
     # -- the operator ------------------------------------------------------------------------------
 
     def create_tenant(self, tenant: object) -> Refused | None:
@@ -190,26 +195,17 @@ class GrantPolicy:
 
     def share_kb(self, caller: object, kb: object, grantee: object) -> Refused | None:
         """G6: the owner grants; an unknown grantee, or the owner itself: ``KB_GRANT_INVALID``."""
-        refused = self._administer(caller, kb)
-        if refused is not None:
-            return refused
-        if grantee not in self.tenants:
-            return _invalid(f"a grantee is a tenant; got {grantee!r}")
-        if grantee == caller:
+        refused = self._administer(caller, kb) or self._grantee(grantee)
+        if refused is None and grantee == caller:
             return _invalid("the owner reads its knowledge base already")
-        return None
+        return refused
 
     def commit_share_kb(self, caller: str, kb: str, grantee: str) -> None:
         self.grants.setdefault(kb, set()).add(grantee)
 
     def revoke_kb(self, caller: object, kb: object, grantee: object) -> Refused | None:
         """G6: the owner withdraws a grant, at once; an unknown grantee: ``KB_GRANT_INVALID``."""
-        refused = self._administer(caller, kb)
-        if refused is not None:
-            return refused
-        if grantee not in self.tenants:
-            return _invalid(f"a grantee is a tenant; got {grantee!r}")
-        return None
+        return self._administer(caller, kb) or self._grantee(grantee)
 
     def commit_revoke_kb(self, caller: str, kb: str, grantee: str) -> None:
         self.grants.get(kb, set()).discard(grantee)
@@ -388,15 +384,3 @@ class GrantPolicy:
                     f"not the {wanted} nearest: lacks {_few(lacking)}, shows {_few(below)} below the cut"
                 )
         return problems
-
-    @staticmethod
-    def wrong_error(expected: Refused, outcome: object) -> str | None:
-        """Why ``outcome`` is not the refusal ``expected`` (a ``ContractViolation`` must carry the
-        code the model names), or None when it is."""
-        if not isinstance(outcome, expected.error):
-            return f"expected {expected.error.__name__} ({expected.why}); got {outcome!r}"
-        if expected.error is ContractViolation:
-            code = expected.why.split(":", 1)[0]
-            if getattr(outcome, "code", None) != code:
-                return f"expected {code} ({expected.why}); got {outcome!r}"
-        return None

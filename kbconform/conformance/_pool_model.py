@@ -264,13 +264,3 @@ class PoolPolicy:
                 + (f", missing {_few(missing)}" if missing else "")
             )
         return problems
-
-    @staticmethod
-    def wrong_error(expected: Refused, outcome: object) -> str | None:
-        """Why ``outcome`` is not the refusal ``expected`` (a ``ContractViolation`` must carry
-        ``KB_POOL_INVALID``), or None when it is."""
-        if not isinstance(outcome, expected.error):
-            return f"expected {expected.error.__name__} ({expected.why}); got {outcome!r}"
-        if expected.error is ContractViolation and getattr(outcome, "code", None) != POOL_INVALID:
-            return f"expected {POOL_INVALID} ({expected.why}); got {outcome!r}"
-        return None

@@ -19,23 +19,30 @@ it calls with no identity, and with a failing store. What differs between profil
   readers are the tenants; search reads everything a tenant reads (one search per model) and
   every other knowledge base alone, get reads every knowledge base, list lists; the model is
   :class:`~kbconform.conformance.GrantPolicy`, driven with the backend by :class:`GrantDriver`.
+
+The project-pool and kb-grant suites' state machines stand on :class:`DriverMachine`.
 """
 
 from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from types import SimpleNamespace
-from typing import Any, Protocol
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from kbconform.adapter import MAX_LIMIT, POOL_READ_FACADES, BackendOptions, Manifest
+from hypothesis.stateful import RuleBasedStateMachine, invariant
+
+from kbconform.adapter import MAX_LIMIT, POOL_READ_FACADES, BackendOptions, FaultPlan, FaultSwitch, Manifest
 from kbconform.conformance._data import TOPIC, Principals, record, seed_canaries
 from kbconform.conformance._grant_model import GrantPolicy
 from kbconform.conformance._model import Policy, Refused
 from kbconform.conformance._pool_model import PoolPolicy
-from kbconform.errors import BackendUnavailable, KbconformError, NotFound
+from kbconform.conformance._run import Run
+from kbconform.errors import BackendUnavailable, ContractViolation, KbconformError, NotFound
 from kbconform.identity import Principal
 
 #: The text a single read call searches with: no stored text holds it whole, nor any token.
@@ -152,9 +159,98 @@ def _marks(texts: Iterable[str | None]) -> frozenset[str]:
     return frozenset(text.split()[0] for text in texts if text)
 
 
-def _carried(error: BaseException, marks: frozenset[str]) -> list[str]:
+def _carried(error: BaseException, stored: Iterable[str | None], sent: Iterable[str] = ()) -> list[str]:
+    """The unique marks of ``stored`` texts that ``error`` carries, but for those the call ``sent``."""
     text = _error_texts(error)
-    return sorted(mark for mark in marks if mark in text)
+    return sorted(mark for mark in _marks(stored) - _marks(sent) if mark in text)
+
+
+def _wrong_error(expected: Refused, outcome: object) -> str | None:
+    """Why ``outcome`` is not the refusal ``expected`` (a ``ContractViolation`` must carry the
+    code the model names), or None when it is."""
+    if not isinstance(outcome, expected.error):
+        return f"expected {expected.error.__name__} ({expected.why}); got {outcome!r}"
+    if expected.error is ContractViolation:
+        code = expected.why.split(":", 1)[0]
+        if getattr(outcome, "code", None) != code:
+            return f"expected {code} ({expected.why}); got {outcome!r}"
+    return None
+
+
+def _judged(
+    call: str,
+    expected: object,
+    make: Callable[[], Any],
+    stored: Iterable[str],
+    sent: Iterable[str],
+    may_fail: bool,
+    returned: Callable[[Any], str] = repr,
+) -> Any:
+    """The outcome of ``make()`` (``call``, in messages), judged by the model's ``expected``:
+    what it returned, where ``expected`` is no refusal; else the error it raised, which must be
+    that refusal (with ``may_fail``, a store fault armed, BackendUnavailable too: a call that
+    changed nothing). Any other outcome fails, and so does an error that carries a ``stored``
+    text the call did not send."""
+    try:
+        outcome = make()
+    except KbconformError as error:
+        outcome = error
+    if isinstance(outcome, KbconformError):
+        told = _carried(outcome, stored, sent)
+        assert not told, f"{call}: its {type(outcome).__name__} carries stored text {told}"
+        if may_fail and isinstance(outcome, BackendUnavailable):
+            return outcome
+        assert isinstance(expected, Refused), f"{call} failed: {outcome!r}"
+        problem = _wrong_error(expected, outcome)
+        assert problem is None, f"{call}: {problem}"
+        return outcome
+    assert not isinstance(expected, Refused), (
+        f"{call} must raise {expected.error.__name__} ({expected.why}); it returned {returned(outcome)}"
+    )
+    return outcome
+
+
+def _hits(hits: Sequence[Any]) -> str:
+    return f"{len(hits)} hits"
+
+
+class _Driver:
+    """What :class:`PoolDriver` and :class:`GrantDriver` do alike: a call of a facade judged by
+    the model, a call the model allows, and one it refuses (each made by the driver's
+    ``attempt``)."""
+
+    backend: Any
+    policy: PoolPolicy | GrantPolicy
+
+    def attempt(self, operation: str, *args: Any, may_fail: bool = False) -> Any:
+        """Call ``operation`` with ``args``, judged by the model, and commit what landed."""
+        raise NotImplementedError
+
+    def _made(
+        self, operation: str, args: tuple[Any, ...], may_fail: bool, stored: Iterable[str]
+    ) -> tuple[Any, Any]:
+        """The model's answer to ``operation`` with ``args``, and the backend's outcome of the
+        call judged by it (:func:`_judged`; ``stored``: every text the model holds)."""
+        expected = getattr(self.policy, operation)(*args)
+        made = partial(getattr(self.backend, operation), *args)
+        return expected, _judged(f"{operation}{_shown(args)}", expected, made, stored, _texts(args), may_fail)
+
+    def call(self, operation: str, *args: Any) -> Any:
+        """A call the model allows: it must land; what it returned."""
+        expected = getattr(self.policy, operation)(*args)
+        assert not isinstance(expected, Refused), (
+            f"the suite's {operation}{_shown(args)} is refused: {expected}"
+        )
+        return self.attempt(operation, *args)
+
+    def refuse(self, operation: str, *args: Any) -> KbconformError:
+        """A call the model refuses: it must raise exactly that error, and change nothing."""
+        assert isinstance(getattr(self.policy, operation)(*args), Refused), (
+            f"the suite's {operation}{_shown(args)} is not refused by the model"
+        )
+        outcome = self.attempt(operation, *args)
+        assert isinstance(outcome, KbconformError)
+        return outcome
 
 
 # -- tenant-namespace -----------------------------------------------------------------------------
@@ -273,7 +369,7 @@ class TenantWorld:
         }
 
     def carried(self, error: BaseException) -> list[str]:
-        return _carried(error, _marks(self.contents.values()))
+        return _carried(error, self.contents.values())
 
 
 #: How many rows the operator's own tenant holds: an operator reads them, and no other tenant's.
@@ -317,7 +413,7 @@ class TenantIsolation:
 
 
 @dataclass
-class PoolDriver:
+class PoolDriver(_Driver):
     """A project-pool backend and its model, driven together: each call is made, its outcome
     compared with :class:`~kbconform.conformance.PoolPolicy`, and what landed committed to it.
     Every error is checked for stored text the call did not send. ``rng`` makes the unique
@@ -334,23 +430,9 @@ class PoolDriver:
         expects comes back as the error; a call that lands is checked (its ids) and committed.
         With ``may_fail`` (a store fault armed), BackendUnavailable is a call that changed
         nothing. Any other outcome fails."""
-        expected: Refused | None = getattr(self.policy, operation)(*args)
-        try:
-            outcome = getattr(self.backend, operation)(*args)
-        except KbconformError as error:
-            outcome = error
+        _, outcome = self._made(operation, args, may_fail, self.policy.stored.values())
         if isinstance(outcome, KbconformError):
-            self._clean(outcome, f"{operation}{_shown(args)}", _texts(args))
-            if may_fail and isinstance(outcome, BackendUnavailable):
-                return outcome
-            assert expected is not None, f"{operation}{_shown(args)} failed: {outcome!r}"
-            problem = self.policy.wrong_error(expected, outcome)
-            assert problem is None, f"{operation}{_shown(args)}: {problem}"
             return outcome
-        assert expected is None, (
-            f"{operation}{_shown(args)} must raise {expected.error.__name__} ({expected.why}); "
-            f"it returned {outcome!r}"
-        )
         if operation == "write_episode":
             problems = self.policy.check_ids([outcome], 1)
             assert not problems, f"write_episode{_shown(args)}: {'; '.join(problems)}"
@@ -362,22 +444,6 @@ class PoolDriver:
             self.policy.commit_entities(args[0], args[1], outcome)
         else:
             getattr(self.policy, f"commit_{operation}")(*args)
-        return outcome
-
-    def call(self, operation: str, *args: Any) -> Any:
-        """A call the model allows: it must land; what it returned."""
-        assert getattr(self.policy, operation)(*args) is None, (
-            f"the suite's {operation}{_shown(args)} is refused by the model"
-        )
-        return self.attempt(operation, *args)
-
-    def refuse(self, operation: str, *args: Any) -> KbconformError:
-        """A call the model refuses: it must raise exactly that error, and change nothing."""
-        assert getattr(self.policy, operation)(*args) is not None, (
-            f"the suite's {operation}{_shown(args)} is not refused by the model"
-        )
-        outcome = self.attempt(operation, *args)
-        assert isinstance(outcome, KbconformError)
         return outcome
 
     def session_id(self) -> str:
@@ -424,24 +490,19 @@ class PoolDriver:
         or the error the model expects (with ``may_fail``, BackendUnavailable too)."""
         limit = self.everything if limit is None else limit
         scope = self.policy.search(facade, session)
-        try:
-            outcome: list[Any] | KbconformError = list(
-                getattr(self.backend, facade.replace("-", "_"))(session, text, limit)
-            )
-        except KbconformError as error:
-            outcome = error
         who = f"{facade} as {session!r} (limit {limit})"
-        if isinstance(outcome, KbconformError):
-            self._clean(outcome, who, [text])
-            if may_fail and isinstance(outcome, BackendUnavailable):
-                return outcome
-            assert isinstance(scope, Refused), f"{who} failed: {outcome!r}"
-            problem = self.policy.wrong_error(scope, outcome)
-            assert problem is None, f"{who}: {problem}"
-            return outcome
-        assert not isinstance(scope, Refused), (
-            f"{who} must raise {scope.error.__name__} ({scope.why}); it returned {len(outcome)} hits"
+        outcome: list[Any] | KbconformError = _judged(
+            who,
+            scope,
+            lambda: list(getattr(self.backend, facade.replace("-", "_"))(session, text, limit)),
+            self.policy.stored.values(),
+            [text],
+            may_fail,
+            _hits,
         )
+        if isinstance(outcome, KbconformError):
+            return outcome
+        assert not isinstance(scope, Refused)  # what _judged checked
         problems = self.policy.hit_problems(scope, outcome, limit)
         assert not problems, f"{who}: {'; '.join(problems)}"
         return outcome
@@ -473,11 +534,6 @@ class PoolDriver:
                 hits = self.search(facade, session)
                 informative += 0 < len(hits) < self.policy.size(facade)
         return informative
-
-    def _clean(self, error: KbconformError, call: str, sent: Iterable[str]) -> None:
-        """No error carries a stored text the call did not send."""
-        told = _carried(error, _marks(self.policy.stored.values()) - _marks(sent))
-        assert not told, f"{call}: its {type(error).__name__} carries stored text {told}"
 
 
 def _texts(args: Sequence[Any]) -> list[str]:
@@ -534,7 +590,7 @@ class PoolWorld:
         }
 
     def carried(self, error: BaseException) -> list[str]:
-        return _carried(error, _marks(self.policy.stored.values()))
+        return _carried(error, self.policy.stored.values())
 
 
 #: The seeded layout: each project, and the sessions started in it (None: in no project).
@@ -604,7 +660,7 @@ def _shown_view(view: tuple[str, str, str, str, int]) -> str:
 
 
 @dataclass
-class GrantDriver:
+class GrantDriver(_Driver):
     """A kb-grant backend and its model, driven together: each call is made, its outcome
     compared with :class:`~kbconform.conformance.GrantPolicy` and what landed committed to it.
     Every error is checked for stored text the call did not send. ``rng`` makes the unique
@@ -649,23 +705,10 @@ class GrantDriver:
         landed committed. With ``may_fail`` (a store fault armed), BackendUnavailable is a call
         that changed nothing. A copy's document ids are learnt by a search of the copy (with
         ``learn`` False: by :meth:`learn`, once the fault is off). Any other outcome fails."""
-        expected = getattr(self.policy, operation)(*args)
-        try:
-            outcome = getattr(self.backend, operation)(*args)
-        except KbconformError as error:
-            outcome = error
-        call = f"{operation}{_shown(args)}"
+        expected, outcome = self._made(operation, args, may_fail, self.policy.texts.values())
         if isinstance(outcome, KbconformError):
-            self._clean(outcome, call, _texts(args))
-            if may_fail and isinstance(outcome, BackendUnavailable):
-                return outcome
-            assert isinstance(expected, Refused), f"{call} failed: {outcome!r}"
-            problem = self.policy.wrong_error(expected, outcome)
-            assert problem is None, f"{call}: {problem}"
             return outcome
-        assert not isinstance(expected, Refused), (
-            f"{call} must raise {expected.error.__name__} ({expected.why}); it returned {outcome!r}"
-        )
+        call = f"{operation}{_shown(args)}"
         if operation in ("get_kb", "list_kbs"):
             got = _view(outcome) if operation == "get_kb" else _views(outcome)
             assert got == expected, f"{call} shows {got}; the model holds {expected}"
@@ -722,24 +765,6 @@ class GrantDriver:
                 assert not problems, f"the documents of the copy {copy!r}: {'; '.join(problems)}"
             self.policy.commit_copy_kb(caller, source, store, copy, ids)
 
-    def call(self, operation: str, *args: Any) -> Any:
-        """A call the model allows: it must land; what it returned."""
-        expected = getattr(self.policy, operation)(*args)
-        assert not isinstance(expected, Refused), (
-            f"the suite's {operation}{_shown(args)} is refused: {expected}"
-        )
-        return self.attempt(operation, *args)
-
-    def refuse(self, operation: str, *args: Any) -> KbconformError:
-        """A call the model refuses: it must raise exactly that error, and change nothing."""
-        expected = getattr(self.policy, operation)(*args)
-        assert isinstance(expected, Refused), (
-            f"the suite's {operation}{_shown(args)} is not refused by the model"
-        )
-        outcome = self.attempt(operation, *args)
-        assert isinstance(outcome, KbconformError)
-        return outcome
-
     def tenant(self, name: str | None = None) -> str:
         """A new tenant (a random name unless ``name``)."""
         tenant = name or self.tenant_name()
@@ -783,23 +808,18 @@ class GrantDriver:
             first = self.policy.kbs.get(kbs[0]) if kbs and isinstance(kbs[0], str) else None
             embedding = self.vector(first.model if first else next(iter(self.policy.models)))
         limit = self.everything(kbs) if limit is None else limit
-        expected = self.policy.search(caller, kbs, embedding, limit)
-        try:
-            outcome: list[Any] | KbconformError = list(self.backend.search(caller, kbs, embedding, limit))
-        except KbconformError as error:
-            outcome = error
         who = f"search as {caller!r} of {kbs!r} (limit {limit!r})"
-        if isinstance(outcome, KbconformError):
-            self._clean(outcome, who, [])
-            if may_fail and isinstance(outcome, BackendUnavailable):
-                return outcome
-            assert isinstance(expected, Refused), f"{who} failed: {outcome!r}"
-            problem = self.policy.wrong_error(expected, outcome)
-            assert problem is None, f"{who}: {problem}"
-            return outcome
-        assert not isinstance(expected, Refused), (
-            f"{who} must raise {expected.error.__name__} ({expected.why}); it returned {len(outcome)} hits"
+        outcome: list[Any] | KbconformError = _judged(
+            who,
+            self.policy.search(caller, kbs, embedding, limit),
+            lambda: list(self.backend.search(caller, kbs, embedding, limit)),
+            self.policy.texts.values(),
+            [],
+            may_fail,
+            _hits,
         )
+        if isinstance(outcome, KbconformError):
+            return outcome
         problems = self.policy.hit_problems(kbs, embedding, limit, outcome)
         assert not problems, f"{who}: {'; '.join(problems)}"
         return outcome
@@ -843,11 +863,6 @@ class GrantDriver:
             shown = sum(len(self.search(tenant, group)) for group in self.groups(tenant))
             informative += 0 < shown < total
         return informative
-
-    def _clean(self, error: KbconformError, call: str, sent: Iterable[str]) -> None:
-        """No error carries a stored text the call did not send."""
-        told = _carried(error, _marks(self.policy.texts.values()) - _marks(sent))
-        assert not told, f"{call}: its {type(error).__name__} carries stored text {told}"
 
 
 def _views(kbs: Iterable[Any]) -> dict[str, tuple[str, str, str, str, int]]:
@@ -949,7 +964,7 @@ class GrantWorld:
         }
 
     def carried(self, error: BaseException) -> list[str]:
-        return _carried(error, _marks(self.policy.texts.values()))
+        return _carried(error, self.policy.texts.values())
 
 
 #: The seeded tenants: names that are prefixes of each other, and a digit.
@@ -995,3 +1010,64 @@ class GrantIsolation:
 
     def options(self, store_fails: Callable[..., bool]) -> BackendOptions:
         return BackendOptions(store_fails=store_fails)
+
+
+# -- the profiles' state machines -----------------------------------------------------------------
+
+_D = TypeVar("_D", PoolDriver, GrantDriver)
+_M = TypeVar("_M", bound="DriverMachine[Any]")
+
+
+class DriverMachine(RuleBasedStateMachine, Generic[_D]):
+    """What the project-pool and kb-grant state machines share: a backend opened by the suite's
+    ``initialize`` rule (:meth:`fresh_backend`) and driven with its model by ``driver``, a store
+    switch armed around a block, and the invariant; :meth:`bound` binds a machine to a run. The
+    rules are the suite's."""
+
+    run: ClassVar[Run]
+    compared: ClassVar[list[int]]  # informative comparisons over every example (vacuity guard)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fault = FaultSwitch()
+        self.faults = self.run.manifest.supports("fault-injection")
+        self.backend: Any = None
+        self.driver: _D | None = None
+
+    @classmethod
+    def bound(cls: type[_M], run: Run, name: str) -> type[_M]:
+        """The machine as ``name``, bound to ``run``, with no comparison counted yet."""
+        return type(name, (cls,), {"run": run, "compared": [0]})
+
+    def fresh_backend(self) -> Any:
+        """A fresh backend, its store behind the switch when the manifest declares fault-injection."""
+        self.backend = self.run.open(BackendOptions(store_fails=self.fault if self.faults else None))
+        return self.backend
+
+    def teardown(self) -> None:
+        if self.backend is not None:
+            self.run.close(self.backend)
+
+    @property
+    def d(self) -> _D:
+        assert self.driver is not None
+        return self.driver
+
+    @contextmanager
+    def _armed(self, fault: int | None) -> Iterator[bool]:
+        """The (fault+1)th store call of the block and every later one fail; whether armed."""
+        armed = fault is not None and self.faults
+        if armed:
+            self.fault.set(FaultPlan(fault or 0))
+        try:
+            yield armed
+        finally:
+            if armed:
+                self.fault.set(None)
+
+    @invariant()
+    def every_read_equals_the_model(self) -> None:
+        """After every step, every read equals the model (the driver's check: every search of
+        every session; every tenant's list, gets and searches)."""
+        if self.driver is not None:
+            self.compared[0] += self.driver.check()
