@@ -425,7 +425,9 @@ def test_the_stateful_phase_follows_the_links(server: Server) -> None:
             elif body["params"].get("backend") in opened:
                 results_on_opened.append(body["op"])
 
-    Flow.run(settings=SETTINGS)
+    # One fixed sequence of scenarios: the control below then holds or fails on every run, not
+    # on a draw (random scenarios reached no result on an opened kb-grant backend about 1 in 8).
+    Flow.run(settings=hypothesis.settings(SETTINGS, derandomize=True))
     assert opened, "no scenario opened a backend"
     assert results_on_opened, "no call on a backend a scenario opened was answered with a result"
 
