@@ -21,7 +21,9 @@ MODELS = {"m-8a": 8, "m-8b": 8}
 #: The stores, by id: the engine behind each.
 STORES = {"chroma": "chroma", "qdrant": "qdrant"}
 MAX_FAN_OUT = 4
-GROUP_DEADLINE_SECONDS = 1.5
+#: Each store group's deadline: a search Qdrant local mode answers in milliseconds took more
+#: than 1.5 s on two cores loaded by a test run's workers and their children.
+GROUP_DEADLINE_SECONDS = 3.0
 
 
 class GrantAdapter(OpenBackends):
