@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from kbconform._levels import LEVELS
+from kbconform.profiles import DEFAULT, profile, profile_of
 
 Feature = Literal["client-where", "revision-boundary", "fault-injection", "escalation", "workspace-scan"]
 FEATURES: tuple[Feature, ...] = get_args(Feature)
@@ -31,22 +32,6 @@ Capability = Literal[
     "multi-model",
 ]
 CAPABILITIES: tuple[Capability, ...] = get_args(Capability)
-#: The isolation profiles a manifest may declare (``isolationProfile``); the first is the default.
-Profile = Literal["tenant-namespace", "project-pool", "kb-grant"]
-PROFILES: tuple[Profile, ...] = get_args(Profile)
-#: The kb-grant profile's capabilities of shape: the manifest's list that must hold two entries.
-_GRANT_SHAPES = {"multi-store": ("stores", "store"), "multi-model": ("models", "model")}
-#: A read facade's name in a stable test id, where it differs from the manifest's: the kb-grant
-#: profile's ``get`` and ``list`` would otherwise give ids the tenant-namespace profile has
-#: (``iso-01[get]``), so its ids name the operation (``iso-01[get-kb]``).
-FACADE_IDS: Mapping[str, Mapping[str, str]] = {
-    "kb-grant": {"search": "search-kbs", "get": "get-kb", "list": "list-kbs"},
-}
-
-
-def profile_of(manifest: Mapping[str, Any]) -> str:
-    """The isolation profile ``manifest`` declares (``tenant-namespace`` when it declares none)."""
-    return str(manifest.get("isolationProfile", PROFILES[0]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +54,8 @@ class Axis:
 
     def ids(self, manifest: Mapping[str, Any] | None) -> tuple[str, ...]:
         """How each of :meth:`values` is named in a stable test id (``leak-01[query]``): the
-        value itself, or its profile's name for it (:data:`FACADE_IDS`)."""
-        renamed = FACADE_IDS.get(profile_of(manifest or {}), {}) if self.field == "readFacades" else {}
+        value itself, or its profile's name for it (``Profile.facade_ids``)."""
+        renamed = profile(profile_of(manifest or {})).facade_ids if self.field == "readFacades" else {}
         return tuple(renamed.get(value, value) for value in self.values(manifest))
 
     def runs_in(self, entry: Mapping[str, Any], manifest: Mapping[str, Any]) -> bool:
@@ -89,34 +74,17 @@ AXES = (
 def declines(manifest: Mapping[str, Any], capability: str) -> str | None:
     """Why ``manifest`` does not offer ``capability``, or None when it does.
 
-    A feature is declined by a reason string in ``features``; the shared namespace and the id
-    profile by ``null``; a spoof mode by leaving it out of ``spoofModes``. ``capability`` is
-    one of :data:`CAPABILITIES`. A capability the manifest's profile does not define is declined.
-    ``multi-store`` and ``multi-model`` (the kb-grant profile) are declined by a manifest listing
-    fewer than two stores (models).
+    The manifest's profile decides (``Profile.declines``): a feature is declined by a reason
+    string in ``features``; in the tenant-namespace profile the shared namespace and the id
+    profile by ``null`` and a spoof mode by leaving it out of ``spoofModes``; in the kb-grant
+    profile ``multi-store`` and ``multi-model`` by a manifest listing fewer than two stores
+    (models). A capability the manifest's profile does not define is declined.
     """
-    profile = profile_of(manifest)
-    if capability in _GRANT_SHAPES:
-        if profile != "kb-grant":
-            return f"not part of the {profile} profile"
-        field, noun = _GRANT_SHAPES[capability]
-        listed = len(manifest[field])
-        return None if listed >= 2 else f"the manifest lists {listed} {noun}; this test needs two"
-    if capability != "fault-injection" and profile != PROFILES[0]:
-        return f"not part of the {profile} profile"
-    if capability == "shared-namespace":
-        return None if manifest["sharedNamespace"] else "the manifest declares sharedNamespace: null"
-    if capability == "id-profile":
-        return (
-            None
-            if manifest["idProfile"]
-            else "the manifest declares idProfile: null (the ids are the backend's own)"
-        )
-    if capability in ("spoof-overwrite", "spoof-reject"):
-        mode = capability.removeprefix("spoof-")
-        return None if mode in manifest["spoofModes"] else f"spoofModes does not declare {mode}"
-    value = manifest["features"][capability]
-    return value if isinstance(value, str) else None
+    name = profile_of(manifest)
+    declared = profile(name)
+    if capability not in declared.capabilities:
+        return f"not part of the {name} profile"
+    return declared.declines(manifest, capability)
 
 
 def skip_reason(manifest: Mapping[str, Any], required: Iterable[str]) -> str | None:
@@ -134,7 +102,7 @@ def applies(entry: Mapping[str, Any], manifest: Mapping[str, Any], level: str) -
     test whose required capability is declined is reported, as a skip). An entry belongs to one
     profile (``profile``, the default when absent): another profile's tests are never asked."""
     return (
-        entry.get("profile", PROFILES[0]) == profile_of(manifest)
+        entry.get("profile", DEFAULT) == profile_of(manifest)
         and LEVELS.index(entry["level"]) <= LEVELS.index(level)
         and all(axis.runs_in(entry, manifest) for axis in AXES)
     )

@@ -17,8 +17,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kbconform._capabilities import profile_of
 from kbconform._levels import LEVELS
+from kbconform.profiles import profile_of
 from kbconform.report import FAILED, earned, selection
 
 #: The most characters of one string shown; the rest is counted, not shown.

@@ -34,6 +34,7 @@ __all__ = [
     "RevisionBoundaryUnavailable",
     "SpoofRejected",
     "Unauthenticated",
+    "error_texts",
 ]
 
 
@@ -153,3 +154,24 @@ class RevisionBoundaryUnavailable(BackendUnavailable):
     """A deletion signal's revision boundary cannot be resolved (no resolver, unknown commits)."""
 
     code: ClassVar[str] = "KB_REVISION_BOUNDARY_UNAVAILABLE"
+
+
+def error_texts(error: BaseException) -> list[str]:
+    """Everything ``error`` carries, as text: its message, repr, args, fields (attrs records
+    keep them in slots) and notes, then its cause's (or context's), and so on down the chain.
+
+    The one place the kit asks what an error could tell: a suite checks that none of it names
+    another tenant's data, and harness-v1 sends it beside the message (``carried``).
+    """
+    texts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        texts += [str(current), repr(current), *map(repr, current.args)]
+        texts += [repr(v) for v in getattr(current, "__dict__", {}).values()]
+        fields = getattr(type(current), "__attrs_attrs__", ())
+        texts += [repr(getattr(current, f.name, None)) for f in fields]
+        texts += [str(note) for note in getattr(current, "__notes__", ())]
+        current = current.__cause__ or current.__context__
+    return texts

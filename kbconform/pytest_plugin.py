@@ -297,7 +297,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     run = config.stash.get(_RUN, None)
     if run is None:
         return
-    from kbconform._capabilities import CAPABILITIES, skip_reason
+    from kbconform._capabilities import skip_reason
+    from kbconform.profiles import capabilities
 
     chosen = config.stash[_SELECTION]
     limit = LEVELS.index(run.level)
@@ -324,10 +325,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         keep.append(item)
         required = _requires(mark)
         for capability in required:
-            if capability not in CAPABILITIES:
+            if capability not in capabilities():
                 raise pytest.UsageError(
                     f"kbconform: {item.nodeid} requires {capability!r}; "
-                    f"expected one of {', '.join(CAPABILITIES)}"
+                    f"expected one of {', '.join(capabilities())}"
                 )
         reason = skip_reason(run.manifest.raw, required)
         if reason is not None:
@@ -341,13 +342,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _profiles(item: pytest.Item) -> tuple[str, ...]:
     """The isolation profiles a suite test is written for: its module's ``PROFILES``. A test of
     another profile than the manifest's is never asked of the backend (deselected, not skipped)."""
-    from kbconform._capabilities import PROFILES
+    from kbconform.profiles import names
 
     declared = getattr(getattr(item, "module", None), "PROFILES", None)
-    if not isinstance(declared, tuple) or not declared or not set(declared) <= set(PROFILES):
+    if not isinstance(declared, tuple) or not declared or not set(declared) <= set(names()):
         raise pytest.UsageError(
             f"kbconform: {item.nodeid}: a suite module declares PROFILES, a tuple of "
-            f"{', '.join(PROFILES)}; got {declared!r}"
+            f"{', '.join(names())}; got {declared!r}"
         )
     return declared
 
@@ -402,10 +403,10 @@ def _entry(item: pytest.Item, mark: pytest.Mark) -> dict[str, Any]:
     required = _requires(mark)
     if required:
         entry["requires"] = list(required)
-    from kbconform._capabilities import PROFILES
+    from kbconform.profiles import DEFAULT
 
     run = item.config.stash.get(_RUN, None)
-    if run is not None and run.manifest.profile != PROFILES[0]:
+    if run is not None and run.manifest.profile != DEFAULT:
         entry["profile"] = run.manifest.profile
     from kbconform._capabilities import AXES
 

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import strategies as st
 
 from kbconform.conformance import Canaries, Principals, Run, record
-from kbconform.errors import ContractViolation, KbconformError, NotFound
+from kbconform.errors import ContractViolation, KbconformError, NotFound, error_texts
 from kbconform.identity import Principal
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).
@@ -390,27 +390,11 @@ def test_tenants_and_repositories_that_join_alike_stay_apart(
         world.assert_reads_exactly(kbconform_backend, kbconform_facade, Principal(tenant, f"agent-{tenant}"))
 
 
-def _error_texts(error: BaseException) -> list[str]:
-    """What an error carries: its text, repr, args, fields and notes, and those of its causes."""
-    texts: list[str] = []
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        texts += [str(current), repr(current), *map(repr, current.args)]
-        texts += [repr(v) for v in getattr(current, "__dict__", {}).values()]
-        fields = getattr(type(current), "__attrs_attrs__", ())  # attrs records keep fields in slots
-        texts += [repr(getattr(current, f.name, None)) for f in fields]
-        texts += [str(note) for note in getattr(current, "__notes__", ())]
-        current = current.__cause__ or current.__context__
-    return texts
-
-
 def _assert_tells_nothing_foreign(
     error: BaseException, reader: Principal, canaries: Canaries, passed: Iterable[str] = ()
 ) -> None:
     """No foreign tenant's name, path, content token or id (other than ``passed``) in ``error``."""
-    text = "\n".join(_error_texts(error))
+    text = "\n".join(error_texts(error))
     allowed = set(passed)
     for chunk_id in canaries.foreign_to(reader):
         canary = canaries.chunks[chunk_id]

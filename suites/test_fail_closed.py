@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch
-from kbconform.conformance import Canaries, Principals, record
+from kbconform.conformance import Canaries, Principals, not_principals, record
 from kbconform.errors import BackendUnavailable, ContractViolation, Unauthenticated
-from kbconform.identity import Principal
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).
 PROFILES = ("tenant-namespace",)
@@ -37,40 +35,7 @@ def _operations(
     return {name: call for name, call in calls.items() if name not in ("count", "ask") or name in facades}
 
 
-class _WiderPrincipal(Principal):
-    """A real Principal's fields, and a subclass's answer to what it may read."""
-
-    @property
-    def readable_tenants(self) -> tuple[str, ...]:
-        return ("acme", "beta", "loner", "kb-ops", "neo-shared")
-
-
-def _tampered(**fields: object) -> Principal:
-    """An operator's Principal of acme, its frozen fields then changed in place."""
-    principal = Principal("acme", "agent-acme", role="operator")
-    for name, value in fields.items():
-        object.__setattr__(principal, name, value)
-    return principal
-
-
-NOT_PRINCIPALS = {
-    "None": None,
-    "a tenant id string": "acme",
-    "a dict that looks like a principal": {"tenant_id": "acme", "role": "operator"},
-    # Every attribute a Principal has, with an operator's rights: only a real one authenticates.
-    "an object with a principal's attributes": SimpleNamespace(
-        tenant_id="acme",
-        agent_identity="agent-7",
-        readable_namespaces=frozenset(),
-        role="operator",
-        is_operator=True,
-        readable_tenants=("acme",),
-    ),
-    # A backend takes exactly a Principal, and checks its fields again on every call.
-    "a Principal subclass that reads every tenant": _WiderPrincipal("acme", "agent-acme", role="operator"),
-    "a Principal changed in place to an invalid tenant id": _tampered(tenant_id="*"),
-    "a Principal changed in place to read a mutable set": _tampered(readable_namespaces={"beta"}),
-}
+NOT_PRINCIPALS = not_principals()
 
 
 @pytest.mark.kbconform(id="closed-01", level="L2")

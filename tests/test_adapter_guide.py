@@ -20,7 +20,7 @@ import pytest
 from mypy import api
 
 import kbconform.errors
-from kbconform._capabilities import CAPABILITIES, PROFILES
+from kbconform._capabilities import CAPABILITIES
 from kbconform.adapter import (
     Adapter,
     Backend,
@@ -31,10 +31,10 @@ from kbconform.adapter import (
     SupportsScan,
 )
 from kbconform.contract import validate
+from kbconform.profiles import DEFAULT, built_in
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "adapter-guide.md"
-DEFAULT = PROFILES[0]
 
 #: A stable test id as the guide writes it: ``leak-03``, or one parametrization, ``leak-01[count]``.
 _ID = re.compile(r"\b([a-z]+-\d{2})\b(\[[^\]\n]+\])?")
@@ -84,7 +84,7 @@ def facts() -> Facts:
             "kb-grant": _methods(KbGrantBackend),
         },
         codes=_codes_in_source(),
-        profiles=PROFILES,
+        profiles=tuple(built_in()),
     )
 
 

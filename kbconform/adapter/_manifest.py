@@ -12,20 +12,10 @@ from typing import Any
 
 from kbconform import _capabilities
 from kbconform._capabilities import Capability, Feature
-from kbconform.adapter._grant import KbGrantBackend
-from kbconform.adapter._pool import ProjectPoolBackend
-from kbconform.adapter._protocol import (
-    Adapter,
-    Backend,
-    SpoofMode,
-    SupportsAsk,
-    SupportsCount,
-    SupportsScan,
-)
+from kbconform.adapter._protocol import Adapter, SpoofMode
 from kbconform.contract import validate
 from kbconform.errors import ContractViolation, Problem
-
-_OPTIONAL_FACADES = {"count": SupportsCount, "ask": SupportsAsk}
+from kbconform.profiles import profile, profile_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,25 +26,24 @@ class Manifest:
 
     @classmethod
     def from_mapping(cls, data: object) -> Manifest:
-        """Validate ``data`` against adapter-manifest-v1; raise ContractViolation listing every
-        problem. A kb-grant manifest's store ids and model names must each be unique, which the
-        schema cannot say (it refuses only identical entries)."""
-        validate(data, "adapter-manifest-v1")
+        """Validate ``data`` as its isolation profile's manifest (``Profile.check_manifest``);
+        raise ContractViolation listing every problem. A profile nobody registered is checked
+        against adapter-manifest-v1, which names the profiles it knows."""
+        try:
+            declared = profile(profile_of(data)) if isinstance(data, Mapping) else None
+        except LookupError:
+            declared = None
+        if declared is None:
+            check_schema(data)
+        else:
+            declared.load(declared.check_manifest)(data)
         assert isinstance(data, Mapping)
-        problems = [
-            Problem(f"/{field}/{index}/{key}", "uniqueItems", f"{noun} not listed before", repr(value))
-            for field, key, noun in (("stores", "id", "a store id"), ("models", "name", "a model name"))
-            if _capabilities.profile_of(data) == "kb-grant"
-            for index, value in _repeated([entry[key] for entry in data[field]])
-        ]
-        if problems:
-            raise ContractViolation(contract="adapter-manifest-v1", problems=tuple(problems))
         return cls(data)
 
     @property
     def profile(self) -> str:
-        """The isolation profile: ``tenant-namespace`` (the default), ``project-pool`` or ``kb-grant``."""
-        return _capabilities.profile_of(self.raw)
+        """The isolation profile: ``tenant-namespace`` (the default), or another registered one."""
+        return profile_of(self.raw)
 
     @property
     def stores(self) -> tuple[str, ...]:
@@ -122,9 +111,10 @@ class Manifest:
         return self.raw["features"][feature]
 
 
-def _repeated(values: list[Any]) -> list[tuple[int, Any]]:
-    """Each value listed before, with its index."""
-    return [(index, value) for index, value in enumerate(values) if value in values[:index]]
+def check_schema(data: object) -> None:
+    """``data`` is valid by adapter-manifest-v1 (the built-in profiles' manifests), or
+    ContractViolation listing every problem."""
+    validate(data, "adapter-manifest-v1")
 
 
 def _adapter_error(keyword: str, expected: str, got: str) -> ContractViolation:
@@ -193,18 +183,10 @@ def load_adapter(spec: str) -> tuple[Adapter, Manifest]:
 
 
 def check_backend(backend: object, manifest: Manifest) -> None:
-    """Raise ContractViolation unless ``backend`` has every facade its profile and manifest require."""
-    if manifest.profile == "project-pool":
-        expected: list[tuple[str, type]] = [("ProjectPoolBackend", ProjectPoolBackend)]
-    elif manifest.profile == "kb-grant":
-        expected = [("KbGrantBackend", KbGrantBackend)]
-    else:
-        expected = [("Backend", Backend)]
-    expected += [
-        (f"{name} facade", kind) for name, kind in _OPTIONAL_FACADES.items() if name in manifest.read_facades
-    ]
-    if manifest.profile == "tenant-namespace" and manifest.supports("workspace-scan"):
-        expected.append(("scan (workspace-scan)", SupportsScan))
+    """Raise ContractViolation unless ``backend`` has every facade its profile and manifest
+    require (``Profile.facades``)."""
+    declared = profile(manifest.profile)
+    expected = declared.load(declared.facades)(manifest)
     missing = [name for name, kind in expected if not isinstance(backend, kind)]
     if missing:
         raise _adapter_error(

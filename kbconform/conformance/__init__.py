@@ -12,7 +12,15 @@ from kbconform.conformance._deadline import DEFAULT_CALL_TIMEOUT, DeadlineExceed
 from kbconform.conformance._grant_model import GrantPolicy
 from kbconform.conformance._model import Ingest, Policy, Refused, Row, differences
 from kbconform.conformance._pool_model import PoolPolicy
-from kbconform.conformance._profiles import GrantDriver, Isolation, PoolDriver, Reading, World, isolation_for
+from kbconform.conformance._profiles import (
+    GrantDriver,
+    Isolation,
+    PoolDriver,
+    Reading,
+    World,
+    isolation_for,
+    not_principals,
+)
 from kbconform.conformance._run import PROFILES, ProfileName, Run
 
 __all__ = [
@@ -37,6 +45,7 @@ __all__ = [
     "Run",
     "World",
     "isolation_for",
+    "not_principals",
     "record",
     "seed_canaries",
 ]

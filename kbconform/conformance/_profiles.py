@@ -42,8 +42,9 @@ from kbconform.conformance._grant_model import GrantPolicy
 from kbconform.conformance._model import Policy, Refused
 from kbconform.conformance._pool_model import PoolPolicy
 from kbconform.conformance._run import Run
-from kbconform.errors import BackendUnavailable, ContractViolation, KbconformError, NotFound
+from kbconform.errors import BackendUnavailable, ContractViolation, KbconformError, NotFound, error_texts
 from kbconform.identity import Principal
+from kbconform.profiles import profile
 
 #: The text a single read call searches with: no stored text holds it whole, nor any token.
 PROBE = "what was said about the release plan and the deploy keys"
@@ -80,22 +81,6 @@ class Reading:
         if got.number != self.number:
             found.append(f"shows {got.number} items; its scope holds {self.number}")
         return found
-
-
-def _error_texts(error: BaseException) -> str:
-    """Everything an error carries: its text, repr, args, fields and notes, and its causes'."""
-    texts: list[str] = []
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        texts += [str(current), repr(current), *map(repr, current.args)]
-        texts += [repr(v) for v in getattr(current, "__dict__", {}).values()]
-        fields = getattr(type(current), "__attrs_attrs__", ())  # attrs records keep fields in slots
-        texts += [repr(getattr(current, f.name, None)) for f in fields]
-        texts += [str(note) for note in getattr(current, "__notes__", ())]
-        current = current.__cause__ or current.__context__
-    return "\n".join(texts)
 
 
 class World(Protocol):
@@ -146,12 +131,10 @@ class Isolation(Protocol):
 
 
 def isolation_for(manifest: Manifest) -> Isolation:
-    """The isolation profile ``manifest`` declares."""
-    if manifest.profile == "project-pool":
-        return PoolIsolation()
-    if manifest.profile == "kb-grant":
-        return GrantIsolation(manifest)
-    return TenantIsolation(manifest)
+    """The isolation of the profile ``manifest`` declares (``Profile.isolation``)."""
+    declared = profile(manifest.profile)
+    made: Isolation = declared.load(declared.isolation)(manifest)
+    return made
 
 
 def _marks(texts: Iterable[str | None]) -> frozenset[str]:
@@ -161,7 +144,7 @@ def _marks(texts: Iterable[str | None]) -> frozenset[str]:
 
 def _carried(error: BaseException, stored: Iterable[str | None], sent: Iterable[str] = ()) -> list[str]:
     """The unique marks of ``stored`` texts that ``error`` carries, but for those the call ``sent``."""
-    text = _error_texts(error)
+    text = "\n".join(error_texts(error))
     return sorted(mark for mark in _marks(stored) - _marks(sent) if mark in text)
 
 
@@ -272,6 +255,30 @@ def _tampered(**fields: object) -> Principal:
     return principal
 
 
+def not_principals() -> dict[str, object]:
+    """Callers that are no identity, by label: None, and look-alikes of a principal. Only an
+    exact, valid Principal authenticates; a backend checks its fields again on every call."""
+    return {
+        "None": None,
+        "a tenant id string": "acme",
+        "a dict that looks like a principal": {"tenant_id": "acme", "role": "operator"},
+        # Every attribute a Principal has, with an operator's rights.
+        "an object with a principal's attributes": SimpleNamespace(
+            tenant_id="acme",
+            agent_identity="agent-7",
+            readable_namespaces=frozenset(),
+            role="operator",
+            is_operator=True,
+            readable_tenants=("acme",),
+        ),
+        "a Principal subclass that reads every tenant": _WiderPrincipal(
+            "acme", "agent-acme", role="operator"
+        ),
+        "a Principal changed in place to an invalid tenant id": _tampered(tenant_id="*"),
+        "a Principal changed in place to read a mutable set": _tampered(readable_namespaces={"beta"}),
+    }
+
+
 @dataclass
 class TenantWorld:
     """The canaries, the operator's rows, and the policy model that holds them."""
@@ -347,26 +354,7 @@ class TenantWorld:
         return calls[facade]()
 
     def no_identities(self) -> dict[str, object]:
-        """None, and the look-alikes the fail-closed suite uses: only an exact, valid Principal
-        authenticates."""
-        return {
-            "None": None,
-            "a tenant id string": "acme",
-            "a dict that looks like a principal": {"tenant_id": "acme", "role": "operator"},
-            "an object with a principal's attributes": SimpleNamespace(
-                tenant_id="acme",
-                agent_identity="agent-7",
-                readable_namespaces=frozenset(),
-                role="operator",
-                is_operator=True,
-                readable_tenants=("acme",),
-            ),
-            "a Principal subclass that reads every tenant": _WiderPrincipal(
-                "acme", "agent-acme", role="operator"
-            ),
-            "a Principal changed in place to an invalid tenant id": _tampered(tenant_id="*"),
-            "a Principal changed in place to read a mutable set": _tampered(readable_namespaces={"beta"}),
-        }
+        return not_principals()
 
     def carried(self, error: BaseException) -> list[str]:
         return _carried(error, self.contents.values())
@@ -607,7 +595,9 @@ POOL_LAYOUT: tuple[tuple[str | None, tuple[str, ...]], ...] = (
 
 @dataclass(frozen=True)
 class PoolIsolation:
-    """The ``project-pool`` profile."""
+    """The ``project-pool`` profile (its world is the same for every manifest)."""
+
+    manifest: Manifest
 
     def seed(self, backend: Any, rng: random.Random) -> PoolWorld:
         driver = PoolDriver(backend, rng)

@@ -5,11 +5,13 @@ The kit's side is :class:`HarnessAdapter` over a :class:`StdioTransport` (a chil
 :class:`HttpTransport` (a server on 127.0.0.1); the serving side, for Python adapters, is
 :class:`Dispatcher` with :func:`serve_stdio` or :func:`serve_http` (``kbconform serve``). Every
 isolation profile crosses: a harness serves the operations of the profile its manifest declares
-(tenant-namespace, project-pool: ``schemas/project-pool.md``, or kb-grant: ``schemas/kb-grant.md``).
+(tenant-namespace, project-pool: ``schemas/project-pool.md``, or kb-grant: ``schemas/kb-grant.md``),
+each profile's by its :class:`WireTable` (``Profile.wire``).
 """
 
 from kbconform.harness._client import HarnessAdapter, HarnessBackend, HttpTransport, StdioTransport, Transport
 from kbconform.harness._server import Dispatcher, protocol_stdout, serve_http, serve_stdio
+from kbconform.harness._table import Handler, Served, WireTable, done
 from kbconform.harness._wire import OPERATIONS, PROTOCOL, HarnessBroken, RemoteError
 
 __all__ = [
@@ -26,4 +28,8 @@ __all__ = [
     "protocol_stdout",
     "serve_http",
     "serve_stdio",
+    "Handler",
+    "Served",
+    "WireTable",
+    "done",
 ]

@@ -8,7 +8,6 @@ call; the harness is then stopped, and every later call fails the same way.
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import http.client
 import json
@@ -23,37 +22,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn, Protocol
 
-from kbconform._capabilities import profile_of
 from kbconform.adapter._doubles import FaultPlan, FaultSwitch, RevisionMap
 from kbconform.adapter._protocol import Backend, BackendOptions
+from kbconform.harness._table import WireTable
 from kbconform.harness._wire import (
     PROTOCOL,
-    Answer,
-    DeletionResult,
-    GrantHit,
     HarnessBroken,
-    Hit,
-    IngestResult,
-    KbInfo,
-    PoolHit,
-    SpoofWarning,
-    caller_to_wire,
-    documents_or_null,
     dumps,
     error_from_wire,
-    grant_hit_from_wire,
-    hit_from_wire,
-    integer_or_null,
-    kb_from_wire,
-    name_to_wire,
-    pool_hit_from_wire,
-    principal_to_wire,
     problems,
-    session_to_wire,
-    text_or_null,
-    texts_or_null,
-    vector_or_null,
 )
+from kbconform.profiles import profile, profile_of
 
 #: The deadline of starting a harness and its ``hello``, at least (seconds).
 START_TIMEOUT = 120.0
@@ -386,7 +365,7 @@ class HarnessAdapter:
             )
         return result
 
-    def open(self, options: BackendOptions, /) -> HarnessBackend:
+    def open(self, options: BackendOptions, /) -> Any:  # its profile's backend (Profile.wire)
         resolver = options.resolver
         if resolver is not None and not isinstance(resolver, RevisionMap):
             raise TypeError(
@@ -406,7 +385,9 @@ class HarnessAdapter:
             "open",
             {"spoofMode": options.spoof_mode, "revisionMap": revision_map, "faults": switch is not None},
         )["backend"]
-        backend = HarnessBackend(self, handle, resolver)
+        declared = profile(profile_of(self.manifest))
+        table: WireTable = declared.load(declared.wire)
+        backend = table.backend(self, handle, resolver)
         if switch is not None:
             switch.forward(backend.set_fault)
         return backend
@@ -425,21 +406,9 @@ class HarnessAdapter:
             self.transport.stop()
 
 
-#: What tells a tenant-namespace ``ingest(principal, records)`` from a kb-grant one.
-_UNSET: Any = object()
-
-
 class HarnessBackend:
-    """One backend the harness opened; every facade is a request.
-
-    It has the facades of every isolation profile: the tenant-namespace ones
-    (:class:`~kbconform.adapter.Backend` and the optional ones), the project-pool ones
-    (:class:`~kbconform.adapter.ProjectPoolBackend`) and the kb-grant ones
-    (:class:`~kbconform.adapter.KbGrantBackend`; its ``ingest(caller, kb, documents)`` is the
-    request ``ingestDocuments`` when the manifest declares kb-grant). The manifest's
-    ``isolationProfile`` says which the harness serves; it answers the others with
-    ``KB_HARNESS_REQUEST_INVALID``.
-    """
+    """One backend the harness opened: the requests every profile's backend makes (each
+    profile's facades are requests too, in a class of its own, named by its wire table)."""
 
     def __init__(self, adapter: HarnessAdapter, handle: str, resolver: RevisionMap | None) -> None:
         self.adapter, self.handle, self.resolver = adapter, handle, resolver
@@ -452,15 +421,6 @@ class HarnessBackend:
             raise HarnessBroken(f"harness {op} (backend {self.handle})", what)
         return self.adapter.request(op, params)
 
-    def _call(self, op: str, principal: object, **params: Any) -> Mapping[str, Any]:
-        return self._request(
-            op, {"backend": self.handle, "principal": principal_to_wire(principal), **params}
-        )
-
-    def _as(self, op: str, session: object, **params: Any) -> Mapping[str, Any]:
-        """A project-pool read or write: the session crosses as data (:func:`session_to_wire`)."""
-        return self._request(op, {"backend": self.handle, "session": session_to_wire(session), **params})
-
     def set_fault(self, plan: FaultPlan | None) -> int:
         if self.closed:  # nothing consults the switch of a closed backend
             return 0
@@ -472,167 +432,3 @@ class HarnessBackend:
             if plan.hang:
                 wire["hang"] = plan.hang
         return int(self._request("fault", {"backend": self.handle, "plan": wire})["consulted"])
-
-    def ingest(self, principal: object, records: Any, documents: Any = _UNSET, /) -> Any:
-        """``ingest(principal, records)`` (tenant-namespace), or ``ingest(caller, kb, documents)``
-        (kb-grant: the request ``ingestDocuments``), as the manifest's profile says."""
-        if profile_of(self.adapter.manifest) == "kb-grant":
-            if documents is _UNSET:
-                raise TypeError("a kb-grant ingest takes (caller, kb, documents)")
-            return self._ingest_documents(principal, records, documents)
-        if documents is not _UNSET:
-            raise TypeError("a tenant-namespace ingest takes (principal, records)")
-        return self._ingest_records(principal, records)
-
-    def _ingest_records(self, principal: object, records: Sequence[Mapping[str, Any]]) -> IngestResult:
-        result = self._call("ingest", principal, records=list(records))
-        warnings = [SpoofWarning(w["field"], w["chunkId"]) for w in result["warnings"]]
-        return IngestResult(list(result["ids"]), warnings)
-
-    def query(
-        self, principal: object, text: str, n_results: int, where: Mapping[str, Any] | None, /
-    ) -> builtins.list[Hit]:
-        result = self._call("query", principal, text=text, nResults=n_results, where=where)
-        return [hit_from_wire(hit) for hit in result["hits"]]
-
-    def get(self, principal: object, chunk_id: str, /) -> Hit:
-        return hit_from_wire(self._call("get", principal, id=chunk_id)["hit"])
-
-    def list(self, principal: object, limit: int, offset: int, /) -> builtins.list[Hit]:
-        result = self._call("list", principal, limit=limit, offset=offset)
-        return [hit_from_wire(hit) for hit in result["hits"]]
-
-    def count(self, principal: object, /) -> int:
-        return int(self._call("count", principal)["count"])
-
-    def ask(self, principal: object, question: str, n_results: int, /) -> Answer:
-        result = self._call("ask", principal, question=question, nResults=n_results)
-        return Answer(result["text"], [hit_from_wire(hit) for hit in result["sources"]])
-
-    def apply_deletion_signal(self, principal: object, signal: Mapping[str, Any], /) -> DeletionResult:
-        result = self._call("applyDeletionSignal", principal, signal=signal)
-        calls = [(c["repoSlug"], c["baseRevision"], c["headRevision"]) for c in result["resolverCalls"]]
-        if self.resolver is not None:
-            self.resolver.calls.extend(calls)
-        return DeletionResult(list(result["deletedIds"]), calls)
-
-    def export(self, principal: object, /) -> builtins.list[Mapping[str, Any]]:
-        return list(self._call("export", principal)["records"])
-
-    def restore(self, principal: object, records: Sequence[Mapping[str, Any]], /) -> int:
-        return int(self._call("restore", principal, records=list(records))["restored"])
-
-    def scan(
-        self, root: Path, config: Path | None, tenant_id: str, repo_slug: str, root_kind: str, /
-    ) -> builtins.list[Mapping[str, Any]]:
-        result = self._request(
-            "scan",
-            {
-                "backend": self.handle,
-                "root": str(root),
-                "config": None if config is None else str(config),
-                "tenantId": tenant_id,
-                "repoSlug": repo_slug,
-                "rootKind": root_kind,
-            },
-        )
-        return list(result["records"])
-
-    # -- the project-pool profile (schemas/project-pool.md) ----------------------------------------
-
-    def create_project(self, project: str, /) -> None:
-        self._request(
-            "createProject", {"backend": self.handle, "project": name_to_wire("project name", project)}
-        )
-
-    def start_session(self, session: str, project: str | None, /) -> None:
-        params = {
-            "backend": self.handle,
-            "session": name_to_wire("session id", session),
-            "project": name_to_wire("project name", project, optional=True),
-        }
-        self._request("startSession", params)
-
-    def assign_session(self, session: str, project: str, /) -> None:
-        params = {
-            "backend": self.handle,
-            "session": name_to_wire("session id", session),
-            "project": name_to_wire("project name", project),
-        }
-        self._request("assignSession", params)
-
-    def remove_session(self, session: str, /) -> None:
-        self._request(
-            "removeSession", {"backend": self.handle, "session": name_to_wire("session id", session)}
-        )
-
-    def write_episode(self, session: object, text: str, /) -> str:
-        return str(self._as("writeEpisode", session, text=text)["id"])
-
-    def extract_entities(
-        self, session: object, entities: Sequence[Mapping[str, str]], /
-    ) -> builtins.list[str]:
-        sent = [dict(entity) if isinstance(entity, Mapping) else entity for entity in entities]
-        return list(self._as("extractEntities", session, entities=sent)["ids"])
-
-    def search_episodes(self, session: object, text: str, limit: int, /) -> builtins.list[PoolHit]:
-        result = self._as("searchEpisodes", session, text=text, limit=limit)
-        return [pool_hit_from_wire(hit) for hit in result["hits"]]
-
-    def search_entities(self, session: object, text: str, limit: int, /) -> builtins.list[PoolHit]:
-        result = self._as("searchEntities", session, text=text, limit=limit)
-        return [pool_hit_from_wire(hit) for hit in result["hits"]]
-
-    # -- the kb-grant profile (schemas/kb-grant.md) -----------------------------------------------
-    # The caller crosses as its JSON form (as a session does); every other argument as a value of
-    # its kind, or null when it is not one (kbconform.harness._wire).
-
-    def _by(self, op: str, caller: object, **params: Any) -> Mapping[str, Any]:
-        return self._request(op, {"backend": self.handle, "caller": caller_to_wire(caller), **params})
-
-    def create_tenant(self, tenant: str, /) -> None:
-        self._request("createTenant", {"backend": self.handle, "tenant": text_or_null(tenant)})
-
-    def create_kb(self, caller: object, store: str, model: str, /) -> str:
-        result = self._by("createKb", caller, store=text_or_null(store), model=text_or_null(model))
-        return str(result["id"])
-
-    def share_kb(self, caller: object, kb: str, grantee: str, /) -> None:
-        self._by("shareKb", caller, kb=text_or_null(kb), grantee=text_or_null(grantee))
-
-    def revoke_kb(self, caller: object, kb: str, grantee: str, /) -> None:
-        self._by("revokeKb", caller, kb=text_or_null(kb), grantee=text_or_null(grantee))
-
-    def _ingest_documents(self, caller: object, kb: object, documents: object) -> builtins.list[str]:
-        result = self._by(
-            "ingestDocuments", caller, kb=text_or_null(kb), documents=documents_or_null(documents)
-        )
-        return list(result["ids"])
-
-    def search(
-        self, caller: object, kbs: Sequence[str], embedding: Sequence[float], limit: int, /
-    ) -> builtins.list[GrantHit]:
-        result = self._by(
-            "searchKbs",
-            caller,
-            kbs=texts_or_null(kbs),
-            embedding=vector_or_null(embedding),
-            limit=integer_or_null(limit),
-        )
-        return [grant_hit_from_wire(hit) for hit in result["hits"]]
-
-    def get_kb(self, caller: object, kb: str, /) -> KbInfo:
-        return kb_from_wire(self._by("getKb", caller, kb=text_or_null(kb))["kb"])
-
-    def list_kbs(self, caller: object, /) -> builtins.list[KbInfo]:
-        return [kb_from_wire(kb) for kb in self._by("listKbs", caller)["kbs"]]
-
-    def delete_kb(self, caller: object, kb: str, /) -> None:
-        self._by("deleteKb", caller, kb=text_or_null(kb))
-
-    def copy_kb(self, caller: object, source: str, store: str, /) -> str:
-        result = self._by("copyKb", caller, source=text_or_null(source), store=text_or_null(store))
-        return str(result["id"])
-
-    def move_kb(self, caller: object, kb: str, store: str, /) -> None:
-        self._by("moveKb", caller, kb=text_or_null(kb), store=text_or_null(store))

@@ -12,25 +12,21 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import IO, Any
 
 from kbconform.adapter import Adapter, BackendOptions, FaultPlan, FaultSwitch, RevisionMap, check_backend
 from kbconform.adapter._manifest import Manifest
+from kbconform.harness._table import Served, WireTable
 from kbconform.harness._wire import (
     OPERATIONS,
     PROTOCOL,
     REQUEST_INVALID,
     dumps,
     error_to_wire,
-    grant_hit_to_wire,
-    hit_to_wire,
-    kb_to_wire,
-    pool_hit_to_wire,
-    principal_from_wire,
     problems,
     serves,
 )
+from kbconform.profiles import profile
 
 
 def _request_id(message: object) -> int | None:
@@ -60,7 +56,10 @@ class Dispatcher:
 
     def __init__(self, adapter: Adapter, manifest: Manifest) -> None:
         self.adapter, self.manifest = adapter, manifest
-        self.backends: dict[str, tuple[Any, FaultSwitch | None, RevisionMap | None]] = {}
+        self.backends: dict[str, Served] = {}
+        declared = profile(manifest.profile)
+        self.table: WireTable = declared.load(declared.wire)
+        assert set(self.table.handlers) == set(declared.operations), f"{declared.name}: its wire table"
         self.opened = 0
         self.done = False
 
@@ -79,15 +78,12 @@ class Dispatcher:
         except Exception as error:  # every failure of the adapter travels back as an error
             return {"id": request_id, "error": error_to_wire(error)}
 
-    def _entry(self, params: Mapping[str, Any]) -> tuple[Any, FaultSwitch | None, RevisionMap | None]:
+    def _entry(self, params: Mapping[str, Any]) -> Served:
         """The backend the request names, its fault switch and its revision map."""
         try:
             return self.backends[params["backend"]]
         except KeyError:  # only the lookup: a KeyError escaping the adapter is its own failure
             raise _Unusable(f"no backend {params['backend']!r}") from None
-
-    def _backend(self, params: Mapping[str, Any]) -> Any:
-        return self._entry(params)[0]
 
     def _dispatch(self, op: str, params: Mapping[str, Any]) -> dict[str, Any]:
         profile = self.manifest.profile
@@ -100,7 +96,7 @@ class Dispatcher:
         if op == "open":
             return self._open(params)
         if op == "close":
-            backend = self._entry(params)[0]
+            backend = self._entry(params).backend
             del self.backends[params["backend"]]
             self.adapter.close(backend)
             return {}
@@ -112,24 +108,11 @@ class Dispatcher:
             self.adapter.shutdown()
             return {}
         if op == "fault":
-            switch = self._entry(params)[1]
+            switch = self._entry(params).switch
             if switch is None:
                 raise _Unusable(f"backend {params['backend']!r} was opened without faults")
             return {"consulted": switch.set(_plan(params["plan"]))}
-        if op == "scan":
-            records = self._backend(params).scan(
-                Path(params["root"]),
-                None if params["config"] is None else Path(params["config"]),
-                params["tenantId"],
-                params["repoSlug"],
-                params["rootKind"],
-            )
-            return {"records": list(records)}
-        if op in _POOL:
-            return _POOL[op](self._backend(params), params)
-        if op in _GRANT:
-            return _GRANT[op](self._backend(params), params)
-        return _FACADES[op](self, self._backend(params), principal_from_wire(params["principal"]), params)
+        return self.table.handlers[op](self._entry(params), params)
 
     def _open(self, params: Mapping[str, Any]) -> dict[str, Any]:
         entries = params["revisionMap"]
@@ -144,18 +127,8 @@ class Dispatcher:
         check_backend(backend, self.manifest)
         self.opened += 1
         handle = f"b{self.opened}"
-        self.backends[handle] = (backend, switch, resolver)
+        self.backends[handle] = Served(backend, switch, resolver)
         return {"backend": handle}
-
-    def _delete(self, backend: Any, principal: Any, params: Mapping[str, Any]) -> dict[str, Any]:
-        resolver = self._entry(params)[2]
-        before = len(resolver.calls) if resolver is not None else 0
-        result = backend.apply_deletion_signal(principal, params["signal"])
-        calls = resolver.calls[before:] if resolver is not None else []
-        return {
-            "deletedIds": list(result.deleted_ids),
-            "resolverCalls": [{"repoSlug": r, "baseRevision": b, "headRevision": h} for r, b, h in calls],
-        }
 
 
 def _plan(plan: Mapping[str, Any] | None) -> FaultPlan | None:
@@ -169,79 +142,6 @@ def _plan(plan: Mapping[str, Any] | None) -> FaultPlan | None:
         None if stores is None else frozenset(stores),
         float(plan.get("hang", 0.0)),
     )
-
-
-def _hits(found: Any) -> dict[str, Any]:
-    return {"hits": [hit_to_wire(hit) for hit in found]}
-
-
-def _ingested(result: Any) -> dict[str, Any]:
-    warnings = [{"field": w.field, "chunkId": w.chunk_id} for w in result.warnings]
-    return {"ids": list(result.ids), "warnings": warnings}
-
-
-def _answered(answer: Any) -> dict[str, Any]:
-    return {"text": answer.text, "sources": [hit_to_wire(hit) for hit in answer.sources]}
-
-
-_Facade = Callable[[Dispatcher, Any, Any, Mapping[str, Any]], dict[str, Any]]
-_FACADES: dict[str, _Facade] = {
-    "ingest": lambda _, b, p, a: _ingested(b.ingest(p, a["records"])),
-    "query": lambda _, b, p, a: _hits(b.query(p, a["text"], a["nResults"], a["where"])),
-    "get": lambda _, b, p, a: {"hit": hit_to_wire(b.get(p, a["id"]))},
-    "list": lambda _, b, p, a: _hits(b.list(p, a["limit"], a["offset"])),
-    "count": lambda _, b, p, a: {"count": b.count(p)},
-    "ask": lambda _, b, p, a: _answered(b.ask(p, a["question"], a["nResults"])),
-    "applyDeletionSignal": lambda d, b, p, a: d._delete(b, p, a),
-    "export": lambda _, b, p, a: {"records": [dict(r) for r in b.export(p)]},
-    "restore": lambda _, b, p, a: {"restored": b.restore(p, a["records"])},
-}
-
-
-def _done(_: object) -> dict[str, Any]:
-    """A membership operation's result: an empty object, whatever the backend returned."""
-    return {}
-
-
-def _pool_hits(found: Any) -> dict[str, Any]:
-    return {"hits": [pool_hit_to_wire(hit) for hit in found]}
-
-
-#: The project-pool facades: each gets the backend and the params; the session as sent (a
-#: string, or None for no identity), which the backend checks as it does in process.
-_PoolFacade = Callable[[Any, Mapping[str, Any]], dict[str, Any]]
-_POOL: dict[str, _PoolFacade] = {
-    "createProject": lambda b, a: _done(b.create_project(a["project"])),
-    "startSession": lambda b, a: _done(b.start_session(a["session"], a["project"])),
-    "assignSession": lambda b, a: _done(b.assign_session(a["session"], a["project"])),
-    "removeSession": lambda b, a: _done(b.remove_session(a["session"])),
-    "writeEpisode": lambda b, a: {"id": b.write_episode(a["session"], a["text"])},
-    "extractEntities": lambda b, a: {"ids": list(b.extract_entities(a["session"], a["entities"]))},
-    "searchEpisodes": lambda b, a: _pool_hits(b.search_episodes(a["session"], a["text"], a["limit"])),
-    "searchEntities": lambda b, a: _pool_hits(b.search_entities(a["session"], a["text"], a["limit"])),
-}
-#: The kb-grant facades: each gets the backend and the params, every argument as sent (the caller
-#: any JSON value; an argument that was not of its kind, null), which the backend checks as it
-#: does in process.
-_GRANT: dict[str, _PoolFacade] = {
-    "createTenant": lambda b, a: _done(b.create_tenant(a["tenant"])),
-    "createKb": lambda b, a: {"id": b.create_kb(a["caller"], a["store"], a["model"])},
-    "shareKb": lambda b, a: _done(b.share_kb(a["caller"], a["kb"], a["grantee"])),
-    "revokeKb": lambda b, a: _done(b.revoke_kb(a["caller"], a["kb"], a["grantee"])),
-    "ingestDocuments": lambda b, a: {"ids": list(b.ingest(a["caller"], a["kb"], a["documents"]))},
-    "searchKbs": lambda b, a: {
-        "hits": [
-            grant_hit_to_wire(hit) for hit in b.search(a["caller"], a["kbs"], a["embedding"], a["limit"])
-        ]
-    },
-    "getKb": lambda b, a: {"kb": kb_to_wire(b.get_kb(a["caller"], a["kb"]))},
-    "listKbs": lambda b, a: {"kbs": [kb_to_wire(kb) for kb in b.list_kbs(a["caller"])]},
-    "deleteKb": lambda b, a: _done(b.delete_kb(a["caller"], a["kb"])),
-    "copyKb": lambda b, a: {"id": b.copy_kb(a["caller"], a["source"], a["store"])},
-    "moveKb": lambda b, a: _done(b.move_kb(a["caller"], a["kb"], a["store"])),
-}
-_SERVED = {"hello", "open", "close", "fault", "scan", "shutdown"}
-assert set(_FACADES) | set(_POOL) | set(_GRANT) | _SERVED == set(OPERATIONS)
 
 
 def _encode(response: dict[str, Any]) -> bytes:

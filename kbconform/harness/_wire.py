@@ -3,7 +3,6 @@ hits and knowledge bases, errors, and the schema checks of messages."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import numbers
@@ -13,7 +12,6 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from kbconform._capabilities import PROFILES
 from kbconform.errors import (
     BackendUnavailable,
     ContractViolation,
@@ -24,60 +22,26 @@ from kbconform.errors import (
     RevisionBoundaryUnavailable,
     SpoofRejected,
     Unauthenticated,
+    error_texts,
 )
 from kbconform.identity import Principal
+from kbconform.profiles import built_in, names, profile
 
 PROTOCOL = "harness-v1"
 #: The operations every harness serves, whatever its isolation profile.
 COMMON_OPERATIONS = ("hello", "open", "close", "fault", "shutdown")
-#: The operations each isolation profile adds (the manifest's ``isolationProfile`` says which
-#: one a harness serves; it answers the other's with ``KB_HARNESS_REQUEST_INVALID``).
-PROFILE_OPERATIONS: Mapping[str, tuple[str, ...]] = {
-    "tenant-namespace": (
-        "ingest",
-        "query",
-        "get",
-        "list",
-        "count",
-        "ask",
-        "applyDeletionSignal",
-        "export",
-        "restore",
-        "scan",
-    ),
-    "project-pool": (
-        "createProject",
-        "startSession",
-        "assignSession",
-        "removeSession",
-        "writeEpisode",
-        "extractEntities",
-        "searchEpisodes",
-        "searchEntities",
-    ),
-    "kb-grant": (
-        "createTenant",
-        "createKb",
-        "shareKb",
-        "revokeKb",
-        "ingestDocuments",
-        "searchKbs",
-        "getKb",
-        "listKbs",
-        "deleteKb",
-        "copyKb",
-        "moveKb",
-    ),
-}
 #: The operations of harness-v1, in the order the spec lists them: the common ones, each
-#: profile's, then shutdown.
-OPERATIONS = (*COMMON_OPERATIONS[:-1], *itertools.chain(*PROFILE_OPERATIONS.values()), COMMON_OPERATIONS[-1])
-assert set(PROFILES) <= set(PROFILE_OPERATIONS)
+#: built-in profile's (``Profile.operations``), then shutdown.
+OPERATIONS = (
+    *COMMON_OPERATIONS[:-1],
+    *(op for declared in built_in().values() for op in declared.operations),
+    COMMON_OPERATIONS[-1],
+)
 
 
-def serves(profile: str, op: str) -> bool:
-    """Whether a harness whose manifest declares ``profile`` serves the operation ``op``."""
-    return op in COMMON_OPERATIONS or op in PROFILE_OPERATIONS.get(profile, ())
+def serves(name: str, op: str) -> bool:
+    """Whether a harness whose manifest declares the profile ``name`` serves the operation ``op``."""
+    return op in COMMON_OPERATIONS or op in profile(name).operations
 
 
 INTERNAL = "KB_HARNESS_INTERNAL"
@@ -342,10 +306,18 @@ def hit_from_wire(data: Mapping[str, Any]) -> Hit:
 #: Codes of ContractViolation: the generic one and the specific ones (``KB_TOMBSTONE_INVALID``,
 #: ...); never a harness's own (``KB_HARNESS_REQUEST_INVALID`` is the kit's fault, not the backend's).
 _CONTRACT_CODE = re.compile(r"KB_CONTRACT_VIOLATION|KB_MODEL_MISMATCH|KB_(?!HARNESS_)[A-Z_]+_INVALID")
-#: The contract a ContractViolation of a profile's operation names (``KB_GRANT_INVALID`` and
-#: ``KB_MODEL_MISMATCH`` are the kb-grant contract's, as in process); other operations name
-#: themselves.
-_CONTRACT = dict.fromkeys(PROFILE_OPERATIONS["kb-grant"], "kb-grant")
+
+
+@cache
+def _contract(op: str) -> str:
+    """The contract a ContractViolation of the operation ``op`` names: its profile's
+    (``Profile.contract``: ``KB_GRANT_INVALID`` and ``KB_MODEL_MISMATCH`` are the kb-grant
+    contract's, as in process), else the operation's own name."""
+    for name in names():
+        declared = profile(name)
+        if op in declared.operations and declared.contract is not None:
+            return declared.contract
+    return op
 
 
 def error_to_wire(error: BaseException) -> dict[str, Any]:
@@ -353,25 +325,11 @@ def error_to_wire(error: BaseException) -> dict[str, Any]:
     fields, notes and causes, as text); anything else as ``KB_HARNESS_INTERNAL``."""
     if not isinstance(error, KbconformError):
         return {"code": INTERNAL, "message": f"{type(error).__name__}: {error}"}
-    return {"code": str(error.code), "message": str(error), "carried": _carried(error)}
-
-
-def _carried(error: BaseException) -> list[str]:
-    """What an error carries besides its text: its repr, fields, notes, and its causes'."""
-    texts: list[str] = []
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        texts += [repr(current), *(repr(arg) for arg in current.args)]
-        texts += [repr(value) for value in getattr(current, "__dict__", {}).values()]
-        fields = getattr(type(current), "__attrs_attrs__", ())
-        texts += [repr(getattr(current, f.name, None)) for f in fields]
-        texts += [str(note) for note in getattr(current, "__notes__", ())]
-        current = current.__cause__ or current.__context__
-        if current is not None:
-            texts.append(str(current))
-    return texts
+    return {
+        "code": str(error.code),
+        "message": str(error),
+        "carried": error_texts(error)[1:],
+    }  # all but the message
 
 
 def _remote(base: type[KbconformError]) -> type[KbconformError]:
@@ -430,7 +388,7 @@ def error_from_wire(op: str, params: Mapping[str, Any], error: Mapping[str, Any]
         built = _REMOTE[SpoofRejected](tenant, ())
     elif _CONTRACT_CODE.fullmatch(code):
         problem = Problem("", "harness", "a valid request", message)
-        built = _REMOTE[ContractViolation](contract=_CONTRACT.get(op, op), problems=(problem,), code=code)
+        built = _REMOTE[ContractViolation](contract=_contract(op), problems=(problem,), code=code)
     else:
         return RemoteError(op, code, message)
     object.__setattr__(built, "message", message)

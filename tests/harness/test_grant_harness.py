@@ -405,14 +405,14 @@ def test_ingest_follows_the_manifests_profile() -> None:
     backend.create_tenant("acme")
     kb = backend.create_kb("acme", "north", "m-6a")
     sent = len(transport.sent)
-    with pytest.raises(TypeError, match="kb-grant ingest takes"):
+    with pytest.raises(TypeError, match="missing 1 required positional argument"):
         backend.ingest("acme", [{"text": "x", "embedding": X}])
     assert len(transport.sent) == sent
     assert backend.ingest("acme", kb, [{"text": "x", "embedding": X}]) == ["doc-2"]
     assert transport.sent[-1]["op"] == "ingestDocuments"
     tenant, transport = loopback(TENANT)
     backend = tenant.open(BackendOptions())
-    with pytest.raises(TypeError, match="tenant-namespace ingest takes"):
+    with pytest.raises(TypeError, match="takes 3 positional arguments but 4 were given"):
         backend.ingest(None, "kb", [])
     with pytest.raises(Unauthenticated):
         backend.ingest(None, [])

@@ -15,6 +15,7 @@ import pytest
 
 from kbconform.adapter import (
     POOL_INVALID,
+    Backend,
     BackendOptions,
     FaultPlan,
     FaultSwitch,
@@ -192,13 +193,15 @@ def test_a_membership_name_that_is_not_a_string_is_never_sent() -> None:
 
 
 def test_the_proxy_passes_check_backend_for_either_profile() -> None:
-    """A backend behind harness-v1 has the facades of the profile its manifest declares."""
-    for spec in (POOL, TENANT):
+    """A backend behind harness-v1 has the facades of the profile its manifest declares, and
+    not the other's."""
+    for spec, own, other in ((POOL, ProjectPoolBackend, Backend), (TENANT, Backend, ProjectPoolBackend)):
         adapter, _ = loopback(spec)
         manifest = Manifest.from_mapping(adapter.manifest)
         backend = adapter.open(BackendOptions())
         check_backend(backend, manifest)
-        assert isinstance(backend, ProjectPoolBackend)
+        assert isinstance(backend, own)
+        assert not isinstance(backend, other)
         adapter.shutdown()
 
 
@@ -227,7 +230,7 @@ def test_a_pool_hit_without_its_text_breaks_the_harness(monkeypatch: pytest.Monk
     monkeypatch.setattr(served, "search_episodes", lambda *_: [TenantHit()])
     assert [(hit.id, hit.text) for hit in backend.search_episodes("s1", "words", 5)] == [("h1", "words")]
     monkeypatch.setattr(
-        "kbconform.harness._server.pool_hit_to_wire",
+        "kbconform.profiles.project_pool._wire.pool_hit_to_wire",
         lambda hit: {"id": hit.id, "document": hit.document, "metadata": {}},
     )
     with pytest.raises(HarnessBroken, match="not a searchEpisodes result"):

@@ -1,0 +1,47 @@
+"""The ``kb-grant`` profile: knowledge bases on several stores, shared by grant
+(``schemas/kb-grant.md``, from WeKnora's design)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kbconform.profiles._registry import Profile, feature_declined
+
+#: The capabilities of shape: the manifest's list that must hold two entries, and its noun.
+_SHAPES = {"multi-store": ("stores", "store"), "multi-model": ("models", "model")}
+
+
+def _declines(manifest: Mapping[str, Any], capability: str) -> str | None:
+    if capability in _SHAPES:
+        field, noun = _SHAPES[capability]
+        listed = len(manifest[field])
+        return None if listed >= 2 else f"the manifest lists {listed} {noun}; this test needs two"
+    return feature_declined(manifest, capability)
+
+
+PROFILE = Profile(
+    name="kb-grant",
+    capabilities=("fault-injection", "multi-store", "multi-model"),
+    declines=_declines,
+    operations=(
+        "createTenant",
+        "createKb",
+        "shareKb",
+        "revokeKb",
+        "ingestDocuments",
+        "searchKbs",
+        "getKb",
+        "listKbs",
+        "deleteKb",
+        "copyKb",
+        "moveKb",
+    ),
+    facades="kbconform.profiles.kb_grant._checks:facades",
+    check_manifest="kbconform.profiles.kb_grant._checks:check_manifest",
+    isolation="kbconform.conformance._profiles:GrantIsolation",
+    wire="kbconform.profiles.kb_grant._wire:WIRE",
+    # get and list would otherwise give ids the tenant-namespace profile has (iso-01[get])
+    facade_ids={"search": "search-kbs", "get": "get-kb", "list": "list-kbs"},
+    contract="kb-grant",
+)

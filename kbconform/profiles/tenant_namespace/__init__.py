@@ -1,0 +1,59 @@
+"""The ``tenant-namespace`` profile (the default): tenants' namespaces behind a server-side read
+filter, stamps and spoof checks on write, deletion signals, backup and restore
+(``schemas/stamping.md``, ``schemas/read-filter.md``, ``schemas/deletion-signaling.md``,
+``schemas/backup.md``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kbconform.profiles._registry import Profile, feature_declined
+
+
+def _declines(manifest: Mapping[str, Any], capability: str) -> str | None:
+    if capability == "shared-namespace":
+        return None if manifest["sharedNamespace"] else "the manifest declares sharedNamespace: null"
+    if capability == "id-profile":
+        return (
+            None
+            if manifest["idProfile"]
+            else "the manifest declares idProfile: null (the ids are the backend's own)"
+        )
+    if capability in ("spoof-overwrite", "spoof-reject"):
+        mode = capability.removeprefix("spoof-")
+        return None if mode in manifest["spoofModes"] else f"spoofModes does not declare {mode}"
+    return feature_declined(manifest, capability)
+
+
+PROFILE = Profile(
+    name="tenant-namespace",
+    capabilities=(
+        "client-where",
+        "revision-boundary",
+        "fault-injection",
+        "escalation",
+        "workspace-scan",
+        "shared-namespace",
+        "id-profile",
+        "spoof-overwrite",
+        "spoof-reject",
+    ),
+    declines=_declines,
+    operations=(
+        "ingest",
+        "query",
+        "get",
+        "list",
+        "count",
+        "ask",
+        "applyDeletionSignal",
+        "export",
+        "restore",
+        "scan",
+    ),
+    facades="kbconform.profiles.tenant_namespace._checks:facades",
+    check_manifest="kbconform.adapter._manifest:check_schema",
+    isolation="kbconform.conformance._profiles:TenantIsolation",
+    wire="kbconform.profiles.tenant_namespace._wire:WIRE",
+)

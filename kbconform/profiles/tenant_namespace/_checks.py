@@ -1,0 +1,21 @@
+"""What a tenant-namespace manifest and backend must be."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbconform.adapter import Backend, Manifest, SupportsAsk, SupportsCount, SupportsScan
+
+_OPTIONAL_FACADES = {"count": SupportsCount, "ask": SupportsAsk}
+
+
+def facades(manifest: Manifest) -> list[tuple[str, Any]]:
+    """:class:`~kbconform.adapter.Backend`, the optional read facades the manifest declares, and
+    ``scan`` when it offers workspace-scan."""
+    expected: list[tuple[str, Any]] = [("Backend", Backend)]
+    expected += [
+        (f"{name} facade", kind) for name, kind in _OPTIONAL_FACADES.items() if name in manifest.read_facades
+    ]
+    if manifest.supports("workspace-scan"):
+        expected.append(("scan (workspace-scan)", SupportsScan))
+    return expected

@@ -1,0 +1,162 @@
+"""The isolation-profile registry: every profile reached through it, and a plug-in profile
+registered by an installed package."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kbconform import profiles
+from kbconform.harness import WireTable
+
+KIT = Path(profiles.__file__).parent.parent
+
+
+def _name_comparisons(source: str, names: tuple[str, ...]) -> list[int]:
+    """The lines of ``source`` that compare something with one of ``names`` (``==``, ``!=``,
+    ``in``, ``not in``), the shape of an ``if profile == ...`` branch."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            for operand in operands:
+                values = operand.elts if isinstance(operand, ast.Tuple | ast.List | ast.Set) else [operand]
+                if any(isinstance(v, ast.Constant) and v.value in names for v in values):
+                    found.append(node.lineno)
+    return found
+
+
+def test_no_kit_module_outside_the_registry_compares_a_profile_name() -> None:
+    """Per-profile behaviour is reached through ``kbconform.profiles``: no module of the kit
+    outside it branches on a profile's name (control: the check finds such a branch)."""
+    names = profiles.names()
+    control = 'if manifest.profile == "kb-grant":\n    pass\nok = p in ("project-pool",)\n'
+    assert _name_comparisons(control, names) == [1, 3]
+    branches = {
+        str(path.relative_to(KIT)): lines
+        for path in sorted(KIT.rglob("*.py"))
+        if "profiles" not in path.relative_to(KIT).parts
+        for lines in [_name_comparisons(path.read_text(encoding="utf-8"), names)]
+        if lines
+    }
+    assert branches == {}
+
+
+@pytest.mark.parametrize("name", list(profiles.built_in()))
+def test_every_built_in_profile_loads_each_part_it_names(name: str) -> None:
+    """A built-in profile's named parts exist, and its wire table answers exactly its
+    operations."""
+    declared = profiles.profile(name)
+    for reference in (declared.facades, declared.check_manifest, declared.isolation):
+        assert callable(declared.load(reference)), reference
+    table = declared.load(declared.wire)
+    assert isinstance(table, WireTable)
+    assert set(table.handlers) == set(declared.operations)
+    assert set(declared.facade_ids) <= {"search", "get", "list", "query", "count", "ask"}
+
+
+def test_operations_are_each_one_profiles() -> None:
+    """No harness-v1 operation belongs to two profiles: a request names its profile."""
+    operations = [op for name in profiles.names() for op in profiles.profile(name).operations]
+    assert len(operations) == len(set(operations))
+
+
+def test_an_unknown_profile_is_refused_naming_the_registered_ones() -> None:
+    """Asking for a profile nobody registered is a LookupError that lists the known ones."""
+    with pytest.raises(LookupError, match="tenant-namespace, project-pool, kb-grant"):
+        profiles.profile("store-native")
+    assert profiles.profile("kb-grant").name == "kb-grant"  # control
+
+
+def test_a_capability_outside_the_manifests_profile_is_declined() -> None:
+    """A kb-grant test's capability is declined for a tenant-namespace manifest, by the
+    profile's own rule; within its profile it is decided by the manifest."""
+    from kbconform._capabilities import declines
+
+    tenant = {"features": {"fault-injection": True}}  # no isolationProfile: the default
+    assert declines(tenant, "multi-store") == "not part of the tenant-namespace profile"
+    assert declines(tenant, "fault-injection") is None
+
+
+PLUGIN = """
+from kbconform.profiles import Profile, feature_declined
+
+PROFILE = Profile(
+    name="store-native",
+    capabilities=("fault-injection",),
+    declines=feature_declined,
+    operations=("putThing",),
+    facades="kbconform.profiles.project_pool._checks:facades",
+    check_manifest="store_native:check",
+    isolation="store_native:check",
+    wire="store_native:check",
+)
+
+
+def check(data):
+    if data.get("backendName") != "native":
+        raise ValueError("not a store-native manifest")
+"""
+
+
+def test_an_installed_package_registers_its_profile_by_entry_point(tmp_path: Path) -> None:
+    """A package naming a Profile in the entry-point group ``kbconform.profiles`` adds it to the
+    registry, after the built-in ones, and its manifest is checked by its own rule; without
+    the entry point it is unknown (control)."""
+    (tmp_path / "store_native.py").write_text(PLUGIN, encoding="utf-8")
+    info = tmp_path / "store_native-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: store-native\nVersion: 0.1\n")
+    probe = textwrap.dedent(
+        """
+        import json
+        from kbconform import profiles
+        from kbconform.adapter import Manifest
+        result = {"names": profiles.names()}
+        try:
+            Manifest.from_mapping({"isolationProfile": "store-native", "backendName": "native"})
+            result["manifest"] = "valid"
+        except Exception as error:
+            result["manifest"] = type(error).__name__
+        print(json.dumps(result))
+        """
+    )
+
+    def run() -> dict[str, object]:
+        env = {"PYTHONPATH": str(tmp_path), "PATH": ""}
+        done = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env, timeout=120
+        )
+        loaded: dict[str, object] = json.loads(done.stdout)
+        return loaded
+
+    unregistered = run()
+    assert unregistered == {
+        "names": ["tenant-namespace", "project-pool", "kb-grant"],
+        "manifest": "ContractViolation",
+    }
+    (info / "entry_points.txt").write_text("[kbconform.profiles]\nstore-native = store_native:PROFILE\n")
+    registered = run()
+    assert registered == {
+        "names": ["tenant-namespace", "project-pool", "kb-grant", "store-native"],
+        "manifest": "valid",
+    }
+
+
+def test_importing_the_registry_imports_nothing_heavy() -> None:
+    """``kbconform.profiles`` is standard library only: the plugin and the report load it."""
+    probe = (
+        "import sys, kbconform.profiles as p; p.names(); "
+        "print([m for m in ('pydantic', 'jsonschema', 'hypothesis', 'kbconform.adapter') "
+        "if m in sys.modules])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.strip() == "[]"
