@@ -21,9 +21,11 @@ import json
 import random
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from kbconform.adapter import load_adapter
 from kbconform.conformance import Run
 
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "test_stateful.py"
@@ -77,7 +79,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     sys.modules[spec.name] = suite  # dataclasses look their module up
     spec.loader.exec_module(suite)
 
-    loaded = Run.load(args.adapter, seed=args.seed, profile=args.profile, level="L4")
+    loaded = Run.start(
+        args.adapter, partial(load_adapter, args.adapter), seed=args.seed, profile=args.profile, level="L4"
+    )
     run = TimedRun(loaded.adapter, loaded.manifest, loaded.seed, loaded.profile, "L4")
     run.totals = {"backend_seconds": 0.0, "backend_calls": 0.0}
     start = time.perf_counter()

@@ -711,6 +711,8 @@ def _replay(arguments: argparse.Namespace, claimed: dict[str, Any]) -> int:
 
 
 def _differences(claimed: dict[str, Any], replayed: dict[str, Any]) -> list[str]:
+    from kbconform.report import status_changes
+
     found: list[str] = []
     if claimed["manifest"] != replayed["manifest"]:
         changed = sorted(
@@ -721,12 +723,8 @@ def _differences(claimed: dict[str, Any], replayed: dict[str, Any]) -> list[str]
         found.append(f"the adapter now declares another manifest (differs in: {', '.join(changed)})")
     before = {test["id"]: test["status"] for test in claimed["tests"]}
     after = {test["id"]: test["status"] for test in replayed["tests"]}
-    for stable in sorted(set(before) | set(after)):
-        if before.get(stable) != after.get(stable):
-            found.append(
-                f"{stable}: {before.get(stable, 'absent')} in the report, {after.get(stable, 'absent')} now"
-            )
-    return found
+    changed = status_changes(before, after)
+    return found + [f"{stable}: {old} in the report, {new} now" for stable, old, new in changed]
 
 
 def _mutants(arguments: argparse.Namespace) -> int:

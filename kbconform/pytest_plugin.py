@@ -15,6 +15,7 @@ import os
 import random
 import textwrap
 from collections.abc import Generator, Iterator
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -157,8 +158,9 @@ def pytest_configure(config: pytest.Config) -> None:
         problem = unwritable(target)
         if problem is not None:  # refused now, not after the whole run
             raise pytest.UsageError(f"--kbconform-report: {problem}")
+    from kbconform.adapter import load_adapter
     from kbconform.conformance import DeadlineExceeded
-    from kbconform.harness import HarnessBroken
+    from kbconform.harness import START_TIMEOUT, HarnessBroken, connect
 
     settings: dict[str, Any] = {
         "seed": seed,
@@ -170,10 +172,17 @@ def pytest_configure(config: pytest.Config) -> None:
     label = f"--kbconform-{given[0]}={spec or command or url}"
     try:
         if spec:
-            run = Run.load(spec, **settings)
+            run = Run.start(f"loading the adapter {spec}", partial(load_adapter, spec), **settings)
         else:
             log = config.getoption("kbconform_harness_log")
-            run = Run.connect(command=command, url=url, log=Path(log) if log else None, **settings)
+            reach = partial(
+                connect, command=command, url=url, log=Path(log) if log else None, call_timeout=timeout
+            )
+            # Each request has the call deadline in the transport, which names the call and stops
+            # the harness; the run's own deadline covers a restart (a harness's start) besides.
+            run = Run.start(
+                f"starting the harness {command or url}", reach, start_timeout=START_TIMEOUT, **settings
+            )
     except (ContractViolation, DeadlineExceeded, HarnessBroken) as error:
         raise pytest.UsageError(f"{label}: {error}") from None
     config.stash[_RUN] = run

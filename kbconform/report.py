@@ -297,6 +297,16 @@ def levels(tests: Iterable[Mapping[str, Any]], *, partial: bool = False) -> dict
     return verdicts
 
 
+def status_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """Each name whose value differs between ``before`` and ``after`` (a test's status, a
+    level's verdict), with both values, sorted by name; ``absent`` where one lacks it."""
+    return [
+        (name, before.get(name, "absent"), after.get(name, "absent"))
+        for name in sorted(set(before) | set(after))
+        if before.get(name) != after.get(name)
+    ]
+
+
 def selection(report: Mapping[str, Any]) -> list[str] | None:
     """The test ids a partial run selected, or None for a full run."""
     chosen = report["execution"].get("selection")

@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kbconform.report import status_changes
+
 HERE = Path(__file__).resolve().parent
 VERDICT = HERE / "verdict.json"
 HARNESS = HERE / "harness"
@@ -47,10 +49,8 @@ def changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         if old.get(key) != new.get(key)
     ]
     for group in ("levels", "tests"):
-        before, after = old.get(group, {}), new.get(group, {})
-        for name in sorted(set(before) | set(after)):
-            if before.get(name) != after.get(name):
-                found.append(f"{name}: {before.get(name, 'absent')} -> {after.get(name, 'absent')}")
+        changed = status_changes(old.get(group, {}), new.get(group, {}))
+        found += [f"{name}: {before} -> {after}" for name, before, after in changed]
     return found
 
 

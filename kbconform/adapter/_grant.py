@@ -19,6 +19,7 @@ of tenants, KBs and grants), from the thread that makes the call.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from kbconform.errors import ContractViolation, Problem
@@ -46,6 +47,28 @@ def model_mismatch(models: Sequence[str]) -> ContractViolation:
         problems=(Problem("", "kbs", "knowledge bases of one embedding model", listed),),
         code=MODEL_MISMATCH,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class GrantHit:
+    """A document as a search returns it (a :class:`GrantHitView` a backend may return)."""
+
+    id: str
+    kb: str
+    text: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class KbInfo:
+    """A knowledge base as ``get_kb`` and ``list_kbs`` show it (a :class:`KbView` a backend may
+    return)."""
+
+    id: str
+    owner: str
+    store: str
+    model: str
+    documents: int
 
 
 class GrantHitView(Protocol):

@@ -40,6 +40,17 @@ class Manifest:
         assert isinstance(data, Mapping)
         return cls(data)
 
+    @classmethod
+    def declared(cls, data: object) -> Manifest:
+        """The manifest an adapter declares: :meth:`from_mapping`, its ContractViolation
+        re-coded ``KB_ADAPTER_INVALID`` (the adapter's fault, listing every problem)."""
+        try:
+            return cls.from_mapping(data)
+        except ContractViolation as error:
+            raise ContractViolation(
+                contract="adapter-manifest-v1", problems=error.problems, code="KB_ADAPTER_INVALID"
+            ) from None
+
     @property
     def profile(self) -> str:
         """The isolation profile: ``tenant-namespace`` (the default), or another registered one."""
@@ -173,13 +184,7 @@ def load_adapter(spec: str) -> tuple[Adapter, Manifest]:
             "an object with manifest, open, close and shutdown (kbconform.adapter.Adapter)",
             f"{type(adapter).__name__} without {', '.join(missing)}",
         )
-    try:
-        manifest = Manifest.from_mapping(adapter.manifest)
-    except ContractViolation as error:
-        raise ContractViolation(
-            contract="adapter-manifest-v1", problems=error.problems, code="KB_ADAPTER_INVALID"
-        ) from None
-    return adapter, manifest
+    return adapter, Manifest.declared(adapter.manifest)
 
 
 def check_backend(backend: object, manifest: Manifest) -> None:

@@ -6,16 +6,14 @@ import hashlib
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import hypothesis
 from hypothesis import HealthCheck
 from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test
 
-from kbconform.adapter import Adapter, Backend, BackendOptions, Manifest, check_backend, load_adapter
+from kbconform.adapter import Adapter, Backend, BackendOptions, Manifest, check_backend
 from kbconform.conformance._deadline import DEFAULT_CALL_TIMEOUT, Caller, Guarded
-from kbconform.errors import ContractViolation, Problem
 
 ProfileName = Literal["quick", "thorough"]
 PROFILES: dict[str, hypothesis.settings] = {
@@ -51,67 +49,25 @@ class Run:
             self._caller = Caller(self.call_timeout)
 
     @classmethod
-    def load(
+    def start(
         cls,
-        spec: str,
+        what: str,
+        make: Callable[[], tuple[Adapter, Manifest]],
         *,
         seed: int,
         profile: ProfileName,
         level: str,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        start_timeout: float = 0.0,
         shrink: bool = True,
     ) -> Run:
-        caller = Caller(call_timeout)
-        adapter, manifest = caller.call(f"loading the adapter {spec}", load_adapter, spec)
-        return cls(adapter, manifest, seed, profile, level, call_timeout, caller, shrink=shrink)
-
-    @classmethod
-    def connect(
-        cls,
-        *,
-        command: str | None = None,
-        url: str | None = None,
-        log: Path | None = None,
-        seed: int,
-        profile: ProfileName,
-        level: str,
-        call_timeout: float = DEFAULT_CALL_TIMEOUT,
-        shrink: bool = True,
-    ) -> Run:
-        """A run against a harness-v1 harness: started from ``command`` (stdio; its stderr goes
-        to ``log``), or served at ``url``. Raises ContractViolation (``KB_ADAPTER_INVALID``) for
-        an invalid manifest, HarnessBroken when the harness does not answer ``hello``."""
-        from kbconform.harness import HarnessAdapter, HttpTransport, StdioTransport, Transport
-        from kbconform.harness._client import START_TIMEOUT
-
-        # Each request has the call deadline in the transport, which names the call and stops
-        # the harness; the caller's own deadline covers a restart (a harness's start) besides.
-        caller = Caller(call_timeout + START_TIMEOUT)
-
-        def start() -> tuple[Adapter, Manifest]:
-            if url is not None:
-                try:
-                    transport: Transport = HttpTransport(url)
-                except ValueError as error:
-                    raise ContractViolation(
-                        contract="harness-v1",
-                        problems=(Problem("", "url", "http://127.0.0.1:PORT", repr(url)),),
-                        code="KB_ADAPTER_INVALID",
-                    ) from error
-            else:
-                assert command is not None
-                transport = StdioTransport(command, log)
-            adapter = HarnessAdapter(transport, call_timeout)
-            try:
-                manifest = Manifest.from_mapping(adapter.manifest)
-            except ContractViolation as error:
-                adapter.transport.stop()
-                raise ContractViolation(
-                    contract="adapter-manifest-v1", problems=error.problems, code="KB_ADAPTER_INVALID"
-                ) from None
-            return adapter, manifest
-
-        adapter, manifest = caller.call(f"starting the harness {command or url}", start)
+        """A run of the adapter ``make()`` returns with its manifest (``what`` names it in a
+        deadline's message): loaded in this process (:func:`~kbconform.adapter.load_adapter`)
+        or reached over harness-v1 (:func:`~kbconform.harness.connect`), as the caller chose.
+        Every call has the deadline ``call_timeout``; ``start_timeout`` more is allowed for a
+        call that may start the backend's process again."""
+        caller = Caller(call_timeout + start_timeout)
+        adapter, manifest = caller.call(what, make)
         return cls(adapter, manifest, seed, profile, level, call_timeout, caller, shrink=shrink)
 
     def open(self, options: BackendOptions | None = None) -> Backend:

@@ -9,7 +9,15 @@ isolation profile crosses: a harness serves the operations of the profile its ma
 each profile's by its :class:`WireTable` (``Profile.wire``).
 """
 
-from kbconform.harness._client import HarnessAdapter, HarnessBackend, HttpTransport, StdioTransport, Transport
+from kbconform.harness._client import (
+    START_TIMEOUT,
+    HarnessAdapter,
+    HarnessBackend,
+    HttpTransport,
+    StdioTransport,
+    Transport,
+    connect,
+)
 from kbconform.harness._server import Dispatcher, protocol_stdout, serve_http, serve_stdio
 from kbconform.harness._table import Handler, Served, WireTable, done
 from kbconform.harness._wire import OPERATIONS, PROTOCOL, HarnessBroken, RemoteError
@@ -17,6 +25,7 @@ from kbconform.harness._wire import OPERATIONS, PROTOCOL, HarnessBroken, RemoteE
 __all__ = [
     "OPERATIONS",
     "PROTOCOL",
+    "START_TIMEOUT",
     "Dispatcher",
     "HarnessAdapter",
     "HarnessBackend",
@@ -28,6 +37,7 @@ __all__ = [
     "protocol_stdout",
     "serve_http",
     "serve_stdio",
+    "connect",
     "Handler",
     "Served",
     "WireTable",

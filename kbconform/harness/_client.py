@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import IO, Any, NoReturn, Protocol
 
 from kbconform.adapter._doubles import FaultPlan, FaultSwitch, RevisionMap
+from kbconform.adapter._manifest import Manifest
 from kbconform.adapter._protocol import Backend, BackendOptions
+from kbconform.errors import ContractViolation, Problem
 from kbconform.harness._table import WireTable
 from kbconform.harness._wire import (
     PROTOCOL,
@@ -432,3 +434,30 @@ class HarnessBackend:
             if plan.hang:
                 wire["hang"] = plan.hang
         return int(self._request("fault", {"backend": self.handle, "plan": wire})["consulted"])
+
+
+def connect(
+    *, command: str | None = None, url: str | None = None, log: Path | None = None, call_timeout: float
+) -> tuple[HarnessAdapter, Manifest]:
+    """A harness-v1 harness started from ``command`` (stdio; its stderr goes to ``log``) or
+    served at ``url``, and the manifest it declares. Raises ContractViolation
+    (``KB_ADAPTER_INVALID``) for a URL not on 127.0.0.1 or an invalid manifest, HarnessBroken
+    when the harness does not answer ``hello``."""
+    if url is not None:
+        try:
+            transport: Transport = HttpTransport(url)
+        except ValueError as error:
+            raise ContractViolation(
+                contract="harness-v1",
+                problems=(Problem("", "url", "http://127.0.0.1:PORT", repr(url)),),
+                code="KB_ADAPTER_INVALID",
+            ) from error
+    else:
+        assert command is not None
+        transport = StdioTransport(command, log)
+    adapter = HarnessAdapter(transport, call_timeout)
+    try:
+        return adapter, Manifest.declared(adapter.manifest)
+    except ContractViolation:
+        adapter.transport.stop()
+        raise

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from kbconform.adapter import GrantHit, KbInfo
 from kbconform.errors import (
     BackendUnavailable,
     ContractViolation,
@@ -254,27 +255,6 @@ def pool_hit_to_wire(hit: Any) -> dict[str, Any]:
 
 def pool_hit_from_wire(data: Mapping[str, Any]) -> PoolHit:
     return PoolHit(data["id"], data["text"])
-
-
-@dataclass(frozen=True, slots=True)
-class GrantHit:
-    """A document as a kb-grant search returns it."""
-
-    id: str
-    kb: str
-    text: str
-    score: float
-
-
-@dataclass(frozen=True, slots=True)
-class KbInfo:
-    """A knowledge base as ``get_kb`` and ``list_kbs`` show it."""
-
-    id: str
-    owner: str
-    store: str
-    model: str
-    documents: int
 
 
 def grant_hit_to_wire(hit: Any) -> dict[str, Any]:

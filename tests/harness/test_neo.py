@@ -17,6 +17,7 @@ does not shrink failing examples (statuses are what it compares).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -42,32 +43,14 @@ RERECORD = (
 )
 
 
-def _verdict_of(report: dict[str, Any]) -> dict[str, Any]:
-    """A report in the recorded form (as harnesses/neo/record_verdict.py writes it)."""
-    return {
-        "neo": f"neo.mjs {report['manifest']['backend']['version']}",
-        "seed": report["seed"],
-        "profile": report["profile"],
-        "levels": {level: bool(v["earned"]) for level, v in sorted(report["levels"].items())},
-        "tests": {t["id"]: t["status"] for t in sorted(report["tests"], key=lambda t: t["id"])},
-    }
-
-
-def _changes(recorded: dict[str, Any], observed: dict[str, Any]) -> list[str]:
-    """Every difference, one line each: a field, a level or a test id with its old and new value."""
-    found = [
-        f"{key}: recorded {recorded[key]!r}, now {observed[key]!r}"
-        for key in ("neo", "seed", "profile")
-        if recorded[key] != observed[key]
-    ]
-    for group in ("levels", "tests"):
-        old, new = recorded[group], observed[group]
-        found += [
-            f"{name}: {old.get(name, 'absent')} -> {new.get(name, 'absent')}"
-            for name in sorted(set(old) | set(new))
-            if old.get(name) != new.get(name)
-        ]
-    return found
+def _recorder() -> Any:
+    """harnesses/neo/record_verdict.py, whose recorded form and comparison this test uses."""
+    spec = importlib.util.spec_from_file_location("record_verdict", NEO / "record_verdict.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _install() -> None:
@@ -115,7 +98,8 @@ def test_neo_gives_every_test_its_recorded_status_and_earns_the_recorded_levels(
         + (f"\n{outcome.output[-6000:]}\nharness log (tail):\n{outcome.harness_log[-3000:]}")
     )
     assert outcome.harness_log.strip(), "the Neo harness wrote no log on stderr"
-    changed = _changes(recorded, _verdict_of(outcome.report))
+    recorder = _recorder()
+    changed = recorder.changes(recorded, recorder.verdict_of(outcome.report))
     assert not changed, (
         f"Neo's verdict changed (seed {recorded['seed']}), {len(changed)} differences "
         "(recorded -> now):\n  "

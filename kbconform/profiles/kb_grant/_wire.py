@@ -8,10 +8,9 @@ import builtins
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kbconform.adapter import GrantHit, KbInfo
 from kbconform.harness import HarnessBackend, WireTable, done
 from kbconform.harness._wire import (
-    GrantHit,
-    KbInfo,
     caller_to_wire,
     documents_or_null,
     grant_hit_from_wire,

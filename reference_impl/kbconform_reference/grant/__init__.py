@@ -8,6 +8,7 @@ with internal ids. ``kbconform_reference.grant.adapter:multi_store`` is its adap
 ``chroma`` and ``qdrant`` extras; neither is imported until a backend is opened.
 """
 
-from kbconform_reference.grant.service import GrantHit, KbGrantService, KbInfo, unit_score
+from kbconform.adapter import GrantHit, KbInfo
+from kbconform_reference.grant.service import KbGrantService, unit_score
 
 __all__ = ["GrantHit", "KbGrantService", "KbInfo", "unit_score"]

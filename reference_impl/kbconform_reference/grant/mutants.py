@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from kbconform.adapter import GrantHit, KbInfo
 from kbconform.errors import BackendUnavailable, Forbidden, NotFound
 from kbconform_reference import _mutant_base
 from kbconform_reference._mutant_base import ServesMutant, factories
@@ -21,7 +22,7 @@ from kbconform_reference.grant.adapter import GrantAdapter
 from kbconform_reference.grant.catalogue import _COLUMNS, Catalogue, KbRow, Tenant, _row
 from kbconform_reference.grant.fanout import FanOut, GroupFailed
 from kbconform_reference.grant.index import Point, VectorIndex
-from kbconform_reference.grant.service import GrantHit, KbGrantService, KbInfo, _describe, _name
+from kbconform_reference.grant.service import KbGrantService, _describe, _name
 
 T = TypeVar("T")
 

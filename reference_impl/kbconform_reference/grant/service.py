@@ -30,37 +30,15 @@ import math
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TypeVar
 
-from kbconform.adapter import MAX_LIMIT, grant_invalid, model_mismatch
+from kbconform.adapter import MAX_LIMIT, GrantHit, KbInfo, grant_invalid, model_mismatch
 from kbconform.errors import BackendUnavailable, Forbidden, KbconformError, NotFound, Unauthenticated
 from kbconform_reference.grant.catalogue import Catalogue, KbRow, Tenant
 from kbconform_reference.grant.fanout import FanOut, GroupFailed, GroupTimedOut
 from kbconform_reference.grant.index import Found, Point, VectorIndex
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class GrantHit:
-    """A document as a search returns it; ``score`` is ``(1 + cos) / 2``."""
-
-    id: str
-    kb: str
-    text: str
-    score: float
-
-
-@dataclass(frozen=True, slots=True)
-class KbInfo:
-    """A knowledge base as ``get_kb`` and ``list_kbs`` show it."""
-
-    id: str
-    owner: str
-    store: str
-    model: str
-    documents: int
 
 
 def unit_score(engine: str, native: float) -> float:
