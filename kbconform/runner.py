@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from kbconform.errors import ContractViolation
-from kbconform.harness._client import GROUPS_FILE
+from kbconform.harness import GROUPS_FILE
 from kbconform.report import FAILED
 
 DEFAULT_ADAPTER = "kbconform_reference.adapter:chroma_embedded"
@@ -237,7 +237,7 @@ def _environment() -> dict[str, str]:
     ``python -m pytest`` there, so an adapter module beside the caller is found although the
     run happens elsewhere) and named as the place :func:`kbconform.adapter.load_adapter` looks
     first, the caller's pytest settings removed."""
-    from kbconform.adapter._manifest import ADAPTER_DIR
+    from kbconform.adapter import ADAPTER_DIR
 
     here = str(Path.cwd())
     path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)

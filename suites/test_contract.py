@@ -6,14 +6,13 @@ vectors (the control) must be accepted by the same backend.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from kbconform._resources import data_dir
 from kbconform.conformance import Principals, record
+from kbconform.contract import vectors
 from kbconform.errors import ContractViolation
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).
@@ -21,7 +20,7 @@ PROFILES = ("tenant-namespace",)
 
 
 def _vectors(schema: str, valid: bool) -> list[tuple[str, Any]]:
-    groups = json.loads((data_dir("schemas") / "vectors" / f"{schema}.json").read_text(encoding="utf-8"))
+    groups = vectors(schema)
     cases = [
         (f"{group['description']}: {test['description']}", test["data"])
         for group in groups

@@ -21,8 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, rule
 
 from kbconform.adapter import GRANT_INVALID, MAX_LIMIT, MODEL_MISMATCH, BackendOptions, FaultPlan, FaultSwitch
-from kbconform.conformance import GrantDriver, Run
-from kbconform.conformance._profiles import DriverMachine
+from kbconform.conformance import DriverMachine, GrantDriver, Run
 from kbconform.errors import BackendUnavailable, Forbidden, KbconformError, NotFound
 
 #: The isolation profile these tests are written for (schemas/kb-grant.md).

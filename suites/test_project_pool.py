@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, rule
 
 from kbconform.adapter import MAX_LIMIT, POOL_INVALID, POOL_READ_FACADES
-from kbconform.conformance import PoolDriver, Run
-from kbconform.conformance._profiles import DriverMachine
+from kbconform.conformance import DriverMachine, PoolDriver, Run
 from kbconform.errors import BackendUnavailable, ContractViolation
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).

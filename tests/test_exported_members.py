@@ -62,6 +62,9 @@ SUBPACKAGES = {
         "text",
         "uri",
         "validate",
+        "vectors",
+        "is_plain",
+        "plain",
     ],
     "kbconform.registry": [
         "DEFAULT_HASH_INPUTS",
@@ -84,6 +87,7 @@ SUBPACKAGES = {
     ],
     "kbconform.workspace": ["Config", "load_config", "read_config", "scan"],
     "kbconform.adapter": [
+        "ADAPTER_DIR",
         "CAPABILITIES",
         "FEATURES",
         "Adapter",
@@ -140,6 +144,7 @@ SUBPACKAGES = {
         "DeadlineExceeded",
         "Canaries",
         "Canary",
+        "DriverMachine",
         "GrantDriver",
         "GrantPolicy",
         "Ingest",
@@ -164,6 +169,7 @@ SUBPACKAGES = {
         "OPERATIONS",
         "PROTOCOL",
         "START_TIMEOUT",
+        "GROUPS_FILE",
         "Dispatcher",
         "HarnessAdapter",
         "HarnessBackend",

@@ -29,7 +29,7 @@ from kbconform.adapter._helpers import (
     signal_paths,
     spoofed_fields,
 )
-from kbconform.adapter._manifest import Manifest, check_backend, load_adapter
+from kbconform.adapter._manifest import ADAPTER_DIR, Manifest, check_backend, load_adapter
 from kbconform.adapter._pool import (
     MAX_LIMIT,
     POOL_INVALID,
@@ -55,6 +55,7 @@ from kbconform.adapter._protocol import (
 )
 
 __all__ = [
+    "ADAPTER_DIR",
     "CAPABILITIES",
     "FEATURES",
     "GRANT_INVALID",

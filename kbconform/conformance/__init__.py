@@ -13,6 +13,7 @@ from kbconform.conformance._grant_model import GrantPolicy
 from kbconform.conformance._model import Ingest, Policy, Refused, Row, differences
 from kbconform.conformance._pool_model import PoolPolicy
 from kbconform.conformance._profiles import (
+    DriverMachine,
     GrantDriver,
     Isolation,
     PoolDriver,
@@ -29,6 +30,7 @@ __all__ = [
     "DeadlineExceeded",
     "Canaries",
     "Canary",
+    "DriverMachine",
     "GrantDriver",
     "GrantPolicy",
     "Ingest",

@@ -1,7 +1,8 @@
 """The language-neutral contract: schemas, strict JSON reading and validation."""
 
+from kbconform.contract._json import is_plain, plain
 from kbconform.contract._jsonio import Item, iter_records, loads
-from kbconform.contract._schemas import BASE_URI, bundled, load, registry, schema_names, text, uri
+from kbconform.contract._schemas import BASE_URI, bundled, load, registry, schema_names, text, uri, vectors
 from kbconform.contract._validate import explain, is_valid, validate
 
 __all__ = [
@@ -18,4 +19,7 @@ __all__ = [
     "text",
     "uri",
     "validate",
+    "vectors",
+    "is_plain",
+    "plain",
 ]

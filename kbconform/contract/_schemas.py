@@ -57,6 +57,13 @@ def text(name: str) -> str:
 
 
 @cache
+def vectors(name: str) -> Any:
+    """The test vectors of the schema ``name`` (``schemas/vectors/NAME.json``): groups of cases,
+    each with its instance and whether it is valid."""
+    path = data_dir("schemas") / "vectors" / f"{check_name(name)}.json"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 def registry() -> referencing.Registry[Any]:
     """An immutable ``referencing`` registry holding every kbconform schema under its ``$id``."""
     resources = [

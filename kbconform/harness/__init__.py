@@ -10,6 +10,7 @@ each profile's by its :class:`WireTable` (``Profile.wire``).
 """
 
 from kbconform.harness._client import (
+    GROUPS_FILE,
     START_TIMEOUT,
     HarnessAdapter,
     HarnessBackend,
@@ -26,6 +27,7 @@ __all__ = [
     "OPERATIONS",
     "PROTOCOL",
     "START_TIMEOUT",
+    "GROUPS_FILE",
     "Dispatcher",
     "HarnessAdapter",
     "HarnessBackend",

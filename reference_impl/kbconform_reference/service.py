@@ -40,8 +40,7 @@ import rfc8785
 
 from kbconform import workspace
 from kbconform.adapter import RevisionResolver
-from kbconform.contract import explain, is_valid
-from kbconform.contract._json import is_plain, plain
+from kbconform.contract import explain, is_plain, is_valid, plain
 from kbconform.errors import (
     BackendUnavailable,
     ContractViolation,
