@@ -7,13 +7,13 @@ import urllib.parse
 from collections.abc import Mapping
 from functools import cache
 from types import MappingProxyType
-from typing import Any
-
-import referencing
-import referencing._core
-import referencing.jsonschema
+from typing import TYPE_CHECKING, Any
 
 from kbconform._resources import data_dir
+
+if TYPE_CHECKING:  # loaded by registry(): reading a schema needs no resolver
+    import referencing
+    import referencing._core
 
 BASE_URI = "https://kbconform.dev/schemas/"
 SUFFIX = ".schema.json"
@@ -66,6 +66,8 @@ def vectors(name: str) -> Any:
 
 def registry() -> referencing.Registry[Any]:
     """An immutable ``referencing`` registry holding every kbconform schema under its ``$id``."""
+    import referencing.jsonschema
+
     resources = [
         (uri(name), referencing.jsonschema.DRAFT202012.create_resource(schema))
         for name, schema in _load_all().items()

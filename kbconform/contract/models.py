@@ -8,42 +8,15 @@ the aliases (``ParsedChunk.model_validate(record)``, ``chunk.model_dump(by_alias
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from kbconform.contract import _schemas
+from kbconform.contract._rules import IDENTITY_RULES, string_rule
 
 __all__ = ["BackupRecord", "DeletionSignal", "IdentityTuple", "ParsedChunk", "PathRef"]
-
-
-def _string_rule(definition: Mapping[str, Any]) -> Callable[[str], str]:
-    """A check equal to a schema's string definition: lengths, whole-string pattern, guards."""
-    low, high = definition.get("minLength", 0), definition.get("maxLength")
-    pattern = re.compile(definition["pattern"]) if "pattern" in definition else None
-    guard = definition.get("not", {})
-    forbidden = [re.compile(item["pattern"]) for item in guard.get("anyOf", [guard]) if "pattern" in item]
-    expected = definition.get("description", "a valid string")
-
-    def check(value: str) -> str:
-        ok = low <= len(value) and (high is None or len(value) <= high)
-        ok = ok and (pattern is None or pattern.fullmatch(value) is not None)
-        ok = ok and not any(item.search(value) for item in forbidden)
-        if not ok:
-            raise ValueError(f"expected {expected}")
-        return value
-
-    return check
-
-
-#: One compiled check per identity-tuple-v1 string definition (tenantId, repoSlug, ...).
-IDENTITY_RULES: Mapping[str, Callable[[str], str]] = {
-    name: _string_rule(definition)
-    for name, definition in _schemas.load("identity-tuple-v1")["$defs"].items()
-    if definition.get("type") == "string"
-}
 
 
 def _identity_rule(name: str) -> AfterValidator:
@@ -80,7 +53,7 @@ LineNumber = Annotated[int, BeforeValidator(_integral), Field(ge=1, le=_chunk_pr
 
 def _field_name_rule(items: Mapping[str, Any]) -> Callable[[str], str]:
     """hashInputs items: the string rule, then each ``enum`` (one of) and ``not enum`` (none of)."""
-    syntax = _string_rule(items)
+    syntax = string_rule(items)
     allowed = [frozenset(part["enum"]) for part in items.get("allOf", ()) if "enum" in part]
     forbidden = [
         (frozenset(part["not"]["enum"]), part["description"])
@@ -130,9 +103,9 @@ def _i_json(value: Any) -> Any:
 
 
 _backup_props = _schemas.load("backup-record-v1")["properties"]
-ChunkId = Annotated[str, AfterValidator(_string_rule(_backup_props["id"]))]
+ChunkId = Annotated[str, AfterValidator(string_rule(_backup_props["id"]))]
 _signal_defs = _schemas.load("deletion-signal-v1")["$defs"]
-Revision = Annotated[str, AfterValidator(_string_rule(_signal_defs["revision"]))]
+Revision = Annotated[str, AfterValidator(string_rule(_signal_defs["revision"]))]
 
 
 class _Contract(BaseModel):
@@ -170,7 +143,7 @@ class ParsedChunk(_Contract):
     repo_slug: RepoSlug = Field(alias="repoSlug")
     root_kind: RootKind = Field(alias="rootKind")
     source_path: SourcePath = Field(alias="sourcePath")
-    content: Annotated[str, AfterValidator(_string_rule(_chunk_props["content"]))]
+    content: Annotated[str, AfterValidator(string_rule(_chunk_props["content"]))]
     hash_inputs: Annotated[
         tuple[FieldName, ...], BeforeValidator(_as_tuple), Field(min_length=1), AfterValidator(_unique)
     ] = Field(alias="hashInputs")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kbconform.contract import _schemas
-from kbconform.contract.models import IDENTITY_RULES
+from kbconform.contract._rules import IDENTITY_RULES
 from kbconform.errors import ContractViolation, Problem
 
 Role = Literal["member", "operator"]

@@ -247,8 +247,10 @@ def test_without_an_adapter_the_plugin_adds_nothing(pytester: pytest.Pytester) -
 
 def test_importing_the_plugin_imports_nothing_heavy() -> None:
     """Loading the plugin costs pytest and the standard library only: no vector store, numpy,
-    Hypothesis, pydantic or validator engine (control: importing the reference does load numpy)."""
+    Hypothesis, attrs, pydantic or validator engine (control: importing the reference does load
+    numpy)."""
     heavy = (
+        "attrs",
         "chromadb",
         "numpy",
         "kbconform_reference",
@@ -269,6 +271,20 @@ def test_importing_the_plugin_imports_nothing_heavy() -> None:
         assert set(expected) <= set(loaded)
         if not expected:
             assert loaded == []
+
+
+def test_importing_the_principal_loads_no_validator() -> None:
+    """A Principal checks its fields with the identity rules alone: importing and building one
+    loads neither pydantic nor a JSON Schema engine (control: the models do load pydantic)."""
+    probe = (
+        "import sys; from kbconform.identity import Principal; Principal('acme'); {extra}"
+        "print(sorted(m for m in ('pydantic', 'jsonschema', 'jsonschema_rs') if m in sys.modules))"
+    )
+    for extra, expected in (("", "[]"), ("import kbconform.contract.models; ", "['pydantic']")):
+        done = subprocess.run(
+            [sys.executable, "-c", probe.format(extra=extra)], capture_output=True, text=True, check=True
+        )
+        assert done.stdout.strip() == expected
 
 
 @pytest.mark.parametrize("where", ["a-directory", "missing/report.json"])
