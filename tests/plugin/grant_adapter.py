@@ -7,8 +7,6 @@ euclidean distance of unit vectors in [0, 4] (lower is nearer). A search checks 
 before it asks any store, groups the knowledge bases by store, asks the groups in parallel
 (``maxFanOut`` at once) each with the group deadline, and merges on ``(1 + cos) / 2``. The fault
 switch is consulted, with the store's id, in the thread that makes each store call.
-
-The broken ones (``by_name.<name>``) each make one mistake the suites must catch (BROKEN).
 """
 
 from __future__ import annotations
@@ -18,7 +16,6 @@ import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
 from kbconform.adapter import MAX_LIMIT, BackendOptions, grant_invalid, model_mismatch
@@ -325,146 +322,6 @@ class MemoryGrants:
 # -- broken on purpose ----------------------------------------------------------------------------
 
 
-class RawScores(MemoryGrants):
-    """(a) Merges each engine's native score as it comes: a distance ranks as a similarity."""
-
-    def _group(self, store: str, kbs: list[str], unit: Sequence[float], k: int) -> list[Hit]:
-        engine = self._store(store, "search")
-        return [Hit(doc_id, kb, doc.text, native) for kb, doc_id, doc, native in engine.query(kbs, unit, k)]
-
-
-class KPerStore(MemoryGrants):
-    """(b) Returns ``limit`` hits of every store group, never cut to ``limit`` overall."""
-
-    @staticmethod
-    def _merge(results: list[list[Hit]], limit: int) -> list[Hit]:
-        return sorted((hit for hits in results for hit in hits), key=lambda hit: -hit.score)
-
-
-class PivotsToReadable(MemoryGrants):
-    """(c) Drops the knowledge bases the caller may not read and answers from the others."""
-
-    def _authorize(self, tenant: str, kbs: Sequence[str]) -> list[_Kb]:
-        readable = [self.kbs[kb] for kb in kbs if self._readable(tenant, kb)]
-        if not readable:
-            raise NotFound(kbs[0])
-        return readable
-
-
-class AuthorizesAfterRetrieval(MemoryGrants):
-    """(d) Asks the stores first, then checks read access on what came back."""
-
-    def _authorize(self, tenant: str, kbs: Sequence[str]) -> list[_Kb]:
-        existing = [self.kbs[kb] for kb in kbs if kb in self.kbs]
-        for kb in existing:
-            self._store(kb.store, "search")  # retrieval before authorization
-        return super()._authorize(tenant, kbs)
-
-
-class ForbiddenToStrangers(MemoryGrants):
-    """(e) A knowledge base that exists but is not the caller's is Forbidden, not NotFound."""
-
-    def _read(self, caller: str, kb: object) -> _Kb:
-        if isinstance(kb, str) and kb in self.kbs and not self._readable(caller, kb):
-            raise Forbidden("read", "not shared with you")
-        return super()._read(caller, kb)
-
-
-class MergesMixedModels(MemoryGrants):
-    """(f) Never checks that the knowledge bases share one model (their dimensions agree)."""
-
-    def search(self, caller: str, kbs: Sequence[str], embedding: Sequence[float], limit: int, /) -> list[Hit]:
-        tenant = self._caller(caller, "search")
-        named = self._authorize(tenant, kbs)
-        groups: dict[str, list[str]] = {}
-        for kb in named:
-            groups.setdefault(kb.store, []).append(kb.id)
-        unit = _unit(self._vector(embedding, "embedding"))
-        return self._merge(self._fan_out(groups, unit, limit), limit)
-
-
-class PartialOnFailure(MemoryGrants):
-    """(g) A store group that fails is left out: the others' hits are returned."""
-
-    def _fan_out(self, groups: dict[str, list[str]], unit: Sequence[float], limit: int) -> list[list[Hit]]:
-        futures = [self.pool.submit(self._group, store, kbs, unit, limit) for store, kbs in groups.items()]
-        done, _ = concurrent.futures.wait(futures, timeout=DEADLINE * len(futures))
-        return [f.result() for f in done if f.exception() is None]
-
-
-class IgnoresDeadline(MemoryGrants):
-    """(h) Waits for every store group, however long it takes."""
-
-    def _fan_out(self, groups: dict[str, list[str]], unit: Sequence[float], limit: int) -> list[list[Hit]]:
-        futures = [self.pool.submit(self._group, store, kbs, unit, limit) for store, kbs in groups.items()]
-        return [future.result() for future in futures]
-
-
-class CopyTrustsSource(MemoryGrants):
-    """(i) A copy checks that its source exists, not that the caller reads it."""
-
-    def copy_kb(self, caller: str, source: str, store: str, /) -> str:
-        owner = self._caller(caller, "copy_kb")
-        if source not in self.kbs:
-            raise NotFound(source)
-        self.grants.setdefault(source, set()).add(owner)  # read as if granted
-        try:
-            return super().copy_kb(caller, source, store)
-        finally:
-            self.grants[source].discard(owner)
-
-
-class MoveLosesDocuments(MemoryGrants):
-    """(j) A move carries the first page of documents (ten) and leaves the rest behind."""
-
-    def _moved(self, docs: list[_Doc]) -> list[_Doc]:
-        return docs[:10]
-
-
-class KeepsRevokedGrant(MemoryGrants):
-    """(k) Each tenant's readable knowledge bases are cached on its first read; a revoke does
-    not reach the cache."""
-
-    def __init__(self, store_fails: Callable[..., bool] | None = None) -> None:
-        super().__init__(store_fails)
-        self.cache: dict[str, set[str]] = {}
-
-    def _readable(self, caller: str, kb: object) -> bool:
-        if caller in self.cache and kb in self.cache[caller] and kb in self.kbs:
-            return True
-        readable = super()._readable(caller, kb)
-        if readable and isinstance(kb, str):
-            self.cache.setdefault(caller, set()).add(kb)
-        return readable
-
-
-class CopyInheritsGrants(MemoryGrants):
-    """(l) A copy carries its source's grants along: the source's other grantees read it."""
-
-    def copy_kb(self, caller: str, source: str, store: str, /) -> str:
-        copy = super().copy_kb(caller, source, store)
-        self.grants[copy] = set(self.grants.get(source, set())) - {caller}
-        return copy
-
-
-class ReusesDeletedIds(MemoryGrants):
-    """(m) A delete forgets the knowledge base but leaves its documents in the store, and its id
-    is given to the next knowledge base made, which inherits them."""
-
-    def __init__(self, store_fails: Callable[..., bool] | None = None) -> None:
-        super().__init__(store_fails)
-        self.freed: list[str] = []
-
-    def _id(self, kind: str) -> str:
-        return self.freed.pop() if kind == "kb" and self.freed else super()._id(kind)
-
-    def delete_kb(self, caller: str, kb: str, /) -> None:
-        found = self._own(self._caller(caller, "delete_kb"), kb, "delete_kb")
-        del self.kbs[found.id]
-        self.grants.pop(found.id, None)
-        self.freed.append(found.id)
-
-
 class Grants:
     """The adapter: a fresh :class:`MemoryGrants` (or ``kind``) per open."""
 
@@ -485,22 +342,3 @@ class Grants:
 
 def make() -> Grants:
     return Grants()
-
-
-#: Each broken adapter, and the tests the suites must fail it by (schemas/kb-grant.md).
-BROKEN: dict[str, tuple[type[MemoryGrants], frozenset[str]]] = {
-    "raw_scores": (RawScores, frozenset({"grant-06"})),
-    "k_per_store": (KPerStore, frozenset({"grant-06"})),
-    "pivots_to_readable": (PivotsToReadable, frozenset({"grant-02"})),
-    "authorizes_after_retrieval": (AuthorizesAfterRetrieval, frozenset({"grant-03"})),
-    "forbidden_to_strangers": (ForbiddenToStrangers, frozenset({"grant-02"})),
-    "merges_mixed_models": (MergesMixedModels, frozenset({"grant-05"})),
-    "partial_on_failure": (PartialOnFailure, frozenset({"grant-07"})),
-    "ignores_deadline": (IgnoresDeadline, frozenset({"grant-08"})),
-    "copy_trusts_source": (CopyTrustsSource, frozenset({"grant-09"})),
-    "move_loses_documents": (MoveLosesDocuments, frozenset({"grant-10"})),
-    "keeps_revoked_grant": (KeepsRevokedGrant, frozenset({"grant-04", "grant-13", "grant-14"})),
-    "copy_inherits_grants": (CopyInheritsGrants, frozenset({"grant-04", "grant-09"})),
-    "reuses_deleted_ids": (ReusesDeletedIds, frozenset({"grant-12"})),
-}
-by_name = SimpleNamespace(**{name: (lambda kind=kind: Grants(kind)) for name, (kind, _) in BROKEN.items()})

@@ -4,8 +4,7 @@ Correct by ``schemas/project-pool.md``: sessions and projects get internal integ
 counting from 1, as SQLite's do), every filter is built from them, entities carry the project's
 internal id of the moment they were extracted, and the store switch is consulted before every
 store call. Episodes and entities share one count of ids (``episode-1``, ``entity-2``), so a
-run in process and one served give the same ids. The broken ones (``by_name.<name>``) each break
-one rule, so the suites can be seen to fail them.
+run in process and one served give the same ids.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
 from kbconform.adapter import MAX_LIMIT, BackendOptions, pool_invalid
@@ -188,122 +186,6 @@ class MemoryPool:
 # -- broken on purpose ----------------------------------------------------------------------------
 
 
-class ExternalIdsAsInternal(MemoryPool):
-    """P8: a session id that reads as a number is taken for the internal id it spells."""
-
-    def _session(self, session: object, operation: str) -> int:
-        if isinstance(session, str) and session.isdecimal() and int(session) in self.membership:
-            return int(session)
-        return super()._session(session, operation)
-
-
-class NoProjectReadsEveryEntity(MemoryPool):
-    """P2: a session in no project searches entities without a filter."""
-
-    def _entity_scope(self, internal: int) -> list[_Point]:
-        return list(self.entities) if self._project_now(internal) is None else super()._entity_scope(internal)
-
-
-class ProjectCachedOnFirstCall(MemoryPool):
-    """P5, P6: a session's project is looked up on its first call and kept."""
-
-    def __init__(self, store_fails: Callable[[], bool] | None = None) -> None:
-        super().__init__(store_fails)
-        self.cache: dict[int, int | None] = {}
-
-    def _project_now(self, internal: int) -> int | None:
-        return self.cache.setdefault(internal, self.membership[internal])
-
-
-class EpisodesStayWhereWritten(MemoryPool):
-    """P5: an episode belongs to the pool its session was in when it was written."""
-
-    def write_episode(self, session: str, text: str, /) -> str:
-        episode = super().write_episode(session, text)
-        internal = self.sessions[session]
-        project = self.membership[internal]
-        owner = -(project or 0) - 1  # a pseudo-session per pool: moves leave it behind
-        self.episodes[-1] = _Point(episode, text, owner, _words(text))
-        self.membership.setdefault(owner, project)
-        return episode
-
-
-class EntityTagFollowsSession(MemoryPool):
-    """P7: entities are tagged with their session, and searched by its project now."""
-
-    def extract_entities(self, session: str, entities: Sequence[Mapping[str, str]], /) -> list[str]:
-        ids = super().extract_entities(session, entities)
-        internal = self.sessions[session]
-        self.entities[-len(ids) :] = [
-            _Point(p.id, p.text, internal, p.words) for p in self.entities[-len(ids) :]
-        ]
-        return ids
-
-    def _entity_scope(self, internal: int) -> list[_Point]:
-        project = self._project_now(internal)
-        if project is None:
-            return []
-        return [p for p in self.entities if p.owner is not None and self.membership.get(p.owner) == project]
-
-
-class FirstMessageOutsideProject(MemoryPool):
-    """P9: a session started in a project joins it only after its first call."""
-
-    def __init__(self, store_fails: Callable[[], bool] | None = None) -> None:
-        super().__init__(store_fails)
-        self.pending: dict[int, int] = {}
-
-    def start_session(self, session: str, project: str | None, /) -> None:
-        super().start_session(session, None)
-        if project is not None:
-            self.pending[self.sessions[session]] = self.projects[project]
-
-    def _project_now(self, internal: int) -> int | None:
-        project = self.membership[internal]
-        if internal in self.pending:  # answered from the shared pool, then assigned
-            self.membership[internal] = self.pending.pop(internal)
-        return project
-
-
-class UnknownSessionUnfiltered(MemoryPool):
-    """P10: a session never started is searched without a filter."""
-
-    def search_episodes(self, session: str, text: str, limit: int, /) -> list[PoolHit]:
-        if isinstance(session, str) and session and session not in self.sessions:
-            return self._nearest(self.episodes, text, self._limit(limit))
-        return super().search_episodes(session, text, limit)
-
-
-class NoneReadsSharedPool(MemoryPool):
-    """P11: no session reads the shared pool."""
-
-    def search_episodes(self, session: str, text: str, limit: int, /) -> list[PoolHit]:
-        if session is None:
-            pool = {s for s, p in self.membership.items() if p is None}
-            return self._nearest([p for p in self.episodes if p.owner in pool], text, self._limit(limit))
-        return super().search_episodes(session, text, limit)
-
-
-class FilterAfterTopK(MemoryPool):
-    """P13: the nearest ``limit`` of every episode, then the scope's filter."""
-
-    def search_episodes(self, session: str, text: str, limit: int, /) -> list[PoolHit]:
-        internal = self._session(session, "search_episodes")
-        self._store("search_episodes")
-        scope = {p.id for p in self._episode_scope(internal)}
-        return [hit for hit in self._nearest(self.episodes, text, self._limit(limit)) if hit.id in scope]
-
-
-class EmptyOnStoreError(MemoryPool):
-    """P12: a failing store reads as no results."""
-
-    def search_entities(self, session: str, text: str, limit: int, /) -> list[PoolHit]:
-        try:
-            return super().search_entities(session, text, limit)
-        except BackendUnavailable:
-            return []
-
-
 class Pool:
     """The adapter: a fresh :class:`MemoryPool` (or ``kind``) per open."""
 
@@ -324,19 +206,3 @@ class Pool:
 
 def make() -> Pool:
     return Pool()
-
-
-#: The broken adapters, by name: ``tests.plugin.pool_adapter:by_name.external_ids_as_internal``.
-BROKEN: dict[str, type[MemoryPool]] = {
-    "external_ids_as_internal": ExternalIdsAsInternal,
-    "no_project_reads_every_entity": NoProjectReadsEveryEntity,
-    "project_cached_on_first_call": ProjectCachedOnFirstCall,
-    "episodes_stay_where_written": EpisodesStayWhereWritten,
-    "entity_tag_follows_session": EntityTagFollowsSession,
-    "first_message_outside_project": FirstMessageOutsideProject,
-    "unknown_session_unfiltered": UnknownSessionUnfiltered,
-    "none_reads_shared_pool": NoneReadsSharedPool,
-    "filter_after_top_k": FilterAfterTopK,
-    "empty_on_store_error": EmptyOnStoreError,
-}
-by_name = SimpleNamespace(**{name: (lambda kind=kind: Pool(kind)) for name, kind in BROKEN.items()})
