@@ -198,11 +198,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_RESULTS] = {}
     config.stash[_DECLINED] = {}
     config.pluginmanager.register(_Gatherer(config.stash[_RESULTS]), "kbconform-gatherer")
+    from kbconform.profiles import profile
+
     suites = str(_suites_dir())
+    own = profile(run.manifest.profile).suites_dir()  # a plug-in profile's own suite tests
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args[:] = _modules(config.stash[_SELECTION]) or [suites]
     elif not any(Path(arg.split("::")[0]).resolve().is_relative_to(suites) for arg in config.args):
         config.args.append(suites)
+    if own is not None and str(own) not in config.args:
+        config.args.append(str(own))
 
 
 def _selection(config: pytest.Config) -> frozenset[str] | None:
@@ -349,15 +354,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _profiles(item: pytest.Item) -> tuple[str, ...]:
-    """The isolation profiles a suite test is written for: its module's ``PROFILES``. A test of
-    another profile than the manifest's is never asked of the backend (deselected, not skipped)."""
+    """The isolation profiles a suite test is written for: its module's ``PROFILES`` (``("*",)``:
+    every registered profile, as the shared isolation suite). A test of another profile than the
+    manifest's is never asked of the backend (deselected, not skipped)."""
     from kbconform.profiles import names
 
     declared = getattr(getattr(item, "module", None), "PROFILES", None)
+    if declared == ("*",):
+        return names()
     if not isinstance(declared, tuple) or not declared or not set(declared) <= set(names()):
         raise pytest.UsageError(
             f"kbconform: {item.nodeid}: a suite module declares PROFILES, a tuple of "
-            f"{', '.join(names())}; got {declared!r}"
+            f"{', '.join(names())} (or ('*',): every profile); got {declared!r}"
         )
     return declared
 

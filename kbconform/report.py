@@ -31,6 +31,7 @@ from kbconform._capabilities import applies
 from kbconform._levels import LEVELS
 from kbconform._resources import data_dir
 from kbconform.errors import ContractViolation, Problem
+from kbconform.profiles import names, profile
 
 FAILED = ("fail", "error")
 REDACTED = "[redacted]"
@@ -39,9 +40,15 @@ _SECRET_KEY = re.compile(r"secret|token|passw(or)?d|api[-_]?key|credential|auth|
 
 @cache
 def catalogue() -> tuple[dict[str, Any], ...]:
-    """The installed suite's test list."""
+    """The installed suites' test list: the shipped ``catalogue.json``, and the entries of every
+    profile another package registers (``Profile.catalogue``), sorted by id."""
     data = json.loads((data_dir("suites") / "catalogue.json").read_text(encoding="utf-8"))
-    return tuple(data["tests"])
+    tests = list(data["tests"])
+    for name in names():
+        declared = profile(name)
+        if declared.catalogue is not None:
+            tests += [dict(entry, profile=name) for entry in declared.load(declared.catalogue)]
+    return tuple(sorted(tests, key=lambda test: str(test["id"])))
 
 
 def list_hash(tests: Iterable[Mapping[str, Any]]) -> str:
@@ -375,14 +382,16 @@ def verify(report: object) -> None:
     recorded as missing, and the levels its tests earn (none, for a partial run). A report of a
     failing run can be valid: this checks the evidence, not the verdict; :func:`selection` says
     whether it is partial."""
+    from kbconform.adapter import Manifest
     from kbconform.contract import validate
 
+    inner = False  # the manifest is checked as its profile says (adapter-manifest-v1 if built in)
     try:
         validate(report, "report-v1")
         assert isinstance(report, Mapping)
-        validate(report["manifest"], "adapter-manifest-v1")
+        inner = True
+        Manifest.from_mapping(report["manifest"])
     except ContractViolation as error:
-        inner = error.contract == "adapter-manifest-v1"
         moved = tuple(
             Problem(f"/manifest{p.pointer}" if inner else p.pointer, p.keyword, p.expected, p.got)
             for p in error.problems

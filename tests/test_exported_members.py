@@ -152,6 +152,7 @@ SUBPACKAGES = {
         "Policy",
         "PoolDriver",
         "PoolPolicy",
+        "Reader",
         "Reading",
         "World",
         "isolation_for",

@@ -28,6 +28,7 @@ from kbconform.adapter._protocol import Backend, BackendOptions
 from kbconform.errors import ContractViolation, Problem
 from kbconform.harness._table import WireTable
 from kbconform.harness._wire import (
+    OPERATIONS,
     PROTOCOL,
     HarnessBroken,
     dumps,
@@ -359,13 +360,21 @@ class HarnessAdapter:
         if "error" in response:
             raise error_from_wire(op, params, response["error"])
         result: Mapping[str, Any] = response["result"]
-        found = problems(f"{op}Result", result)
+        found = (
+            problems(f"{op}Result", result) if op in OPERATIONS else self._table().result_problems(op, result)
+        )
         if found:
             self.transport.abandon()
             raise HarnessBroken(
                 call, f"answered with something that is not a {op} result: " + "; ".join(found)
             )
         return result
+
+    def _table(self) -> WireTable:
+        """The wire table of the profile the harness's manifest declares."""
+        declared = profile(profile_of(self.manifest))
+        table: WireTable = declared.load(declared.wire)
+        return table
 
     def open(self, options: BackendOptions, /) -> Any:  # its profile's backend (Profile.wire)
         resolver = options.resolver
@@ -387,9 +396,7 @@ class HarnessAdapter:
             "open",
             {"spoofMode": options.spoof_mode, "revisionMap": revision_map, "faults": switch is not None},
         )["backend"]
-        declared = profile(profile_of(self.manifest))
-        table: WireTable = declared.load(declared.wire)
-        backend = table.backend(self, handle, resolver)
+        backend = self._table().backend(self, handle, resolver)
         if switch is not None:
             switch.forward(backend.set_fault)
         return backend

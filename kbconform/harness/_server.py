@@ -23,7 +23,6 @@ from kbconform.harness._wire import (
     REQUEST_INVALID,
     dumps,
     error_to_wire,
-    problems,
     serves,
 )
 from kbconform.profiles import profile
@@ -66,7 +65,7 @@ class Dispatcher:
     def answer(self, message: object) -> dict[str, Any]:
         """The response to one request message (never raises for anything the adapter does)."""
         request_id = _request_id(message)
-        found = problems("request", message)
+        found = self.table.request_problems(message)
         if found:
             return _invalid(request_id, "; ".join(found))
         assert isinstance(message, dict)

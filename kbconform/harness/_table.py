@@ -5,10 +5,11 @@ dispatcher and :class:`~kbconform.harness.HarnessAdapter` know no profile."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kbconform.adapter import FaultSwitch, RevisionMap
+from kbconform.harness._wire import problems, schema_problems
 
 if TYPE_CHECKING:
     from kbconform.harness._client import HarnessBackend
@@ -26,6 +27,19 @@ class Served(NamedTuple):
 Handler = Callable[[Served, Mapping[str, Any]], dict[str, Any]]
 
 
+#: A request of an operation harness-v1's schema does not define: its envelope, as harness-v1's.
+_ENVELOPE = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["id", "op", "params"],
+    "properties": {
+        "id": {"type": "integer", "minimum": 0},
+        "op": {"type": "string"},
+        "params": {"type": "object", "required": ["backend"], "properties": {"backend": {"type": "string"}}},
+    },
+}
+
+
 @dataclass(frozen=True, slots=True)
 class WireTable:
     """One profile's harness-v1 operations: ``handlers`` answer them for a served Python backend
@@ -34,6 +48,25 @@ class WireTable:
 
     handlers: Mapping[str, Handler]
     backend: type[HarnessBackend]
+    #: The JSON Schemas of operations harness-v1's own schema does not define (a plug-in
+    #: profile's): per operation, its ``params`` and its ``result``. The envelope of a request
+    #: is still harness-v1's.
+    schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def request_problems(self, message: object) -> list[str]:
+        """Why ``message`` is not a valid request of this profile (empty when it is)."""
+        op = message.get("op") if isinstance(message, dict) else None
+        if not isinstance(op, str) or op not in self.schemas:
+            return problems("request", message)
+        assert isinstance(message, dict)
+        found = schema_problems(_ENVELOPE, message)
+        return found or schema_problems(self.schemas[op]["params"], message["params"])
+
+    def result_problems(self, op: str, result: object) -> list[str]:
+        """Why ``result`` is not a valid result of ``op`` (empty when it is)."""
+        if op in self.schemas:
+            return schema_problems(self.schemas[op]["result"], result)
+        return problems(f"{op}Result", result)
 
 
 def done(_: object) -> dict[str, Any]:

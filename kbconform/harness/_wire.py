@@ -407,6 +407,17 @@ def _validator(definition: str) -> Any:
     return jsonschema_rs.validator_for(fragment)
 
 
+def schema_problems(schema: Mapping[str, Any], value: Any) -> list[str]:
+    """Why ``value`` is not valid by the JSON Schema ``schema`` (empty when it is), as
+    :func:`problems` says it."""
+    import jsonschema_rs
+
+    validator = jsonschema_rs.validator_for(dict(schema))
+    return [f"{error.instance_path or '/'}: {error.message}"[:300] for error in validator.iter_errors(value)][
+        :5
+    ]
+
+
 def problems(definition: str, value: Any) -> list[str]:
     """Why ``value`` is not a valid harness-v1 ``$defs/<definition>`` (empty when it is)."""
     return [

@@ -18,9 +18,11 @@ Standard library only: the pytest plugin and the report import this at load time
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 #: The entry-point group a package registers its own profiles in.
@@ -54,8 +56,11 @@ class Profile:
     that validates a manifest mapping of this profile or raises ``ContractViolation``;
     ``isolation``, a callable taking the :class:`~kbconform.adapter.Manifest` and returning the
     profile's :class:`~kbconform.conformance.Isolation`; ``wire``, the harness-v1 table
-    (:class:`~kbconform.harness.WireTable`). ``suites`` names a package whose ``test_*.py``
-    modules hold the profile's own suite tests, beyond the shipped suites (None: none).
+    (:class:`~kbconform.harness.WireTable`). A profile from another package also names
+    ``suites``, a package whose ``test_*.py`` modules hold its own suite tests (run beside the
+    shipped shared suite, ``test_isolation.py``), and ``catalogue``, the list of its tests'
+    catalogue entries (each with its ``profile``), which joins the installed catalogue; the
+    built-in profiles' tests are in the shipped suites and ``catalogue.json``.
     """
 
     name: str
@@ -69,6 +74,16 @@ class Profile:
     facade_ids: Mapping[str, str] = field(default_factory=dict)
     contract: str | None = None
     suites: str | None = None
+    catalogue: str | None = None
+
+    def suites_dir(self) -> Path | None:
+        """The directory of :attr:`suites` (None for a profile whose tests are shipped)."""
+        if self.suites is None:
+            return None
+        spec = importlib.util.find_spec(self.suites)
+        if spec is None or not spec.submodule_search_locations:
+            raise LookupError(f"the profile {self.name}'s suites {self.suites!r} is no package")
+        return Path(next(iter(spec.submodule_search_locations)))
 
     def load(self, reference: str) -> Any:
         """The object ``reference`` (one of this profile's ``module:attribute`` fields) names."""

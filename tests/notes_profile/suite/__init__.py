@@ -1,0 +1,1 @@
+"""The notes profile's own suite tests."""
