@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from kbconform.conformance import record
 from kbconform.identity import Principal
 from kbconform_reference import HashingEmbedding, KnowledgeBase
 from kbconform_reference.read_filter import READABLE_VISIBILITY
@@ -56,19 +57,7 @@ def make_records(chunks: int, tenants: int, seed: int = 11) -> list[tuple[str, d
             records.append(
                 (
                     tenant,
-                    {
-                        "schemaVersion": "1.0.0",
-                        "tenantId": tenant,
-                        "repoSlug": "app",
-                        "rootKind": "bare-repo",
-                        "sourcePath": f"docs/{i}.md",
-                        "content": content,
-                        "hashInputs": ["sourcePath", "content"],
-                        "parserId": "bench",
-                        "parserVersion": "1.0.0",
-                        "kind": "doc-section",
-                        "name": f"section {i}",
-                    },
+                    record(f"docs/{i}.md", content, tenant=tenant),
                 )
             )
     return records
@@ -107,8 +96,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     # raw Chroma: the same rows, ids and stamps, written with collection.add
     kb = KnowledgeBase(ChromaStore.ephemeral(), embedder=embedder)
     by_tenant: dict[str, list[dict[str, Any]]] = {}
-    for tenant, record in records:
-        by_tenant.setdefault(tenant, []).append(record)
+    for tenant, chunk in records:
+        by_tenant.setdefault(tenant, []).append(chunk)
     kb_ids: dict[int, str] = {}
     started = time.perf_counter()
     for tenant, group in by_tenant.items():

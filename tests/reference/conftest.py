@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from kbconform.conformance import record
 from kbconform.identity import Principal
 from kbconform_reference import KnowledgeBase
 from kbconform_reference.stores import MemoryStore, VectorStore
@@ -28,21 +29,8 @@ READER = Principal("reader", readable_namespaces=frozenset({"neo-shared"}))
 def chunk(
     path: str = "docs/a.md", content: str = "alpha", *, tenant: str = "acme", repo: str = "app", **extra: Any
 ) -> dict[str, Any]:
-    """A valid parsed-chunk-v1 record."""
-    return {
-        "schemaVersion": "1.0.0",
-        "tenantId": tenant,
-        "repoSlug": repo,
-        "rootKind": "bare-repo",
-        "sourcePath": path,
-        "content": content,
-        "hashInputs": ["sourcePath", "kind", "name", "content"],
-        "parserId": "test",
-        "parserVersion": "1.0.0",
-        "kind": "doc-section",
-        "name": path.rsplit("/", 1)[-1],
-        **extra,
-    }
+    """A valid parsed-chunk-v1 record (the suites' :func:`~kbconform.conformance.record`)."""
+    return record(path, content, tenant=tenant, repo=repo, **extra)
 
 
 @pytest.fixture(scope="session")
