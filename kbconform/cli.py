@@ -269,6 +269,19 @@ def _add_run(commands: Any) -> None:
     )
     run.add_argument("--badge", metavar="PATH", help="write a shields.io endpoint badge (JSON) here")
     run.add_argument("--html", metavar="PATH", help="write a self-contained HTML report here")
+    run.add_argument(
+        "--only",
+        action="append",
+        metavar="ID",
+        help="run only the tests with this stable id or glob pattern (repeatable; quote ids with "
+        "spaces: --only 'leak-03[an empty $or]', --only 'leak-*'); the report says the run is "
+        "partial, and it earns no level",
+    )
+    run.add_argument(
+        "--no-shrink",
+        action="store_true",
+        help="report the first failing example Hypothesis finds, without shrinking it (faster)",
+    )
     _add_limits(run)
     run.set_defaults(handler=_run)
 
@@ -571,6 +584,10 @@ def _run(arguments: argparse.Namespace) -> int:
         "--tb=short",
         *(["--junitxml", str(Path(arguments.junitxml).resolve())] if arguments.junitxml else []),
     ]
+    try:
+        select = reports.matching(arguments.only) if arguments.only else None
+    except ContractViolation as error:
+        raise UsageError(f"--only: {error}") from None
     print(f"kbconform run: {' '.join(target).replace('_', ' ')} {' '.join(target.values())}", flush=True)
     started = time.perf_counter()
     outcome = _suites(
@@ -579,6 +596,8 @@ def _run(arguments: argparse.Namespace) -> int:
         level=arguments.level,
         seed=arguments.seed,
         profile=arguments.profile,
+        select=select,
+        shrink=not arguments.no_shrink,
         extra=extra,
         stream=True,
     )

@@ -194,6 +194,33 @@ def expected(
     ]
 
 
+def matching(patterns: Iterable[str]) -> list[str]:
+    """The catalogue ids each of ``patterns`` names: an id exactly, or a glob pattern
+    (``leak-*``, ``iso-0?[get]``: ``[`` of an id is literal). ContractViolation
+    (``KB_SELECTION_INVALID``) for a pattern that names none."""
+    ids = [str(entry["id"]) for entry in catalogue()]
+    chosen: dict[str, None] = {}
+    unmatched = []
+    for pattern in patterns:
+        if pattern in ids:
+            chosen[pattern] = None
+            continue
+        glob = re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern))
+        found = [stable for stable in ids if glob.fullmatch(stable)]
+        if not found:
+            unmatched.append(pattern)
+        chosen.update(dict.fromkeys(found))
+    if unmatched:
+        raise ContractViolation(
+            contract="selection",
+            problems=tuple(
+                Problem("", "only", "a test id or glob of the catalogue", repr(p)) for p in unmatched
+            ),
+            code="KB_SELECTION_INVALID",
+        )
+    return list(chosen)
+
+
 def unknown_ids(ids: Iterable[str]) -> list[str]:
     """The ``ids`` the installed catalogue does not list, sorted."""
     return sorted(set(ids) - {entry["id"] for entry in catalogue()})

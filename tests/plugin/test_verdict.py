@@ -23,6 +23,10 @@ HERE = Path(__file__).parent
 LEAKY_FAILS = {"leak-01[list]", "closed-03"}
 #: The leaky backend's failures are all at L2 or below: its runs stop there.
 LEAKY_LEVEL = "L2"
+#: What a run against a hostile adapter selects: the leaky failures, and tests it passes (the
+#: attacks are on the verdict, in teardown, close and shutdown, which every run reaches).
+SAMPLE = sorted(LEAKY_FAILS | {"leak-01[get]", "closed-02", "contract-01"})
+ONLY = [arg for stable in SAMPLE for arg in ("--only", stable)]
 
 REWRITER = """
 import pytest
@@ -64,9 +68,9 @@ def test_an_adapter_that_exits_zero_in_its_teardown_still_fails(
 ) -> None:
     """shutdown() calling sys.exit(0) or os._exit(0) after failing tests cannot make the run pass:
     the exit code comes from the report; the plain leaky adapter fails alike (control)."""
-    code, report = _run("--adapter", f"hostile_adapter:{factory}", "--level", LEAKY_LEVEL)
+    code, report = _run("--adapter", f"hostile_adapter:{factory}", *ONLY)
     assert code == 1, capfd.readouterr()
-    code, plain = _run("--adapter", "hostile_adapter:leaky", "--level", LEAKY_LEVEL)
+    code, plain = _run("--adapter", "hostile_adapter:leaky", *ONLY)
     assert code == 1
     assert LEAKY_FAILS <= _failing(report) == _failing(plain)
 
@@ -77,14 +81,12 @@ def test_an_adapter_that_kills_the_run_gets_no_verdict(
     """An os._exit(0) in the middle of the run ends the serving process, not the run: the call
     that found it gone fails naming it, and so does every test after it; exit 1, not a pass.
     In process the same exit leaves no report at all: an error, exit 1 (control)."""
-    code, report = _run("--adapter", "hostile_adapter:exits_in_close", "--level", LEAKY_LEVEL)
+    code, report = _run("--adapter", "hostile_adapter:exits_in_close", *ONLY)
     assert code == 1
     failing = [t for t in report["tests"] if t["status"] in ("fail", "error")]
     assert len(failing) > len(report["tests"]) // 2
     assert "KB_HARNESS_BROKEN: harness close (request" in capfd.readouterr().out
-    alone = runner.run_suites(
-        "hostile_adapter:exits_in_close", transport="in-process", seed=3, level=LEAKY_LEVEL
-    )
+    alone = runner.run_suites("hostile_adapter:exits_in_close", transport="in-process", seed=3, select=SAMPLE)
     assert (alone.verdict, alone.report) == ("error", {})
 
 
@@ -93,10 +95,10 @@ def test_an_adapter_that_patches_the_judge_flips_only_an_in_process_verdict(proj
     pass in process, where the adapter shares the process that writes the report (the control:
     the attack works); kbconform run serves it from a child process, and it fails."""
     patched = runner.run_suites(
-        "hostile_adapter:patches_the_judge", transport="in-process", seed=3, level=LEAKY_LEVEL
+        "hostile_adapter:patches_the_judge", transport="in-process", seed=3, select=SAMPLE
     )
     assert patched.verdict == "pass", "the patch no longer flips an in-process verdict; update it"
-    code, report = _run("--adapter", "hostile_adapter:patches_the_judge", "--level", LEAKY_LEVEL)
+    code, report = _run("--adapter", "hostile_adapter:patches_the_judge", *ONLY)
     assert code == 1
     assert _failing(report) >= LEAKY_FAILS
     assert report["config"]["harness"]["transport"] == "stdio"
@@ -128,7 +130,7 @@ def test_an_installed_plugin_that_rewrites_failures_cannot_pass_a_leaky_backend(
     env["PYTHONPATH"] = os.pathsep.join([str(site), str(project)])
     plain = subprocess.run(
         [sys.executable, "-m", "pytest", "--kbconform-adapter=hostile_adapter:leaky", "-q",
-         f"--kbconform-level={LEAKY_LEVEL}",
+         *(f"--kbconform-only={stable}" for stable in SAMPLE),
          "-p", "no:randomly", "-p", "no:cacheprovider", "--kbconform-report=plain.json"],
         cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
@@ -141,7 +143,7 @@ def test_an_installed_plugin_that_rewrites_failures_cannot_pass_a_leaky_backend(
     monkeypatch.setenv("PYTHONPATH", str(site))
     monkeypatch.setenv("PYTEST_ADDOPTS", "-p kbconform_test_rewriter")
     monkeypatch.setenv("PYTEST_PLUGINS", "kbconform_test_rewriter")
-    code, report = _run("--adapter", "hostile_adapter:leaky", "--level", LEAKY_LEVEL)
+    code, report = _run("--adapter", "hostile_adapter:leaky", *ONLY)
     assert code == 1, capfd.readouterr()
     assert _failing(report) >= LEAKY_FAILS
     assert report["execution"]["pluginAutoload"] is False
@@ -239,7 +241,8 @@ def test_what_the_adapter_prints_is_bounded(project: Path) -> None:
     peak = (
         "import resource, sys\n"
         "from kbconform import runner\n"
-        "outcome = runner.run_suites(sys.argv[1], transport=sys.argv[2], seed=3, extra=['-rA'])\n"
+        # L1: some 80 tests, each ingesting (gigabytes of output over the run)
+        "outcome = runner.run_suites(sys.argv[1], transport=sys.argv[2], seed=3, level='L1', extra=['-rA'])\n"
         "print(outcome.verdict, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)\n"
         'print(len(outcome.harness_log), "bytes of the harness\'s log cut]" in outcome.harness_log)\n'
         "print(outcome.output)\n"
