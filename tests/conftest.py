@@ -10,3 +10,6 @@ from hypothesis import settings
 settings.register_profile("default", max_examples=100, deadline=None, print_blob=True)
 settings.register_profile("thorough", max_examples=2000, deadline=None, print_blob=True)
 settings.load_profile("default")
+
+# A plug-in profile's suite tests run only through the plugin (tests/test_plugin_profile.py).
+collect_ignore_glob = ["notes_profile/suite/*"]

@@ -479,6 +479,7 @@ def test_the_help_leads_with_run_as_the_main_job(capsys: pytest.CaptureFixture[s
     assert "validate" in listed
 
 
+@pytest.mark.slow
 def test_a_run_ends_saying_what_the_levels_mean_and_after_the_reference_how_to_test_ones_own(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,6 +14,9 @@ from typing import Any
 
 import pytest
 
+#: Each test here runs the suites (or a whole tool) in child processes: the slow tier.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 RUN_TIMEOUT = 600
 

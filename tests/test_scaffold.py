@@ -144,6 +144,7 @@ def test_every_facade_is_present_and_raises_an_error_naming_it(module: Any) -> N
     assert not isinstance(object(), Backend)  # control: the protocol check can fail
 
 
+@pytest.mark.slow
 def test_kbconform_run_on_the_skeleton_fails_every_test_at_the_facade_to_implement(skeleton: Path) -> None:
     """Nothing crashes: every test selected runs and fails (or is declined), each failure names
     ingest, the facade every test starts with; the run ends with the level and next-step lines."""
@@ -162,6 +163,7 @@ def test_kbconform_run_on_the_skeleton_fails_every_test_at_the_facade_to_impleme
     assert "levels: L0 contract (invalid input refused); L1 write isolation." in done.stdout
 
 
+@pytest.mark.slow
 def test_a_filled_in_skeleton_passes_and_one_left_out_or_wrong_is_named(skeleton: Path) -> None:
     """With every facade delegating to the reference the skeleton passes (control); with
     apply_deletion_signal left unimplemented and list wrong (it returns nothing), the run fails:

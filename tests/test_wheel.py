@@ -9,6 +9,11 @@ import venv
 import zipfile
 from pathlib import Path
 
+import pytest
+
+#: Each test here runs the suites (or a whole tool) in child processes: the slow tier.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 ADAPTER = """\
 from kbconform_reference.adapter import memory

@@ -17,6 +17,9 @@ from hypothesis_jsonschema import from_schema
 from kbconform.contract import bundled
 from tests.contract._validators import verdicts
 
+#: Hypothesis draws thousands of instances per schema here: the slow tier.
+pytestmark = pytest.mark.slow
+
 SCHEMAS = ["parsed-chunk-v1", "backup-record-v1", "deletion-signal-v1", "identity-tuple-v1"]
 
 

@@ -30,6 +30,9 @@ import pytest
 
 from kbconform import runner
 
+#: Each test here runs the suites (or a whole tool) in child processes: the slow tier.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 NEO = ROOT / "harnesses" / "neo"
 VERDICT = NEO / "verdict.json"

@@ -68,6 +68,9 @@ from kbconform.harness import Dispatcher
 from kbconform.harness._openapi import openapi, render
 from kbconform.harness._wire import OPERATIONS, REQUEST_INVALID, serves
 
+#: Schemathesis drives an HTTP server of each profile here: the slow tier.
+pytestmark = pytest.mark.slow
+
 REFERENCE = "kbconform_reference.adapter:memory"
 POOL = "tests.plugin.pool_adapter:make"
 GRANT = "tests.plugin.grant_adapter:make"

@@ -12,6 +12,9 @@ from typing import Any
 
 import pytest
 
+#: Each test here runs the suites (or a whole tool) in child processes: the slow tier.
+pytestmark = pytest.mark.slow
+
 pytest_plugins = ["pytester"]
 
 TINY = (Path(__file__).parent / "tiny_adapter.py").read_text(encoding="utf-8")

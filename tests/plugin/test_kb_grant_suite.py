@@ -13,6 +13,9 @@ import pytest
 from kbconform import report as reports
 from tests.plugin.test_honesty import _run_suites
 
+#: Each test here runs the suites (or a whole tool) in child processes: the slow tier.
+pytestmark = pytest.mark.slow
+
 pytest_plugins = ["pytester"]
 
 GRANT = (Path(__file__).parent / "grant_adapter.py").read_text(encoding="utf-8")

@@ -13,6 +13,9 @@ from kbconform.cli import main
 from kbconform.mutants import MutantSpec
 from kbconform_reference.mutants import MUTANTS as TENANT
 
+#: Each test here runs the suites (or a whole tool) in child processes: the slow tier.
+pytestmark = pytest.mark.slow
+
 #: Every mutant of the installed sets: the tenant-namespace reference's (``reference``), the
 #: project-pool reference's (``reference-pool``) and the kb-grant reference's (``reference-grant``).
 ALL = mutants.discover()

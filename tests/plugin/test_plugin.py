@@ -68,6 +68,7 @@ def _run(pytester: pytest.Pytester, factory: str, *args: str) -> tuple[pytest.Ru
     return result, report
 
 
+@pytest.mark.slow
 def test_a_tiny_adapter_passes_every_suite_and_declines_only_what_it_declared(
     pytester: pytest.Pytester,
 ) -> None:
@@ -89,6 +90,7 @@ def test_a_tiny_adapter_passes_every_suite_and_declines_only_what_it_declared(
     assert {"contract", "spoof", "cross-tenant-leak", "backup"} <= {e["suite"] for e in report["tests"]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("factory", "killed_by"),
     [
@@ -307,6 +309,7 @@ def test_a_report_path_that_cannot_be_written_is_refused_before_the_run(
     assert (pytester.path / "ok.json").is_file()
 
 
+@pytest.mark.slow
 def test_pytest_n_2_runs_every_test_once_with_one_seed_and_one_report(pytester: pytest.Pytester) -> None:
     """Plain `pytest -n 2`: the workers share the controller's seed, the controller gathers every
     result, and the one report is complete and equal to a serial run's outcomes (control)."""
@@ -330,6 +333,7 @@ def test_pytest_n_2_runs_every_test_once_with_one_seed_and_one_report(pytester: 
     assert "leak-01[list]" in {t["id"] for t in xdist["tests"] if t["status"] == "fail"}
 
 
+@pytest.mark.slow
 def test_pytest_started_as_a_script_finds_the_adapter_module_in_its_directory(
     pytester: pytest.Pytester,
 ) -> None:

@@ -22,6 +22,9 @@ from kbconform import report as reports
 from kbconform import runner
 from kbconform._resources import data_dir
 
+#: Each test here runs the suites (or a whole tool) in child processes: the slow tier.
+pytestmark = pytest.mark.slow
+
 #: Each store mode, and how the suites reach it: in process (the pytest plugin's
 #: --kbconform-adapter), or served over harness-v1 on stdio or HTTP (kbconform run's way).
 MODES = {

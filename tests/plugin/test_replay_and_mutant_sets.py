@@ -14,6 +14,9 @@ from kbconform import mutants, report
 from kbconform.cli import main
 from kbconform.errors import ContractViolation
 
+#: Each test here runs the suites (or a whole tool) in child processes: the slow tier.
+pytestmark = pytest.mark.slow
+
 HERE = Path(__file__).parent
 MEMORY = "kbconform_reference.adapter:memory"
 

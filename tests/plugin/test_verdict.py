@@ -18,6 +18,9 @@ import pytest
 from kbconform import runner
 from kbconform.cli import main
 
+#: Each test here runs the suites (or a whole tool) in child processes: the slow tier.
+pytestmark = pytest.mark.slow
+
 HERE = Path(__file__).parent
 #: Among the tests the leaky backend fails: list reads every tenant.
 LEAKY_FAILS = {"leak-01[list]", "closed-03"}
