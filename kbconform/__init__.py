@@ -24,16 +24,6 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 _CONTRACT = ("explain", "is_valid", "schema_names", "validate")
-_ERRORS = (
-    "BackendUnavailable",
-    "ContractViolation",
-    "Forbidden",
-    "KbconformError",
-    "NotFound",
-    "Problem",
-    "SpoofRejected",
-    "Unauthenticated",
-)
 
 
 def __getattr__(name: str) -> Any:
@@ -41,7 +31,7 @@ def __getattr__(name: str) -> Any:
     # must cost the standard library only (not attrs, nor the schema engines: a project that
     # never validates never pays for them). Each name is then bound in this module, so later
     # look-ups never come back here.
-    if name not in _CONTRACT and name not in _ERRORS:
+    if name not in __all__:
         raise AttributeError(f"module 'kbconform' has no attribute {name!r}")
     home = "kbconform.contract" if name in _CONTRACT else "kbconform.errors"
     value = globals()[name] = getattr(importlib.import_module(home), name)
