@@ -85,11 +85,9 @@ class Dispatcher:
             raise _Unusable(f"no backend {params['backend']!r}") from None
 
     def _dispatch(self, op: str, params: Mapping[str, Any]) -> dict[str, Any]:
-        profile = self.manifest.profile
-        if not serves(profile, op):
-            raise _Unusable(
-                f"{op} is not an operation of the {profile} profile (the manifest's isolationProfile)"
-            )
+        name = self.manifest.profile
+        if not serves(name, op):
+            raise _Unusable(f"{op} is not an operation of the {name} profile (the manifest's isolationProfile)")
         if op == "hello":
             return {"protocol": PROTOCOL, "manifest": dict(self.manifest.raw)}
         if op == "open":
