@@ -87,7 +87,9 @@ class Dispatcher:
     def _dispatch(self, op: str, params: Mapping[str, Any]) -> dict[str, Any]:
         name = self.manifest.profile
         if not serves(name, op):
-            raise _Unusable(f"{op} is not an operation of the {name} profile (the manifest's isolationProfile)")
+            raise _Unusable(
+                f"{op} is not an operation of the {name} profile (the manifest's isolationProfile)"
+            )
         if op == "hello":
             return {"protocol": PROTOCOL, "manifest": dict(self.manifest.raw)}
         if op == "open":
