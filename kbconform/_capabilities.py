@@ -25,6 +25,7 @@ FEATURES: tuple[Feature, ...] = get_args(Feature)
 Capability = Literal[
     Feature,
     "shared-namespace",
+    "shared-namespace-grants",
     "id-profile",
     "spoof-overwrite",
     "spoof-reject",

@@ -148,6 +148,7 @@ _LABELS = {
     "readFacades": "read facades",
     "spoofModes": "spoof modes",
     "sharedNamespace": "shared namespace",
+    "sharedNamespaceReaders": "shared namespace readers",
     "idProfile": "id profile",
 }
 _APART = ("manifestVersion", "adapter", "backend", "isolationProfile", "features", "config")

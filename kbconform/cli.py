@@ -632,8 +632,9 @@ def _run(arguments: argparse.Namespace) -> int:
     if unknown:
         verdict += f"; {len(unknown)} tests not in the suite's catalogue (see above)"
     print(
-        f"\n{verdict}; highest level earned: {reports.earned(report) or 'none'}; seed {report['seed']}; "
-        f"{time.perf_counter() - started:.1f} s"
+        f"\n{verdict}; highest level earned: {reports.earned(report) or 'none'}"
+        + (f", {reports.design_line(report)}" if reports.design(report) else "")
+        + f"; seed {report['seed']}; {time.perf_counter() - started:.1f} s"
     )
     print(reports.level_line(report))
     if target == {"adapter": runner.DEFAULT_ADAPTER}:  # a first run, against the reference
@@ -680,6 +681,7 @@ def _verify(arguments: argparse.Namespace) -> int:
         f"{manifest['adapter']['name']} {manifest['adapter']['version']} on {manifest['backend']['name']} "
         f"{manifest['backend']['version']}, {len(data['tests'])} tests, highest level earned: "
         f"{reports.earned(data) or 'none'}"
+        + (f", {reports.design_line(data)}" if reports.design(data) else "")
         + ("" if chosen is None else f"; partial: a run of {len(chosen)} selected tests earns no level")
     )
     return _replay(arguments, data) if arguments.replay else EXIT_OK

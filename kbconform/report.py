@@ -31,7 +31,7 @@ from kbconform._capabilities import applies
 from kbconform._levels import LEVELS
 from kbconform._resources import data_dir
 from kbconform.errors import ContractViolation, Problem
-from kbconform.profiles import names, profile
+from kbconform.profiles import names, profile, profile_of
 
 FAILED = ("fail", "error")
 REDACTED = "[redacted]"
@@ -545,6 +545,20 @@ def earned(report: Mapping[str, Any]) -> str | None:
     return max(won, key=LEVELS.index) if won else None
 
 
+def design(report: Mapping[str, Any]) -> tuple[str, ...]:
+    """The policy choices the report's manifest declares (``Profile.design``): what its verdict
+    is judged against, shown beside the level."""
+    manifest = report["manifest"]
+    name = profile_of(manifest)
+    return profile(name).design(manifest) if name in names() else ()
+
+
+def design_line(report: Mapping[str, Any]) -> str:
+    """``judged against its declared design: ...`` (empty when the profile declares none)."""
+    chosen = design(report)
+    return f"judged against its declared design: {'; '.join(chosen)}" if chosen else ""
+
+
 def level_line(report: Mapping[str, Any]) -> str:
     """One line: what each level of this run means, and how a level is earned."""
     shown = "; ".join(f"{level} {LEVEL_MEANINGS[level]}" for level in catalogued_levels(report))
@@ -563,6 +577,8 @@ def table(report: Mapping[str, Any]) -> str:
         if sum(v[s] for s in _SHOWN)
     )
     lines.append(f"\nlevels: {verdicts or 'no tests ran'}; highest earned: {earned(report) or 'none'}")
+    if design(report):
+        lines.append(design_line(report))
     missing = report["completeness"]["missing"]
     if missing:
         lines.append(f"incomplete: {len(missing)} suite tests did not run")
@@ -588,6 +604,7 @@ def summary(report: Mapping[str, Any]) -> str:
         "",
         f"Suites {report['suiteVersion']} (`{report['testListHash'][:19]}`), level {report['level']}, "
         f"profile {report['profile']}, seed `{report['seed']}`."
+        + (f" {design_line(report).capitalize()}." if design(report) else "")
         + (
             ""
             if selection(report) is None

@@ -195,7 +195,7 @@ def test_a_foreign_id_and_a_missing_id_fail_alike(
     assert kbconform_backend.get(beta, foreign).id == foreign
 
 
-@pytest.mark.kbconform(id="leak-05", level="L2", requires="shared-namespace")
+@pytest.mark.kbconform(id="leak-05", level="L2", requires="shared-namespace-grants")
 def test_shared_namespace_content_is_visible_to_its_readers_only(
     kbconform_backend: Any, kbconform_canaries: Canaries
 ) -> None:
@@ -553,7 +553,7 @@ def test_every_facade_counts_and_quotes_private_chunks_for_their_agent_only(
         world.assert_reads_exactly(backend, kbconform_facade, reader)
 
 
-@pytest.mark.kbconform(id="leak-12", level="L2", requires="shared-namespace")
+@pytest.mark.kbconform(id="leak-12", level="L2", requires="shared-namespace-grants")
 def test_a_right_revoked_or_granted_applies_on_the_next_call(
     kbconform_facade: str, kbconform_backend: Any, kbconform_canaries: Canaries
 ) -> None:

@@ -95,6 +95,12 @@ class Manifest:
         return str(value) if value is not None else None
 
     @property
+    def shared_for_all(self) -> bool:
+        """Whether the backend's design makes the shared namespace readable by every principal
+        (``"sharedNamespaceReaders": "every-tenant"``), rather than by those granted it."""
+        return self.shared_namespace is not None and self.raw.get("sharedNamespaceReaders") == "every-tenant"
+
+    @property
     def id_profile(self) -> str | None:
         value = self.raw.get("idProfile")
         return str(value) if value is not None else None

@@ -48,11 +48,13 @@ def record(
 
 @dataclass(frozen=True, slots=True)
 class Principals:
-    """The principals every suite uses. ``shared`` is the manifest's shared namespace (or None).
+    """The principals every suite uses. ``shared`` is the manifest's shared namespace (or None),
+    ``shared_for_all`` whether the declared design lets every tenant read it.
 
-    ``acme`` and ``beta`` are members that may read the shared namespace; ``loner`` may read no
-    shared namespace; ``operator`` may export and restore; ``shared_writer`` is an operator of the
-    shared namespace; ``shared_member`` a member of it (whose writes must be refused).
+    ``acme`` and ``beta`` are members that may read the shared namespace; ``loner`` is granted
+    no shared namespace (it reads it anyway when ``shared_for_all``); ``operator`` may export and
+    restore; ``shared_writer`` is an operator of the shared namespace; ``shared_member`` a member
+    of it (whose writes must be refused).
     """
 
     shared: str | None
@@ -62,6 +64,7 @@ class Principals:
     operator: Principal
     shared_writer: Principal | None
     shared_member: Principal | None
+    shared_for_all: bool = False
 
     @classmethod
     def for_manifest(cls, manifest: Manifest) -> Principals:
@@ -75,6 +78,7 @@ class Principals:
             operator=Principal("kb-ops", "agent-ops", role="operator"),
             shared_writer=Principal(shared, "agent-curator", role="operator") if shared else None,
             shared_member=Principal(shared, "agent-intruder") if shared else None,
+            shared_for_all=manifest.shared_for_all,
         )
 
     @property
@@ -104,6 +108,7 @@ class Canaries:
     def __post_init__(self) -> None:
         if self.principals.shared and not self.policy.shared:
             self.policy.shared = frozenset({self.principals.shared})
+        self.policy.shared_for_all = self.principals.shared_for_all
 
     def owned_by(self, tenant: str) -> set[str]:
         return {i for i, c in self.chunks.items() if c.tenant == tenant}

@@ -117,6 +117,9 @@ class Policy:
     shared: frozenset[str] = frozenset()
     id_profile: str | None = None
     escalation_threshold: int | None = None
+    #: The declared design reads the shared namespaces for every principal, granted or not
+    #: (``"sharedNamespaceReaders": "every-tenant"``).
+    shared_for_all: bool = False
     rows: dict[str, Row] = field(default_factory=dict)
     #: Ids learned (or computed) per identity key, and back: the backend is held to them.
     ids_by_key: dict[Key, str] = field(default_factory=dict)
@@ -140,18 +143,32 @@ class Policy:
             escalation = manifest.feature("escalation")
             if isinstance(escalation, Mapping) and isinstance(escalation.get("threshold"), int):
                 threshold = int(escalation["threshold"])
-        return cls(frozenset({namespace}) if namespace else frozenset(), manifest.id_profile, threshold)
+        return cls(
+            frozenset({namespace}) if namespace else frozenset(),
+            manifest.id_profile,
+            threshold,
+            shared_for_all=manifest.shared_for_all,
+        )
 
     # -- reads -----------------------------------------------------------------------------------
+
+    def reader(self, principal: Principal) -> Principal:
+        """``principal`` as the declared design reads: with every shared namespace when the
+        design makes them readable by every tenant, else as granted."""
+        if not self.shared_for_all or self.shared <= principal.readable_namespaces:
+            return principal
+        return principal.with_namespaces(principal.readable_namespaces | self.shared)
 
     def scope(self, principal: Principal) -> dict[str, Row]:
         """Every chunk ``principal`` reads, by id: what list pages add up to, what count says,
         what a query with enough results returns, what get finds."""
-        return {i: row for i, row in self.rows.items() if row.readable_by(principal)}
+        reader = self.reader(principal)
+        return {i: row for i, row in self.rows.items() if row.readable_by(reader)}
 
     def foreign(self, principal: Principal) -> dict[str, Row]:
         """Every chunk ``principal`` must never read."""
-        return {i: row for i, row in self.rows.items() if not row.readable_by(principal)}
+        reader = self.reader(principal)
+        return {i: row for i, row in self.rows.items() if not row.readable_by(reader)}
 
     def stamp_problems(self, chunk: str, metadata: Mapping[str, Any]) -> list[str]:
         """How the server stamps of ``chunk`` as read break schemas/stamping.md, learning the

@@ -31,6 +31,10 @@ ENTRY_POINTS = "kbconform.profiles"
 DEFAULT = "tenant-namespace"
 
 
+def _no_design(manifest: Mapping[str, Any]) -> tuple[str, ...]:
+    return ()
+
+
 def feature_declined(manifest: Mapping[str, Any], feature: str) -> str | None:
     """Why ``manifest`` declines the optional ``feature`` (the reason string it gives in
     ``features``), or None when it offers it (``true``)."""
@@ -47,7 +51,9 @@ class Profile:
     ``facade_ids`` renames a read facade in stable test ids where the name would collide with
     another profile's (``iso-01[get-kb]``). ``operations`` are the harness-v1 operations the
     profile adds to the common ones; ``contract`` is what a ``ContractViolation`` of one of them
-    names when it crosses the wire (None: the operation's own name).
+    names when it crosses the wire (None: the operation's own name). ``design(manifest)`` says,
+    one phrase each, the policy choices the manifest declares where the contract lets a design
+    choose (a report shows them beside the level: the backend is judged against them).
 
     The rest name ``module:attribute`` and are imported on first use (:meth:`load`):
     ``facades``, a function taking the :class:`~kbconform.adapter.Manifest` and returning the
@@ -73,6 +79,7 @@ class Profile:
     wire: str
     facade_ids: Mapping[str, str] = field(default_factory=dict)
     contract: str | None = None
+    design: Callable[[Mapping[str, Any]], tuple[str, ...]] = _no_design
     suites: str | None = None
     catalogue: str | None = None
 

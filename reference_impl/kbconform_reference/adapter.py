@@ -4,6 +4,9 @@
 ``kbconform_reference.adapter:chroma_embedded`` (Chroma in process; the default of
 ``kbconform run``) and ``kbconform_reference.adapter:chroma_server`` (a real ``chroma run``
 on 127.0.0.1 that the adapter starts on first use and stops at shutdown).
+``kbconform_reference.adapter:memory_shared_for_all`` is the in-memory reference configured as
+a design that lets every tenant read the shared namespace (``sharedNamespaceReaders:
+every-tenant``), as Neo's is.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from kbconform_reference.stores import Match, MemoryStore, Rows, VectorStore
 from kbconform_reference.stores._protocol import Metadata, Where
 
 Mode = Literal["memory", "chroma-embedded", "chroma-server"]
+SharedReaders = Literal["granted", "every-tenant"]
 
 
 class SwitchedStore:
@@ -76,9 +80,10 @@ class SwitchedStore:
 class ReferenceAdapter(OpenBackends):
     """Opens a fresh :class:`KnowledgeBase` per request, over a fresh collection."""
 
-    def __init__(self, mode: Mode) -> None:
+    def __init__(self, mode: Mode, shared_readers: SharedReaders = "granted") -> None:
         super().__init__()
         self.mode = mode
+        self.shared_readers: SharedReaders = shared_readers
         self._server: Any = None
 
     @property
@@ -93,6 +98,7 @@ class ReferenceAdapter(OpenBackends):
             "isolationModel": "metadata-filter",
             "spoofModes": ["overwrite", "reject"],
             "sharedNamespace": sorted(settings.shared_namespaces)[0],
+            "sharedNamespaceReaders": self.shared_readers,
             "idProfile": settings.id_profile,
             "features": {
                 "client-where": True,
@@ -125,7 +131,9 @@ class ReferenceAdapter(OpenBackends):
             store if options.store_fails is None else SwitchedStore(store, options.store_fails)
         )
         backend = KnowledgeBase(
-            used, settings=Settings(spoof_mode=options.spoof_mode), resolver=options.resolver
+            used,
+            settings=Settings(spoof_mode=options.spoof_mode, shared_readers=self.shared_readers),
+            resolver=options.resolver,
         )
         # Chroma collections are dropped at close; memory goes with GC
         return self._opened(backend, getattr(store, "drop", None))
@@ -150,3 +158,8 @@ def chroma_embedded() -> ReferenceAdapter:
 def chroma_server() -> ReferenceAdapter:
     """The reference over a Chroma server the adapter starts (``chroma run`` on 127.0.0.1)."""
     return ReferenceAdapter("chroma-server")
+
+
+def memory_shared_for_all() -> ReferenceAdapter:
+    """The in-memory reference whose design lets every tenant read the shared namespace."""
+    return ReferenceAdapter("memory", "every-tenant")

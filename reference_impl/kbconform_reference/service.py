@@ -69,6 +69,8 @@ class Settings:
     """Server configuration (never from a request)."""
 
     shared_namespaces: frozenset[str] = frozenset({"neo-shared"})
+    #: Who reads the shared namespaces: those granted them, or every tenant.
+    shared_readers: Literal["granted", "every-tenant"] = "granted"
     spoof_mode: Literal["overwrite", "reject"] = "overwrite"
     escalation_threshold: int = 20
     escalation_window: float = 60.0
@@ -173,6 +175,13 @@ class KnowledgeBase:
             )
         except ContractViolation:
             raise Unauthenticated(operation) from None
+
+    def _reader(self, principal: Principal) -> Principal:
+        """The principal a read is filtered for: as granted, or with every shared namespace when
+        the configuration makes them readable by every tenant."""
+        if self.settings.shared_readers == "granted":
+            return principal
+        return principal.with_namespaces(principal.readable_namespaces | self.settings.shared_namespaces)
 
     def _may_write(self, principal: Principal, operation: str) -> None:
         if principal.tenant_id in self.settings.shared_namespaces and not principal.is_operator:
@@ -438,7 +447,7 @@ class KnowledgeBase:
         self, principal: Principal, text: str, n_results: int = 10, where: Mapping[str, Any] | None = None
     ) -> list[Hit]:
         """The ``n_results`` chunks nearest to ``text`` within the principal's scope."""
-        principal = self._authenticated(principal, "query")
+        principal = self._reader(self._authenticated(principal, "query"))
         self._settle("query")
         scoped = read_filter.build_where(principal, where)
         embedding = np.asarray(self.embedder([text]), dtype=np.float32)[0]
@@ -454,7 +463,7 @@ class KnowledgeBase:
 
     def get(self, principal: Principal, chunk_id: str) -> Hit:
         """One chunk by id; a foreign id raises exactly what a missing one does."""
-        principal = self._authenticated(principal, "get")
+        principal = self._reader(self._authenticated(principal, "get"))
         self._settle("get")
         with self._store_call("get"):
             rows = self.store.get(ids=[chunk_id], where=read_filter.build_where(principal))
@@ -467,7 +476,7 @@ class KnowledgeBase:
         self, principal: Principal, limit: int = 100, offset: int = 0, where: Mapping[str, Any] | None = None
     ) -> list[Hit]:
         """A page of the chunks in scope, in the store's order."""
-        principal = self._authenticated(principal, "list")
+        principal = self._reader(self._authenticated(principal, "list"))
         self._settle("list")
         if limit < 1 or offset < 0:
             raise ContractViolation(
@@ -480,7 +489,7 @@ class KnowledgeBase:
 
     def count(self, principal: Principal, where: Mapping[str, Any] | None = None) -> int:
         """How many chunks are in scope."""
-        principal = self._authenticated(principal, "count")
+        principal = self._reader(self._authenticated(principal, "count"))
         self._settle("count")
         with self._store_call("count"):
             rows = self.store.get(where=read_filter.build_where(principal, where))

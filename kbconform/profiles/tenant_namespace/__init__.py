@@ -14,6 +14,15 @@ from kbconform.profiles._registry import Profile, feature_declined
 def _declines(manifest: Mapping[str, Any], capability: str) -> str | None:
     if capability == "shared-namespace":
         return None if manifest["sharedNamespace"] else "the manifest declares sharedNamespace: null"
+    if capability == "shared-namespace-grants":
+        if not manifest["sharedNamespace"]:
+            return "the manifest declares sharedNamespace: null"
+        if manifest.get("sharedNamespaceReaders") == "every-tenant":
+            return (
+                "the manifest declares the shared namespace readable by every tenant "
+                "(sharedNamespaceReaders: every-tenant)"
+            )
+        return None
     if capability == "id-profile":
         return (
             None
@@ -26,6 +35,15 @@ def _declines(manifest: Mapping[str, Any], capability: str) -> str | None:
     return feature_declined(manifest, capability)
 
 
+def _design(manifest: Mapping[str, Any]) -> tuple[str, ...]:
+    shared = manifest.get("sharedNamespace")
+    if not shared:
+        return ()
+    if manifest.get("sharedNamespaceReaders") == "every-tenant":
+        return (f"shared namespace {shared} readable by every tenant",)
+    return (f"shared namespace {shared} readable by the principals granted it",)
+
+
 PROFILE = Profile(
     name="tenant-namespace",
     capabilities=(
@@ -35,6 +53,7 @@ PROFILE = Profile(
         "escalation",
         "workspace-scan",
         "shared-namespace",
+        "shared-namespace-grants",
         "id-profile",
         "spoof-overwrite",
         "spoof-reject",
@@ -56,4 +75,5 @@ PROFILE = Profile(
     check_manifest="kbconform.adapter._manifest:check_schema",
     isolation="kbconform.conformance._profiles:TenantIsolation",
     wire="kbconform.profiles.tenant_namespace._wire:WIRE",
+    design=_design,
 )
