@@ -523,18 +523,19 @@ function backendOf(params) {
     return backend;
 }
 
-// The principal as Neo's request context: Neo's KB services read `userId` (the tenant; a
-// leading '@' is stripped by Neo) and IngestionService reads `agentIdentityNodeId` (stamped as
-// originAgentIdentity). Neo reads no role and no readable namespaces. No principal: the call
-// runs outside any request context.
+// The principal as the request context Neo's knowledge-base server builds for an
+// authenticated request: `{userId, username, source}` from the transport's auth
+// (ai/mcp/server/knowledge-base/Server.mjs:89-97, buildRequestContext). The KB server puts no
+// `agentIdentityNodeId` into it, so neither does the harness: the kit's agent identity reaches
+// Neo nowhere, as it reaches a deployed KB server nowhere. Neo reads no role and no readable
+// namespaces. No principal: the call runs outside any request context, as a request without
+// identity does (buildRequestContext returns {} and services fall through to single-tenant mode).
 function contextOf(principal) {
     if (principal === null || principal === undefined) return null;
     if (typeof principal !== 'object' || typeof principal.tenantId !== 'string') {
         throw invalid('principal must be null or an object with a string tenantId');
     }
-    const context = {userId: principal.tenantId};
-    if (typeof principal.agentIdentity === 'string') context.agentIdentityNodeId = principal.agentIdentity;
-    return context;
+    return {userId: principal.tenantId, username: principal.tenantId, source: 'oidc'};
 }
 
 async function asPrincipal(principal, fn) {
@@ -585,6 +586,9 @@ function manifest() {
         isolationModel : 'metadata-filter',
         spoofModes     : ['overwrite', 'reject'],
         sharedNamespace: neo.kbConfig.defaultTenantId,
+        // Neo's design: the team namespace is read by every tenant (QueryService.mjs:413,
+        // DocumentService.mjs:57, :97: tenantId $in [requester, defaultTenantId]).
+        sharedNamespaceReaders: 'every-tenant',
         idProfile      : 'neo-compat',
         config         : {
             transport          : 'stdio',
