@@ -9,7 +9,7 @@ import pytest
 
 from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch
 from kbconform.conformance import Canaries, Principals, not_principals, record
-from kbconform.errors import BackendUnavailable, ContractViolation, Unauthenticated
+from kbconform.errors import BackendUnavailable, ContractViolation, KbconformError, Unauthenticated
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).
 PROFILES = ("tenant-namespace",)
@@ -36,28 +36,112 @@ def _operations(
 
 
 NOT_PRINCIPALS = not_principals()
+#: The operations that write or return every tenant's rows; the read facades are iso-02's.
+WRITES = ("ingest", "apply_deletion_signal", "export", "restore")
+
+
+def _rows(backend: Any, operator: Any) -> dict[str, tuple[Any, Any]]:
+    """Every stored row as the operator's export shows it: id -> (tenant, source path)."""
+    return {
+        str(r["id"]): (r["metadata"].get("tenantId"), r["metadata"].get("sourcePath"))
+        for r in backend.export(operator)
+    }
+
+
+def _changes(before: dict[str, tuple[Any, Any]], after: dict[str, tuple[Any, Any]]) -> list[str]:
+    """What a call changed, by tenant: rows written, deleted and re-stamped."""
+    found = []
+    for verb, ids in (("wrote", set(after) - set(before)), ("deleted", set(before) - set(after))):
+        rows = after if verb == "wrote" else before
+        for tenant in sorted({str(rows[i][0]) for i in ids}):
+            paths = sorted(str(rows[i][1]) for i in ids if str(rows[i][0]) == tenant)
+            found.append(f"{verb} {len(paths)} rows of tenant {tenant} ({', '.join(paths)})")
+    moved = sorted(i for i in set(before) & set(after) if before[i] != after[i])
+    if moved:
+        found.append(
+            f"re-stamped {len(moved)} rows ({', '.join(f'{before[i]} -> {after[i]}' for i in moved)})"
+        )
+    return found
+
+
+def _returned(value: object) -> str:
+    """What an accepted call returned, as a maintainer reads it: rows by tenant, or the value."""
+    if (
+        isinstance(value, list | tuple)
+        and value
+        and all(isinstance(r, dict) and "metadata" in r for r in value)
+    ):
+        tenants = sorted({str(r["metadata"].get("tenantId")) for r in value})
+        return f"{len(value)} rows of the tenants {', '.join(tenants)}"
+    ids = getattr(value, "ids", None)
+    if ids is not None:
+        return f"the ids {list(ids)}"
+    shown = repr(value)
+    return shown if len(shown) <= 200 else shown[:200] + "..."
 
 
 @pytest.mark.kbconform(id="closed-01", level="L2")
-@pytest.mark.parametrize("identity", sorted(NOT_PRINCIPALS))
-def test_every_operation_without_an_authenticated_principal_is_unauthenticated(
-    identity: str, kbconform_run: Any, kbconform_backend: Any, kbconform_canaries: Canaries
+@pytest.mark.parametrize(
+    ("operation", "identity"),
+    [pytest.param(o, i, id=f"{o} by {i}") for o in WRITES for i in sorted(NOT_PRINCIPALS)],
+)
+def test_every_write_export_and_restore_without_an_authenticated_principal_is_unauthenticated(
+    operation: str,
+    identity: str,
+    kbconform_backend: Any,
+    kbconform_open: Any,
+    kbconform_principals: Principals,
 ) -> None:
-    """No principal, a look-alike, a Principal subclass or a Principal changed in place raises
-    KB_UNAUTHENTICATED on every operation; nothing is read or written. The same calls with the
-    operator succeed (control)."""
-    operator = kbconform_canaries.principals.operator
-    backup = list(kbconform_backend.export(operator))
-    before = sorted(r["id"] for r in backup)
-    some = kbconform_canaries.chunks[before[0]]
-    operations = _operations(some.id, some.record["content"], kbconform_run.manifest.read_facades, backup[:1])
-    for name, call in operations.items():
-        with pytest.raises(Unauthenticated):
-            call(kbconform_backend, NOT_PRINCIPALS[identity])
-        assert sorted(r["id"] for r in kbconform_backend.export(operator)) == before, f"{name} wrote data"
-    owner = kbconform_canaries.principals.acme
-    for name in ("query", "list"):
-        assert operations[name](kbconform_backend, owner), f"{name} with a principal returned nothing"
+    """Without an authenticated principal (None, a look-alike, a Principal subclass or one
+    changed in place), ingest, a deletion signal, export and restore each raise
+    KB_UNAUTHENTICATED and change nothing: acme, beta and the shared namespace (where one is
+    declared) hold a chunk at the path the signal names, and the operator's export before and
+    after is the same. A call that is accepted fails with what it returned and what it changed,
+    by tenant. The same call by an authenticated principal lands (control: the read-back sees
+    a change)."""
+    principals = kbconform_principals
+    operator, backend = principals.operator, kbconform_backend
+    writers = [principals.acme, principals.beta, principals.shared_writer]
+    for writer in (w for w in writers if w is not None):
+        backend.ingest(
+            writer, [record("docs/acme-0.md", f"notes of {writer.tenant_id}", tenant=writer.tenant_id)]
+        )
+    elsewhere = kbconform_open()  # a row this backend does not hold, for restore
+    elsewhere.ingest(principals.beta, [record("docs/restored.md", "a row restored", tenant="beta")])
+    backup = [dict(r) for r in elsewhere.export(operator)]
+    calls: dict[str, tuple[Callable[[Any], object], Any]] = {
+        "ingest": (
+            lambda p: backend.ingest(p, [record("docs/new.md", "new", tenant="acme")]),
+            principals.acme,
+        ),
+        "apply_deletion_signal": (lambda p: backend.apply_deletion_signal(p, _SIGNAL), principals.acme),
+        "export": (lambda p: backend.export(p), operator),
+        "restore": (lambda p: backend.restore(p, backup), operator),
+    }
+    call, owner = calls[operation]
+    before = _rows(backend, operator)
+    try:
+        returned = call(NOT_PRINCIPALS[identity])
+    except Unauthenticated:
+        outcome = None
+    except KbconformError as error:
+        outcome = f"raised {type(error).__name__} ({error.code}), not Unauthenticated"
+    else:
+        outcome = f"was accepted: it returned {_returned(returned)}"
+    changed = _changes(before, _rows(backend, operator))
+    problems = [outcome or "raised Unauthenticated"] if outcome or changed else []
+    assert not problems, f"{operation} by {identity} " + "; it ".join(
+        [*problems, *changed] if changed else [*problems, "changed nothing"]
+    )
+    landed = call(owner)
+    if operation == "export":
+        assert _returned(landed) == _returned(list(backend.export(operator))), (
+            "export by the operator differs"
+        )
+    else:
+        assert _changes(before, _rows(backend, operator)), (
+            f"{operation} by {owner.tenant_id} changed nothing: the read-back could not see a change"
+        )
 
 
 @pytest.mark.kbconform(id="closed-02", level="L2", requires="fault-injection")

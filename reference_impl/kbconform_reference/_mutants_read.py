@@ -420,6 +420,15 @@ def _hits(rows: Rows) -> builtins.list[Hit]:
 
 
 _FACADES = ("query", "get", "list", "count", "ask")
+#: The operations closed-01 calls without an authenticated principal, one test id each.
+WRITES = ("ingest", "apply_deletion_signal", "export", "restore")
+
+
+def closed(identity: str) -> tuple[str, ...]:
+    """The closed-01 ids of every operation called with ``identity`` (a label of not_principals)."""
+    return tuple(f"closed-01[{operation} by {identity}]" for operation in WRITES)
+
+
 _WIDENING = (
     "a $not operator",
     "a repoSlug negation",
@@ -523,15 +532,15 @@ MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
         "subclassed-principal",
         SubclassedPrincipal,
         "a Principal subclass authenticates, with the rights it overrides",
-        ("closed-01[a Principal subclass that reads every tenant]",),
+        closed("a Principal subclass that reads every tenant"),
     ),
     (
         "tampered-principal",
         TamperedPrincipal,
         "a Principal is not checked again: one changed in place after it was made is used as it is",
         (
-            "closed-01[a Principal changed in place to an invalid tenant id]",
-            "closed-01[a Principal changed in place to read a mutable set]",
+            *closed("a Principal changed in place to an invalid tenant id"),
+            *closed("a Principal changed in place to read a mutable set"),
         ),
     ),
     (
@@ -557,8 +566,8 @@ MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
         PrincipalCoerced,
         "a tenant id string or a mapping of a principal's fields is coerced into a Principal",
         (
-            "closed-01[a dict that looks like a principal]",
-            "closed-01[a tenant id string]",
+            *closed("a dict that looks like a principal"),
+            *closed("a tenant id string"),
             *(f"iso-02[{f}]" for f in _FACADES),
         ),
     ),

@@ -123,6 +123,17 @@ class MissingIdentityReadsAll(KnowledgeBase):
         return super().list(principal, limit, offset, where)
 
 
+class AnonymousWritesAsShared(KnowledgeBase):
+    """Without a principal, writes, export and restore run in single-tenant mode: as an
+    operator of the shared namespace (reads still refuse)."""
+
+    @staticmethod
+    def _authenticated(principal: object, operation: str) -> Principal:
+        if principal is None and operation in _read.WRITES:
+            return Principal(sorted(Settings().shared_namespaces)[0], role="operator")
+        return KnowledgeBase._authenticated(principal, operation)
+
+
 class DuckTypedPrincipal(KnowledgeBase):
     @staticmethod
     def _authenticated(principal: object, operation: str) -> Any:
@@ -409,14 +420,20 @@ MUTANTS: tuple[Mutant, ...] = (
         "missing-identity-reads-all",
         MissingIdentityReadsAll,
         "list without a principal reads everything",
-        ("closed-01[None]", "iso-02[list]"),
+        ("iso-02[list]",),
+    ),
+    Mutant(
+        "anonymous-writes-as-shared",
+        AnonymousWritesAsShared,
+        "writes, export and restore without a principal run as the shared namespace's operator",
+        _read.closed("None"),
     ),
     Mutant(
         "duck-typed-principal",
         DuckTypedPrincipal,
         "any object with a principal's attributes authenticates",
         (
-            "closed-01[an object with a principal's attributes]",
+            *_read.closed("an object with a principal's attributes"),
             *(f"iso-02[{facade}]" for facade in ("query", "get", "list", "count", "ask")),
         ),
         in_process_only=PRINCIPAL_AS_DATA,
