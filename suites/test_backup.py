@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import rfc8785
 
-from kbconform.conformance import Canaries, Principals, record
+from kbconform.conformance import Canaries, Principals, changes, described, record, stored, unrefused
 from kbconform.contract import is_valid
 from kbconform.errors import ContractViolation, Forbidden, NotFound
 
@@ -107,23 +107,43 @@ def test_restored_chunks_are_read_through_the_same_filter(
 
 
 @pytest.mark.kbconform(id="backup-05", level="L3")
+@pytest.mark.parametrize("operation", ["export", "restore"])
 def test_export_and_restore_are_for_operators_only(
+    operation: str,
     kbconform_open: Any,
     kbconform_backend: Any,
     kbconform_principals: Principals,
     kbconform_canaries: Canaries,
 ) -> None:
-    """A member's export and restore raise KB_FORBIDDEN and write nothing; the operator's work (control)."""
-    principals = kbconform_principals
-    exported = list(kbconform_backend.export(principals.operator))
+    """Each member's export raises KB_FORBIDDEN; each member's restore of the operator's export
+    (rows stamped for every tenant, its own and others') into an empty backend raises
+    KB_FORBIDDEN and writes nothing. An export that is allowed fails with what it gave (rows by
+    tenant), a restore with what it wrote. The operator's export and restore work (control)."""
+    principals, operator = kbconform_principals, kbconform_principals.operator
+    exported = list(kbconform_backend.export(operator))
+    assert {r["metadata"]["tenantId"] for r in exported} >= {p.tenant_id for p in principals.members}
     fresh = kbconform_open()
     for member in principals.members:
-        with pytest.raises(Forbidden):
-            kbconform_backend.export(member)
-        with pytest.raises(Forbidden):
-            fresh.restore(member, exported)
-    assert list(fresh.export(principals.operator)) == []
-    assert fresh.restore(principals.operator, exported) == len(exported) > 0
+        try:
+            if operation == "export":
+                shown = described(kbconform_backend.export(member))
+            else:
+                shown = described(fresh.restore(member, exported))
+        except Forbidden:
+            shown = None
+        written = changes({}, stored(fresh.export(operator)))
+        problem = unrefused(
+            f"{operation} by the member {member.tenant_id}",
+            None if shown is None else f"was accepted: it returned {shown}",
+            written,
+            "Forbidden",
+        )
+        assert problem is None, problem
+    if operation == "export":
+        assert stored(kbconform_backend.export(operator)) == stored(exported)
+    else:
+        assert fresh.restore(operator, exported) == len(exported) > 0
+        assert stored(fresh.export(operator)) == stored(exported)
 
 
 @pytest.mark.kbconform(id="backup-06", level="L3")

@@ -8,7 +8,17 @@ from typing import Any
 import pytest
 
 from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch
-from kbconform.conformance import Canaries, Principals, not_principals, record
+from kbconform.conformance import (
+    Canaries,
+    Principals,
+    Stored,
+    changes,
+    described,
+    not_principals,
+    record,
+    stored,
+    unrefused,
+)
 from kbconform.errors import BackendUnavailable, ContractViolation, KbconformError, Unauthenticated
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).
@@ -40,44 +50,8 @@ NOT_PRINCIPALS = not_principals()
 WRITES = ("ingest", "apply_deletion_signal", "export", "restore")
 
 
-def _rows(backend: Any, operator: Any) -> dict[str, tuple[Any, Any]]:
-    """Every stored row as the operator's export shows it: id -> (tenant, source path)."""
-    return {
-        str(r["id"]): (r["metadata"].get("tenantId"), r["metadata"].get("sourcePath"))
-        for r in backend.export(operator)
-    }
-
-
-def _changes(before: dict[str, tuple[Any, Any]], after: dict[str, tuple[Any, Any]]) -> list[str]:
-    """What a call changed, by tenant: rows written, deleted and re-stamped."""
-    found = []
-    for verb, ids in (("wrote", set(after) - set(before)), ("deleted", set(before) - set(after))):
-        rows = after if verb == "wrote" else before
-        for tenant in sorted({str(rows[i][0]) for i in ids}):
-            paths = sorted(str(rows[i][1]) for i in ids if str(rows[i][0]) == tenant)
-            found.append(f"{verb} {len(paths)} rows of tenant {tenant} ({', '.join(paths)})")
-    moved = sorted(i for i in set(before) & set(after) if before[i] != after[i])
-    if moved:
-        found.append(
-            f"re-stamped {len(moved)} rows ({', '.join(f'{before[i]} -> {after[i]}' for i in moved)})"
-        )
-    return found
-
-
-def _returned(value: object) -> str:
-    """What an accepted call returned, as a maintainer reads it: rows by tenant, or the value."""
-    if (
-        isinstance(value, list | tuple)
-        and value
-        and all(isinstance(r, dict) and "metadata" in r for r in value)
-    ):
-        tenants = sorted({str(r["metadata"].get("tenantId")) for r in value})
-        return f"{len(value)} rows of the tenants {', '.join(tenants)}"
-    ids = getattr(value, "ids", None)
-    if ids is not None:
-        return f"the ids {list(ids)}"
-    shown = repr(value)
-    return shown if len(shown) <= 200 else shown[:200] + "..."
+def _rows(backend: Any, operator: Any) -> dict[str, Stored]:
+    return stored(backend.export(operator))
 
 
 @pytest.mark.kbconform(id="closed-01", level="L2")
@@ -127,19 +101,17 @@ def test_every_write_export_and_restore_without_an_authenticated_principal_is_un
     except KbconformError as error:
         outcome = f"raised {type(error).__name__} ({error.code}), not Unauthenticated"
     else:
-        outcome = f"was accepted: it returned {_returned(returned)}"
-    changed = _changes(before, _rows(backend, operator))
-    problems = [outcome or "raised Unauthenticated"] if outcome or changed else []
-    assert not problems, f"{operation} by {identity} " + "; it ".join(
-        [*problems, *changed] if changed else [*problems, "changed nothing"]
-    )
+        outcome = f"was accepted: it returned {described(returned)}"
+    changed = changes(before, _rows(backend, operator))
+    problem = unrefused(f"{operation} by {identity}", outcome, changed, "Unauthenticated")
+    assert problem is None, problem
     landed = call(owner)
     if operation == "export":
-        assert _returned(landed) == _returned(list(backend.export(operator))), (
+        assert described(landed) == described(list(backend.export(operator))), (
             "export by the operator differs"
         )
     else:
-        assert _changes(before, _rows(backend, operator)), (
+        assert changes(before, _rows(backend, operator)), (
             f"{operation} by {owner.tenant_id} changed nothing: the read-back could not see a change"
         )
 

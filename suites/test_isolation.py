@@ -16,20 +16,11 @@ from typing import Any
 import pytest
 
 from kbconform.adapter import FaultPlan, FaultSwitch
-from kbconform.conformance import Isolation, Run, World
+from kbconform.conformance import Isolation, Run, World, described
 from kbconform.errors import BackendUnavailable, Unauthenticated
 
 #: Every registered isolation profile: each gives its world through its Isolation (Profile.isolation).
 PROFILES = ("*",)
-
-
-def _answer(shown: object) -> str:
-    """What a read that should have been refused answered, as a maintainer reads it."""
-    if isinstance(shown, list | tuple):
-        ids = [str(getattr(item, "id", item)) for item in shown]
-        return f"{len(ids)} results {ids[:5]}{' ...' if len(ids) > 5 else ''}"
-    text = repr(shown)
-    return text if len(text) <= 200 else text[:200] + "..."
 
 
 def _assert_reads_exactly(world: World, backend: Any, facade: str) -> None:
@@ -80,7 +71,7 @@ def test_no_identity_is_refused_on_every_read_facade_and_told_nothing(
             told = world.carried(raised)
             assert not told, f"{kbconform_facade} with {label}: the error carries stored text {told}"
         else:
-            pytest.fail(f"{kbconform_facade} with {label} was answered, not refused: {_answer(shown)}")
+            pytest.fail(f"{kbconform_facade} with {label} was answered, not refused: {described(shown)}")
     _assert_reads_something(world, kbconform_backend, kbconform_facade)
 
 

@@ -9,6 +9,7 @@ from kbconform.conformance._data import (
     seed_canaries,
 )
 from kbconform.conformance._deadline import DEFAULT_CALL_TIMEOUT, DeadlineExceeded
+from kbconform.conformance._effects import Stored, changes, described, stored, unrefused
 from kbconform.conformance._grant_model import GrantPolicy
 from kbconform.conformance._model import Ingest, Policy, Refused, Row, differences
 from kbconform.conformance._pool_model import PoolPolicy
@@ -47,9 +48,14 @@ __all__ = [
     "Principals",
     "ProfileName",
     "Run",
+    "Stored",
     "World",
+    "changes",
+    "described",
     "isolation_for",
     "not_principals",
     "record",
     "seed_canaries",
+    "stored",
+    "unrefused",
 ]

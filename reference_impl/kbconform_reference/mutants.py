@@ -252,10 +252,18 @@ class RestoresUntilInvalid(KnowledgeBase):
         return written
 
 
-class BackupForAnyone(KnowledgeBase):
+class ExportForMembers(KnowledgeBase):
     @staticmethod
     def _operator(principal: Principal, operation: str) -> None:
-        return None
+        if operation != "export":
+            KnowledgeBase._operator(principal, operation)
+
+
+class RestoreForMembers(KnowledgeBase):
+    @staticmethod
+    def _operator(principal: Principal, operation: str) -> None:
+        if operation != "restore":
+            KnowledgeBase._operator(principal, operation)
 
 
 # -- contract ------------------------------------------------------------------------------
@@ -498,7 +506,13 @@ MUTANTS: tuple[Mutant, ...] = (
         "restore writes the valid records before the invalid one",
         ("backup-03[a record without an embedding]",),
     ),
-    Mutant("backup-for-anyone", BackupForAnyone, "members may export and restore", ("backup-05",)),
+    Mutant("export-for-members", ExportForMembers, "members may export", ("backup-05[export]",)),
+    Mutant(
+        "restore-for-members",
+        RestoreForMembers,
+        "members may restore, rows stamped for other tenants included",
+        ("backup-05[restore]",),
+    ),
     Mutant(
         "accepts-everything", AcceptsEverything, "smoke: every call succeeds, nothing is kept", (), smoke=True
     ),

@@ -1,0 +1,73 @@
+"""What a call that should have been refused did, said as a maintainer reads it: the rows it
+wrote, deleted or re-stamped, by tenant, and what it returned.
+
+A refusal test reads the whole store (the operator's export) before and after the call it
+expects to be refused, so its failure names the effect, never only "did not raise".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+#: A stored row as a refusal test compares it: (tenant, repository, source path, visibility).
+Stored = tuple[Any, Any, Any, Any]
+
+_SHOWN = 200  # characters of a returned value a message shows
+
+
+def stored(records: Any) -> dict[str, Stored]:
+    """Backup records (an export) as ``{id: (tenant, repository, path, visibility)}``."""
+    found: dict[str, Stored] = {}
+    for row in records:
+        meta: Mapping[str, Any] = row.get("metadata") or {}
+        found[str(row["id"])] = (
+            meta.get("tenantId"),
+            meta.get("repoSlug"),
+            meta.get("sourcePath"),
+            meta.get("visibility"),
+        )
+    return found
+
+
+def changes(before: Mapping[str, Stored], after: Mapping[str, Stored]) -> list[str]:
+    """What happened between two :func:`stored` views: rows written and deleted, by tenant,
+    with their paths, and rows whose stamps changed. Empty when nothing changed."""
+    found = []
+    for verb, rows, ids in (
+        ("wrote", after, set(after) - set(before)),
+        ("deleted", before, set(before) - set(after)),
+    ):
+        for tenant in sorted({str(rows[i][0]) for i in ids}):
+            paths = sorted(str(rows[i][2]) for i in ids if str(rows[i][0]) == tenant)
+            found.append(f"{verb} {len(paths)} rows of tenant {tenant} ({', '.join(paths)})")
+    moved = sorted(i for i in set(before) & set(after) if before[i] != after[i])
+    if moved:
+        shown = ", ".join(f"{before[i]} -> {after[i]}" for i in moved[:5])
+        found.append(f"re-stamped {len(moved)} rows ({shown}{' ...' if len(moved) > 5 else ''})")
+    return found
+
+
+def described(value: object) -> str:
+    """A returned value, short: backup records by tenant, hits by id, ids, or the value."""
+    if isinstance(value, list | tuple):
+        if value and all(isinstance(r, Mapping) and "metadata" in r for r in value):
+            tenants = sorted({str(r["metadata"].get("tenantId")) for r in value})
+            return f"{len(value)} rows of the tenants {', '.join(tenants)}"
+        ids = [str(getattr(item, "id", item)) for item in value]
+        return f"{len(ids)} results {ids[:5]}{' ...' if len(ids) > 5 else ''}"
+    written = getattr(value, "ids", None) or getattr(value, "deleted_ids", None)
+    if isinstance(written, list | tuple):
+        return f"the ids {list(written)[:5]}{' ...' if len(written) > 5 else ''}"
+    text = repr(value)
+    return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
+
+
+def unrefused(call: str, outcome: str | None, changed: list[str], error: str) -> str | None:
+    """The failure of a call that must raise ``error`` and change nothing, or None when it did.
+    ``outcome`` is None when it raised ``error``, else what happened instead ("was accepted: it
+    returned ..."); ``changed`` is :func:`changes` around the call."""
+    if outcome is None and not changed:
+        return None
+    said = [outcome or f"raised {error}", *changed] if changed else [outcome or "", "changed nothing"]
+    return f"{call} " + "; it ".join(said)
