@@ -153,6 +153,39 @@ def _parser() -> argparse.ArgumentParser:
     _add_limits(verify)
     verify.set_defaults(handler=_verify)
 
+    replay = commands.add_parser(
+        "replay",
+        help="send a failing test's transcript to a backend again and compare every response",
+        description="Reads a transcript: a failing test's harness-v1 exchanges from a report "
+        "(--test ID chooses the test; a report with one failing test with a transcript needs none) "
+        "or a JSON Lines file (--save writes one). Sends each request to the backend again, with "
+        "the backend handles it gives now, and compares each response with the recorded one "
+        "(server clock stamps aside). Exit 0 when every response is as recorded (the failure "
+        "reproduces; the recorded message says what the contract expected), 1 when one differs, "
+        "2 when the transcript or the command line is unusable.",
+    )
+    replay.add_argument(
+        "transcript", metavar="TRANSCRIPT", help="a report (JSON) or a transcript (JSON Lines)"
+    )
+    replay.add_argument(
+        "--test", metavar="ID", help="the failing test of the report whose transcript to replay"
+    )
+    replay.add_argument("--save", metavar="PATH", help="write the transcript as JSON Lines here")
+    target = replay.add_mutually_exclusive_group()
+    target.add_argument("--harness", metavar="CMD", help="the harness-v1 harness to start (stdio)")
+    target.add_argument("--url", metavar="URL", help="a harness-v1 server on http://127.0.0.1:PORT")
+    target.add_argument(
+        "--adapter", metavar="MODULE:FACTORY", help="a Python adapter, served over harness-v1"
+    )
+    replay.add_argument(
+        "--call-timeout",
+        type=_positive,
+        default=60.0,
+        metavar="SECONDS",
+        help="deadline of each request (default 60)",
+    )
+    replay.set_defaults(handler=_replay_transcript)
+
     mutants = commands.add_parser(
         "mutants",
         help="run every mutant against the tests named to kill it; exit 1 if one survives",
@@ -685,6 +718,40 @@ def _verify(arguments: argparse.Namespace) -> int:
         + ("" if chosen is None else f"; partial: a run of {len(chosen)} selected tests earns no level")
     )
     return _replay(arguments, data) if arguments.replay else EXIT_OK
+
+
+def _replay_transcript(arguments: argparse.Namespace) -> int:
+    from kbconform import _replay as replaying
+    from kbconform.harness import HarnessBroken, to_jsonl
+
+    try:
+        recorded = replaying.load(arguments.transcript, arguments.test)
+    except ContractViolation as error:
+        print(f"{arguments.transcript}: {error.code}: not a transcript", file=sys.stderr)
+        _print_problems(error.problems)
+        return EXIT_USAGE
+    if arguments.save:
+        from kbconform import report as reports
+
+        reports.write(arguments.save, to_jsonl(recorded.lines))
+        print(f"{arguments.save}: {len(recorded.lines)} exchanges")
+    command = replaying.harness_command(arguments.harness, arguments.adapter)
+    if command is None and arguments.url is None:
+        if arguments.save:
+            return EXIT_OK
+        raise UsageError(
+            "give the backend to replay against: --harness CMD, --url URL or --adapter MODULE:FACTORY"
+        )
+    try:
+        steps, backend = replaying.replay(
+            recorded, command=command, url=arguments.url, call_timeout=arguments.call_timeout
+        )
+    except (HarnessBroken, ContractViolation) as error:
+        print(f"kbconform replay: the backend broke: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    text, reproduced = replaying.render(recorded, steps, backend)
+    print(text)
+    return EXIT_OK if reproduced else EXIT_INVALID
 
 
 def _replay(arguments: argparse.Namespace, claimed: dict[str, Any]) -> int:

@@ -458,6 +458,24 @@ def _hold_honest(item: pytest.Item, report: pytest.TestReport, stable: str) -> N
     )
 
 
+def _transcript(config: pytest.Config) -> Any:
+    """The transcript the run's adapter records (a harness-v1 adapter's), or None."""
+    run = config.stash.get(_RUN, None)
+    return getattr(run.adapter, "transcript", None) if run is not None else None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    transcript = _transcript(item.config)
+    if transcript is not None and _case(item) is not None:
+        transcript.begin_test()
+
+
+def pytest_runtest_call(item: pytest.Item) -> None:
+    transcript = _transcript(item.config)
+    if transcript is not None and _case(item) is not None:
+        transcript.begin_call()
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
@@ -477,6 +495,9 @@ def pytest_runtest_makereport(
         entry["reason"] = item.config.stash[_DECLINED][item.nodeid]
     elif entry["status"] in ("fail", "error"):
         entry["message"] = _failure(report)  # the report cleans, redacts and bounds it
+        transcript = _transcript(item.config)
+        if transcript is not None and transcript.exchanges:
+            entry["transcript"] = transcript.lines()
     # The result travels with the report (to the pytest-xdist controller, when there is one) in
     # a list of its own: ``user_properties`` is shared by the item's reports.
     report.user_properties = [*report.user_properties, (_PROPERTY, entry)]

@@ -302,12 +302,18 @@ def message(text: str, hidden: Iterable[str] = ()) -> str | None:
 def _with_message(entry: Mapping[str, Any], hidden: Iterable[str]) -> dict[str, Any]:
     """A result as the report lists it: a failing or erroring test's ``message`` cleaned by
     :func:`message`; any other test carries none."""
-    kept = {key: value for key, value in entry.items() if key != "message"}
+    kept = {key: value for key, value in entry.items() if key not in ("message", "transcript")}
     given = entry.get("message")
     if kept.get("status") in FAILED and isinstance(given, str):
         shown = message(given, hidden)
         if shown is not None:
             kept["message"] = shown
+    recorded = entry.get("transcript")
+    if kept.get("status") in FAILED and isinstance(recorded, list) and recorded:
+        text = json.dumps(recorded, ensure_ascii=False)
+        for secret in sorted(hidden, key=len, reverse=True):
+            text = text.replace(json.dumps(secret, ensure_ascii=False)[1:-1], "[redacted]")
+        kept["transcript"] = json.loads(text)
     return kept
 
 

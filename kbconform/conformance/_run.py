@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 from collections.abc import Callable
@@ -126,7 +127,12 @@ class Run:
         settings = self._settings()
 
         def decorate(test: Callable[..., None]) -> Callable[[], None]:
-            checked = settings(hypothesis.given(*args, **kwargs)(test))  # type: ignore[no-untyped-call]  # given is untyped with *args
+            @functools.wraps(test)
+            def example(*drawn: Any, **named: Any) -> None:
+                self.begin_example()
+                test(*drawn, **named)
+
+            checked = settings(hypothesis.given(*args, **kwargs)(example))  # type: ignore[no-untyped-call]  # given is untyped with *args
             seeded: Callable[[], None] = hypothesis.seed(self.seed)(checked)
             return seeded
 
@@ -135,5 +141,19 @@ class Run:
     def run_machine(self, machine: type[RuleBasedStateMachine]) -> None:
         """Run a Hypothesis state machine with the run's profile and seed; a failure prints the
         shortest program Hypothesis found, and reruns from the same seed."""
-        test = get_state_machine_test(machine, settings=self._settings())
+        run = self
+
+        def example(machine_self: Any) -> None:
+            run.begin_example()
+            machine.__init__(machine_self)
+
+        marked = type(machine.__name__, (machine,), {"__init__": example})
+        test = get_state_machine_test(marked, settings=self._settings())
         hypothesis.seed(self.seed)(test)()
+
+    def begin_example(self) -> None:
+        """A new Hypothesis example begins: a transcript the adapter records keeps only the last
+        one's exchanges beside the test's set-up (the program a failure shrank to)."""
+        transcript = getattr(self.adapter, "transcript", None)
+        if transcript is not None:
+            transcript.begin_example()

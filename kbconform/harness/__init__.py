@@ -21,6 +21,7 @@ from kbconform.harness._client import (
 )
 from kbconform.harness._server import Dispatcher, protocol_stdout, serve_http, serve_stdio
 from kbconform.harness._table import Handler, Served, WireTable, done
+from kbconform.harness._transcript import Step, Transcript, replay, to_jsonl
 from kbconform.harness._wire import OPERATIONS, PROTOCOL, HarnessBroken, RemoteError
 
 __all__ = [
@@ -44,4 +45,8 @@ __all__ = [
     "Served",
     "WireTable",
     "done",
+    "Step",
+    "Transcript",
+    "replay",
+    "to_jsonl",
 ]

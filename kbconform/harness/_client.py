@@ -27,6 +27,7 @@ from kbconform.adapter._manifest import Manifest
 from kbconform.adapter._protocol import Backend, BackendOptions
 from kbconform.errors import ContractViolation, Problem
 from kbconform.harness._table import WireTable
+from kbconform.harness._transcript import Transcript
 from kbconform.harness._wire import (
     OPERATIONS,
     PROTOCOL,
@@ -321,6 +322,8 @@ class HarnessAdapter:
         #: The deadline of ``hello``: starting a harness (a server, a runtime) is not a call.
         self.start_timeout = max(timeout, start_timeout)
         self._ids = 0
+        #: Every exchange of the current test (the plugin begins it per test).
+        self.transcript = Transcript()
         #: How many times the harness was started afresh after it broke; a backend opened
         #: before a restart is gone.
         self.generation = 0
@@ -356,7 +359,7 @@ class HarnessAdapter:
             dumps(message)
         except (TypeError, ValueError) as error:
             raise HarnessBroken(call, f"its arguments have no harness-v1 form: {error}") from None
-        response = self.transport.exchange(call, message, timeout)
+        response = self.exchange(call, message, timeout)
         if "error" in response:
             raise error_from_wire(op, params, response["error"])
         result: Mapping[str, Any] = response["result"]
@@ -369,6 +372,24 @@ class HarnessAdapter:
                 call, f"answered with something that is not a {op} result: " + "; ".join(found)
             )
         return result
+
+    def exchange(self, call: str, message: Mapping[str, Any], timeout: float) -> Mapping[str, Any]:
+        """One request and the harness's whole response (a result or an error), recorded in
+        :attr:`transcript`."""
+        try:
+            response = self.transport.exchange(call, message, timeout)
+        except HarnessBroken as error:
+            self.transcript.record(message, None, str(error))
+            raise
+        self.transcript.record(message, response)
+        return response
+
+    def send_raw(self, op: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Send ``op`` as given and return the whole response, an error one too (a replay's
+        request, checked by nothing of the kit's)."""
+        self._ids += 1
+        message = {"id": self._ids, "op": op, "params": dict(params)}
+        return self.exchange(f"harness {op} (request {self._ids})", message, self.timeout)
 
     def _table(self) -> WireTable:
         """The wire table of the profile the harness's manifest declares."""
