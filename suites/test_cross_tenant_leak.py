@@ -604,3 +604,63 @@ def test_every_page_size_reads_the_scope_exactly_once(kbconform_run: Run, kbconf
                 f"pages of {size} repeat {sorted({i for i in seen if seen.count(i) > 1})}"
             )
             assert set(seen) == expected, f"pages of {size} for {principal.tenant_id} differ from the scope"
+
+
+#: Query texts that name things outside the corpus: files a deployment holds (configuration,
+#: environment, credentials, its own sources and docs), system paths and the names of tenants,
+#: repositories and agents. A backend that answers from anything but its stored chunks (files
+#: on its disk, caches, other indexes) shows it here.
+OUTSIDE = (
+    "package.json",
+    ".env",
+    "config.mjs",
+    "config.yaml",
+    "credentials.json",
+    "id_rsa",
+    "README.md",
+    "/etc/passwd",
+    "src/index.js",
+    "docker-compose.yml",
+    "deploy the billing service",
+)
+
+
+@pytest.mark.kbconform(id="leak-15", level="L2")
+def test_every_result_is_a_stored_chunk_in_the_readers_scope(
+    kbconform_run: Run, kbconform_backend: Any, kbconform_canaries: Canaries
+) -> None:
+    """Asked about files and names outside the corpus (deployment files, system paths, its own
+    and other tenants' paths, tenant, repository and agent names), query (and ask, when
+    declared) answer only with chunks the model knows, in the reader's scope, each with its
+    stored text; ask's sources likewise, and its text quotes no other chunk. Control: a probe of
+    the reader's own canary text finds that canary."""
+    canaries = kbconform_canaries
+    principals = canaries.principals
+    scope_of = {p: canaries.readable_by(p) for p in principals.members}
+    contents = {i: str(c.record["content"]) for i, c in canaries.chunks.items()}
+    names = {p.tenant_id for p in principals.members} | {str(p.agent_identity) for p in principals.members}
+    paths = {str(c.record["sourcePath"]) for c in canaries.chunks.values()}
+    probes = sorted({*OUTSIDE, *names, *paths, "app", *(principals.shared or "",)} - {""})
+    asks = "ask" in kbconform_run.manifest.read_facades
+    for reader, scope in scope_of.items():
+        who = f"{reader.tenant_id} (agent {reader.agent_identity})"
+        for probe in probes:
+            answers: list[tuple[str, Any]] = [("query", kbconform_backend.query(reader, probe, 5, None))]
+            if asks:
+                answer = kbconform_backend.ask(reader, probe, 5)
+                answers.append(("ask's sources", answer.sources))
+                quoted = canaries.by_token(answer.text) - scope
+                assert not quoted, f"ask for {who} about {probe!r}: its text quotes chunks {sorted(quoted)}"
+            for facade, hits in answers:
+                for hit in hits:
+                    assert hit.id in contents, (
+                        f"{facade} for {who} about {probe!r} gave {hit.id!r}, which no one ingested: "
+                        f"an answer from outside the corpus ({str(hit.document)[:120]!r})"
+                    )
+                    assert hit.id in scope, (
+                        f"{facade} for {who} about {probe!r} gave the foreign chunk {hit.id}"
+                    )
+                    assert hit.document == contents[hit.id], f"{facade} gave {hit.id} with other text"
+        own = min(scope & canaries.owned_by(reader.tenant_id))
+        found = [hit.id for hit in kbconform_backend.query(reader, contents[own], 1, None)]
+        assert found == [own], f"query for {who} with its canary's text found {found}, not {own}"

@@ -149,6 +149,17 @@ class SharedVisibleToAll(KnowledgeBase):
         return checked.with_namespaces(checked.readable_namespaces | Settings().shared_namespaces)
 
 
+class AnswersFromFiles(KnowledgeBase):
+    """A query that names a file is answered from the deployment's files too (a lexical rescue
+    over the server's disk): the file is the first hit, with what the server holds of it."""
+
+    def query(self, principal: Any, text: str, n_results: int = 10, where: Any = None) -> builtins.list[Hit]:
+        hits = super().query(principal, text, n_results, where)
+        if "." in text.rsplit("/", 1)[-1]:
+            hits = [Hit(text, f"the deployment's {text}", {"sourcePath": text}, 1.0), *hits][:n_results]
+        return hits
+
+
 class EmptyOnStoreError(KnowledgeBase):
     def query(self, principal: Any, text: str, n_results: int = 10, where: Any = None) -> builtins.list[Hit]:
         try:
@@ -429,6 +440,12 @@ MUTANTS: tuple[Mutant, ...] = (
         MissingIdentityReadsAll,
         "list without a principal reads everything",
         ("iso-02[list]",),
+    ),
+    Mutant(
+        "answers-from-files",
+        AnswersFromFiles,
+        "a query naming a file is answered from the deployment's files too",
+        ("leak-15",),
     ),
     Mutant(
         "anonymous-writes-as-shared",
