@@ -83,7 +83,7 @@ def load(path: str, test: str | None) -> Recorded:
         entry = chosen[0]
         return Recorded(_checked(entry["transcript"], "/transcript"), str(entry["id"]), entry.get("message"))
     lines = []
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(text.split("\n"), start=1):  # only "\n" ends a line of JSON Lines
         if not raw.strip():
             continue
         try:

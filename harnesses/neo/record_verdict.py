@@ -9,7 +9,9 @@ and the default profile, with the directory of this interpreter (where the ``chr
 ``pip install chromadb`` is) first on PATH. ``--from-report`` takes the report of
 ``kbconform run --harness harnesses/neo/harness --seed 1 --report REPORT``. Either way the
 report must be sound (valid evidence of a full run) or nothing is written. The script prints
-every id whose status changed; VERDICT.md is prose and is updated by hand.
+every id whose status changed, and writes the transcript of each cause's failing test
+(``transcripts/causes.json`` names it) to ``transcripts/<cause>.jsonl``; VERDICT.md is prose and
+is updated by hand.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from kbconform.report import status_changes
 
 HERE = Path(__file__).resolve().parent
 VERDICT = HERE / "verdict.json"
+#: One failing test per cause of VERDICT.md (causes.json), and its transcript, <cause>.jsonl.
+TRANSCRIPTS = HERE / "transcripts"
 HARNESS = HERE / "harness"
 INSTALL_TIMEOUT = 1800  # seconds: the first install compiles better-sqlite3 (2-4 minutes on 2 cores)
 
@@ -71,6 +75,28 @@ def _fresh(seed: int) -> dict[str, Any]:
     return outcome.report
 
 
+def write_transcripts(report: dict[str, Any]) -> list[str]:
+    """Each cause's transcript from ``report``: the transcript of the test causes.json names for
+    it, as JSON Lines (what ``kbconform replay`` reads). Returns the causes written."""
+    from kbconform.harness import to_jsonl
+
+    causes: dict[str, str] = json.loads((TRANSCRIPTS / "causes.json").read_text(encoding="utf-8"))
+    tests = {t["id"]: t for t in report["tests"]}
+    missing = [
+        f"{cause} ({stable})"
+        for cause, stable in causes.items()
+        if not tests.get(stable, {}).get("transcript")
+    ]
+    if missing:
+        sys.exit(
+            f"record_verdict: no transcript in the report for {', '.join(missing)}: "
+            "not failing, or not run over harness-v1"
+        )
+    for cause, stable in causes.items():
+        (TRANSCRIPTS / f"{cause}.jsonl").write_text(to_jsonl(tests[stable]["transcript"]), encoding="utf-8")
+    return sorted(causes)
+
+
 def _given(path: str) -> dict[str, Any]:
     from kbconform.errors import ContractViolation
     from kbconform.report import read, selection, verify
@@ -106,6 +132,7 @@ def main() -> None:
     print(f"record_verdict: wrote {VERDICT}: levels earned {', '.join(earned) or 'none'}; {counts}")
     for line in changes(old, new) if old else ():
         print(f"  changed {line}")
+    print(f"record_verdict: wrote the transcripts of {', '.join(write_transcripts(report))} in {TRANSCRIPTS}")
 
 
 if __name__ == "__main__":

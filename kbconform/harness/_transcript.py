@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: The most exchanges a test's transcript keeps (its set-up first, then the last ones).
-MOST_EXCHANGES = 400
+MOST_EXCHANGES = 1000
 #: A response larger than this (in characters of JSON) is kept as its digest and size only.
 LARGEST_RESPONSE = 20_000
 #: Values a backend stamps from its clock: never compared.
@@ -34,9 +34,16 @@ def _canonical(value: object) -> str:
 
 def comparable(value: Any) -> Any:
     """``value`` as a replay compares it: clock stamps dropped, floats to 6 significant digits
-    (a store's float32 sums may differ in the last bits between runs)."""
+    (a store's float32 sums may differ in the last bits between runs), an export's records by id
+    (``schemas/backup.md`` fixes no order)."""
     if isinstance(value, Mapping):
-        return {k: comparable(v) for k, v in value.items() if k not in VOLATILE}
+        kept = {k: comparable(v) for k, v in value.items() if k not in VOLATILE}
+        records = kept.get("records")
+        if isinstance(records, list) and all(isinstance(r, Mapping) and "id" in r for r in records):
+            kept["records"] = sorted(
+                records, key=lambda r: _canonical(r["id"])
+            )  # an export's order is no rule
+        return kept
     if isinstance(value, list):
         return [comparable(v) for v in value]
     if isinstance(value, float) and math.isfinite(value):
@@ -92,19 +99,25 @@ class Transcript:
 
     def lines(self) -> list[dict[str, Any]]:
         """The transcript of the test so far: ``hello``, its set-up, its last example (or its
-        whole call), cut to :data:`MOST_EXCHANGES` (the first exchanges kept, then the last)."""
+        whole call), cut to :data:`MOST_EXCHANGES`: the first half and the last, the first
+        exchange after the cut saying how many were left out (``cut``; such a transcript cannot
+        put a backend in the recorded state, and a replay says so)."""
         chosen = self.exchanges
         if self.example_start is not None:
             setup = self.exchanges[: self.call_start or 0]
             chosen = setup + self.exchanges[self.example_start :]
-        if len(chosen) > MOST_EXCHANGES:
+        kept = [dict(e) for e in chosen]
+        if len(kept) > MOST_EXCHANGES:
             half = MOST_EXCHANGES // 2
-            chosen = chosen[:half] + chosen[-half:]
-        return ([self.hello] if self.hello else []) + [dict(e) for e in chosen]
+            left_out = len(kept) - 2 * half
+            kept = [*kept[:half], {**kept[-half], "cut": left_out}, *kept[-half + 1 :]]
+        return ([self.hello] if self.hello else []) + kept
 
 
 def to_jsonl(lines: Iterable[Mapping[str, Any]]) -> str:
-    return "".join(json.dumps(line, sort_keys=True, ensure_ascii=False) + "\n" for line in lines)
+    """JSON Lines, ASCII only: a line-by-line reader that also splits on Unicode line separators
+    (U+2028, U+0085, ...) still reads one exchange per line."""
+    return "".join(json.dumps(line, sort_keys=True) + "\n" for line in lines)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +199,8 @@ def replay(
         op = str(request["op"])
         if op == "hello":
             continue
+        if line.get("cut"):
+            steps.append(Step(number, "cut", f"the transcript leaves out {line['cut']} exchanges here"))
         response = send(op, _renamed(request.get("params", {}), handles))
         recorded = line.get("response")
         if op == "open" and isinstance(recorded, Mapping) and "result" in recorded and "result" in response:
