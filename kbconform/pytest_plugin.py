@@ -552,7 +552,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         profile=run.profile,
         level=run.level,
         results=config.stash[_RESULTS].values(),
-        execution=_execution(config, run.call_timeout, config.stash[_SELECTION]),
+        execution=_execution(config, run.call_timeout, _applicable(run, config.stash[_SELECTION])),
     )
     config.stash[_REPORT] = report
     completeness = report["completeness"]
@@ -561,6 +561,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     path = config.getoption("kbconform_report")
     if path:
         reports.write(path, json.dumps(report, indent=2, sort_keys=True) + "\n")
+
+
+def _applicable(run: Any, chosen: frozenset[str] | None) -> frozenset[str] | None:
+    """Of a selection (made against the whole catalogue, every profile's), the ids this run's
+    manifest and level select: what the partial run is of."""
+    if chosen is None:
+        return None
+    from kbconform import report as reports
+
+    return frozenset(e["id"] for e in reports.expected(run.manifest.raw, run.level, chosen))
 
 
 def _execution(config: pytest.Config, call_timeout: float, chosen: frozenset[str] | None) -> dict[str, Any]:

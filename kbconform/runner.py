@@ -286,18 +286,25 @@ def _soundness(
     select: Sequence[str] | None,
 ) -> list[str]:
     """Why ``report`` is not the sound report of the run asked for (empty when it is)."""
-    from kbconform.report import redact, verify
+    from kbconform.report import expected, redact, verify
 
     try:
         verify(report)
     except ContractViolation as error:
         return [f"the report is not valid evidence: {problem}" for problem in error.problems]
+    # A selection is made against the whole catalogue; the run reports the ids its manifest and
+    # level select of it.
+    applicable = (
+        None
+        if select is None
+        else sorted({e["id"] for e in expected(report["manifest"], level or "L4", set(select))})
+    )
     asked = {
         "adapter": (report["config"]["adapter"], redact(adapter)),  # a URL's password is never shown
         "seed": (report["seed"], seed),
         "level": (report["level"], level or "L4"),
         "profile": (report["profile"], profile or report["profile"]),
-        "selection": (report["execution"]["selection"], None if select is None else sorted(set(select))),
+        "selection": (report["execution"]["selection"], None if select is None else applicable),
     }
     return [
         f"the report's {name} is {got!r}, not {want!r}" for name, (got, want) in asked.items() if got != want

@@ -111,3 +111,32 @@ def test_neo_gives_every_test_its_recorded_status_and_earns_the_recorded_levels(
         + RERECORD.format(seed=recorded["seed"])
         + f"\nthe run's output (tail):\n{outcome.output[-4000:]}"
     )
+
+
+def test_each_cause_of_the_verdict_replays_on_neo_from_its_transcript(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every cause VERDICT.md explains has a transcript (harnesses/neo/transcripts/<cause>.jsonl,
+    the failing test causes.json names, which verdict.json records as failing), and
+    ``kbconform replay`` on the Neo harness gets every recorded response again: the failure
+    reproduces from the transcript alone."""
+    from kbconform.cli import main
+
+    causes: dict[str, str] = json.loads((NEO / "transcripts" / "causes.json").read_text(encoding="utf-8"))
+    recorded = json.loads(VERDICT.read_text(encoding="utf-8"))["tests"]
+    explained = (NEO / "VERDICT.md").read_text(encoding="utf-8")
+    assert {cause: recorded.get(stable) for cause, stable in causes.items()} == dict.fromkeys(causes, "fail")
+    assert [cause for cause in causes if f"**{cause}." not in explained] == []
+    _install()
+    monkeypatch.setenv(
+        "PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    )
+    differing = {}
+    for cause in causes:
+        code = main(
+            ["replay", str(NEO / "transcripts" / f"{cause}.jsonl"), "--harness", str(NEO / "harness")]
+        )
+        out = capsys.readouterr().out
+        if code != 0:
+            differing[cause] = out[-2000:]
+    assert not differing, "\n".join(f"{cause}:\n{out}" for cause, out in differing.items())
