@@ -61,6 +61,30 @@ def test_every_built_in_profile_loads_each_part_it_names(name: str) -> None:
     assert set(declared.facade_ids) <= {"search", "get", "list", "query", "count", "ask"}
 
 
+def test_a_wire_table_that_misses_an_operation_is_refused_by_the_dispatcher(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A profile whose wire table answers other operations than it declares cannot be served:
+    the Dispatcher raises KB_ADAPTER_INVALID naming them (control: the real profile serves)."""
+    import dataclasses
+
+    from kbconform.adapter import Manifest
+    from kbconform.errors import ContractViolation
+    from kbconform.harness import Dispatcher, _server
+    from kbconform_reference.adapter import memory
+
+    adapter = memory()
+    manifest = Manifest.declared(adapter.manifest)
+    Dispatcher(adapter, manifest)
+    declared = profiles.profile(manifest.profile)
+    wider = dataclasses.replace(declared, operations=(*declared.operations, "reindex"))
+    monkeypatch.setattr(_server, "profile", lambda name: wider)
+    with pytest.raises(ContractViolation) as refused:
+        Dispatcher(adapter, manifest)
+    assert refused.value.code == "KB_ADAPTER_INVALID"
+    assert "reindex" in str(refused.value)
+
+
 def test_operations_are_each_one_profiles() -> None:
     """No harness-v1 operation belongs to two profiles: a request names its profile."""
     operations = [op for name in profiles.names() for op in profiles.profile(name).operations]

@@ -16,6 +16,7 @@ from typing import IO, Any
 
 from kbconform.adapter import Adapter, BackendOptions, FaultPlan, FaultSwitch, RevisionMap, check_backend
 from kbconform.adapter._manifest import Manifest
+from kbconform.errors import ContractViolation, Problem
 from kbconform.harness._table import Served, WireTable
 from kbconform.harness._wire import (
     OPERATIONS,
@@ -58,7 +59,20 @@ class Dispatcher:
         self.backends: dict[str, Served] = {}
         declared = profile(manifest.profile)
         self.table: WireTable = declared.load(declared.wire)
-        assert set(self.table.handlers) == set(declared.operations), f"{declared.name}: its wire table"
+        if set(self.table.handlers) != set(declared.operations):
+            raise ContractViolation(
+                contract="profile",
+                problems=(
+                    Problem(
+                        "/wire",
+                        "operations",
+                        f"a handler for each of the profile {declared.name}'s operations "
+                        f"{sorted(declared.operations)}, and no other",
+                        repr(sorted(self.table.handlers)),
+                    ),
+                ),
+                code="KB_ADAPTER_INVALID",
+            )
         self.opened = 0
         self.done = False
 

@@ -9,7 +9,7 @@ import numbers
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from kbconform.adapter import GrantHit, KbInfo
@@ -410,12 +410,18 @@ def _validator(definition: str) -> Any:
 def schema_problems(schema: Mapping[str, Any], value: Any) -> list[str]:
     """Why ``value`` is not valid by the JSON Schema ``schema`` (empty when it is), as
     :func:`problems` says it."""
-    import jsonschema_rs
-
-    validator = jsonschema_rs.validator_for(dict(schema))
+    validator = _compiled(json.dumps(schema, sort_keys=True))
     return [f"{error.instance_path or '/'}: {error.message}"[:300] for error in validator.iter_errors(value)][
         :5
     ]
+
+
+@lru_cache(maxsize=256)
+def _compiled(schema: str) -> Any:
+    """A validator of the JSON Schema ``schema`` (its canonical JSON text), compiled once."""
+    import jsonschema_rs
+
+    return jsonschema_rs.validator_for(json.loads(schema))
 
 
 def problems(definition: str, value: Any) -> list[str]:
