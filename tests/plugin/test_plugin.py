@@ -130,6 +130,23 @@ def test_a_level_runs_only_the_tests_up_to_it(pytester: pytest.Pytester) -> None
     assert result.ret == 0
 
 
+def test_a_selection_naming_another_profiles_tests_records_only_this_runs(
+    pytester: pytest.Pytester,
+) -> None:
+    """A selection is made against the whole catalogue: of ``iso-01[get-kb]`` (kb-grant's) and
+    ``leak-01[list]``, a tenant-namespace run records and runs leak-01[list] alone, and says it
+    is a run of 1 selected test."""
+    from kbconform import report as reports
+
+    result, report = _run(
+        pytester, "make", "--kbconform-only=iso-01[get-kb]", "--kbconform-only=leak-01[list]"
+    )
+    assert report["execution"]["selection"] == ["leak-01[list]"]
+    assert [entry["id"] for entry in report["tests"]] == ["leak-01[list]"]
+    reports.verify(report)
+    result.stdout.fnmatch_lines(["*partial: a run of 1 selected tests*"])
+
+
 def test_only_selects_tests_by_stable_id_and_the_report_says_the_run_is_partial(
     pytester: pytest.Pytester,
 ) -> None:
