@@ -120,7 +120,10 @@ def replay(
 
 
 def render(recorded: Recorded, steps: Sequence[Any], backend: str) -> tuple[str, bool]:
-    """What a maintainer reads, and whether every response was as recorded."""
+    """What a maintainer reads, and whether the failure reproduces: the last response (the one
+    the failing test's check rests on; the transcript ends where the test failed) is as
+    recorded. Earlier responses that differ are named too (a tie in a ranking, say): they do not
+    undo a reproduction, and a replay where none differs says so."""
     differing = [step for step in steps if step.difference is not None]
     lines = [
         f"replayed {len(steps)} requests on {backend}" + (f" (test {recorded.test})" if recorded.test else "")
@@ -128,14 +131,22 @@ def render(recorded: Recorded, steps: Sequence[Any], backend: str) -> tuple[str,
     for step in steps:
         said = "as recorded" if step.difference is None else f"DIFFERS: {step.difference}"
         lines.append(f"  {step.number:>4} {step.op}: {said}")
-    if differing:
-        first = differing[0]
-        lines.append(
-            f"not reproduced: {len(differing)} responses differ from the recording, the first at "
-            f"exchange {first.number} ({first.op})"
-        )
-    else:
+    last = steps[-1] if steps else None
+    reproduced = last is not None and last.difference is None
+    if not differing:
         lines.append("reproduced: every response is as recorded")
+    else:
+        first = differing[0]
+        counted = (
+            f"{len(differing)} responses differ from the recording, the first at exchange "
+            f"{first.number} ({first.op})"
+        )
+        if reproduced:
+            lines.append(
+                f"reproduced: the last response, the one the failure rests on, is as recorded; {counted}"
+            )
+        else:
+            lines.append(f"not reproduced: {counted}, and the last")
     if recorded.message:
         lines.append(f"the recorded test failed with: {recorded.message}")
-    return "\n".join(lines), not differing
+    return "\n".join(lines), reproduced

@@ -160,9 +160,10 @@ def _parser() -> argparse.ArgumentParser:
         "(--test ID chooses the test; a report with one failing test with a transcript needs none) "
         "or a JSON Lines file (--save writes one). Sends each request to the backend again, with "
         "the backend handles it gives now, and compares each response with the recorded one "
-        "(server clock stamps aside). Exit 0 when every response is as recorded (the failure "
-        "reproduces; the recorded message says what the contract expected), 1 when one differs, "
-        "2 when the transcript or the command line is unusable.",
+        "(server clock stamps aside), naming each that differs. Exit 0 when the failure "
+        "reproduces: the last response, the one the failing test's check rests on, is as recorded "
+        "(the recorded message says what the contract expected); 1 when it differs; 2 when the "
+        "transcript or the command line is unusable.",
     )
     replay.add_argument(
         "transcript", metavar="TRANSCRIPT", help="a report (JSON) or a transcript (JSON Lines)"

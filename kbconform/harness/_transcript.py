@@ -51,9 +51,11 @@ def comparable(value: Any) -> Any:
     return value
 
 
-def digest(value: object) -> str:
-    """The SHA-256 of ``value`` as a replay compares it (:func:`comparable`), canonical JSON."""
-    return hashlib.sha256(_canonical(comparable(value)).encode()).hexdigest()
+def digest(response: Mapping[str, Any]) -> str:
+    """The SHA-256 of a response as a replay compares it (:func:`comparable`, canonical JSON),
+    its request id left out (a replay numbers its requests afresh)."""
+    kept = {key: value for key, value in response.items() if key != "id"}
+    return hashlib.sha256(_canonical(comparable(kept)).encode()).hexdigest()
 
 
 def _kept(response: Mapping[str, Any] | None) -> Any:

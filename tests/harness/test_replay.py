@@ -77,7 +77,10 @@ def test_a_failing_tests_transcript_replays_as_recorded_and_names_what_differs(
         for n, line in enumerate(failing["transcript"], 1)
         if line in calls and line["request"]["params"].get("principal") is None
     )
-    assert f"the first at exchange {anonymous} (ingest)" in out
+    assert (
+        f"not reproduced: 2 responses differ from the recording, the first at exchange {anonymous} (ingest)"
+        in out
+    )
     assert "now error KB_UNAUTHENTICATED" in out
 
 
@@ -169,3 +172,24 @@ def test_the_transcript_keeps_the_set_up_and_the_last_example_within_bounds() ->
     assert sent[1] == {"backend": "b1"}
     document = "y"
     assert replay(recorded, send)[1].difference == 'at /document: recorded "x", now "y"'
+
+
+def test_a_replay_reproduces_when_the_last_response_is_as_recorded() -> None:
+    """Unit: an earlier response that differs (a tie in a ranking) is named but the failure
+    reproduces when the last one, the one the test failed on, is as recorded; a differing last
+    response does not reproduce it."""
+    from kbconform._replay import Recorded, render
+
+    recorded = Recorded([], "leak-15", "the message")
+    text, reproduced = render(recorded, [Step(2, "query", "at /hits/4: tie"), Step(3, "query", None)], "neo")
+    assert reproduced
+    assert "reproduced: the last response, the one the failure rests on, is as recorded" in text
+    assert "the recorded test failed with: the message" in text
+    text, reproduced = render(
+        recorded, [Step(2, "query", None), Step(3, "query", "at /hits/0: other")], "neo"
+    )
+    assert not reproduced
+    assert (
+        "not reproduced: 1 responses differ from the recording, the first at exchange 3 (query), and the last"
+        in text
+    )
