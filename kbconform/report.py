@@ -310,11 +310,22 @@ def _with_message(entry: Mapping[str, Any], hidden: Iterable[str]) -> dict[str, 
             kept["message"] = shown
     recorded = entry.get("transcript")
     if kept.get("status") in FAILED and isinstance(recorded, list) and recorded:
-        text = json.dumps(recorded, ensure_ascii=False)
-        for secret in sorted(hidden, key=len, reverse=True):
-            text = text.replace(json.dumps(secret, ensure_ascii=False)[1:-1], "[redacted]")
-        kept["transcript"] = json.loads(text)
+        kept["transcript"] = _scrubbed(recorded, sorted(set(hidden), key=len, reverse=True))
     return kept
+
+
+def _scrubbed(value: Any, hidden: list[str]) -> Any:
+    """``value`` (a transcript) with every ``hidden`` string and URL password inside its string
+    values replaced by ``[redacted]``; keys and structure as they are."""
+    if isinstance(value, str):
+        for secret in hidden:
+            value = value.replace(secret, REDACTED)
+        return _URL_PASSWORD.sub(rf"\g<1>{REDACTED}@", value)
+    if isinstance(value, Mapping):
+        return {key: _scrubbed(item, hidden) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed(item, hidden) for item in value]
+    return value
 
 
 def levels(tests: Iterable[Mapping[str, Any]], *, partial: bool = False) -> dict[str, dict[str, Any]]:

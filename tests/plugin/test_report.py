@@ -347,3 +347,26 @@ def test_kbconform_verify_says_a_report_is_partial(
     path.write_text(json.dumps(_report()), encoding="utf-8")
     assert main(["verify", str(path)]) == 0
     assert "selected tests" not in capsys.readouterr().out  # control: a full run
+
+
+def test_a_failing_tests_transcript_is_kept_with_the_configs_secrets_redacted() -> None:
+    """A failing test's transcript is kept, its string values scrubbed of the config's secrets
+    and of URL passwords, its keys and structure as they are (a secret equal to a key name
+    changes no key); a passing test's transcript is dropped; the report verifies."""
+    manifest = {**TINY_MANIFEST, "config": {"apiKey": "id", "url": "http://u:pw@127.0.0.1:9/"}}
+    line = {
+        "request": {"op": "ingest", "params": {"backend": "b1", "note": "token id here"}},
+        "response": {"id": 3, "error": {"code": "KB_X", "message": "see http://u:pw@127.0.0.1:9/x"}},
+    }
+    results = [
+        {**entry, "status": "fail" if n == 0 else "pass", "transcript": [line]}
+        for n, entry in enumerate(reports.expected(manifest, "L4"))
+    ]
+    report = _build(results, manifest=manifest)
+    kept = [test for test in report["tests"] if "transcript" in test]
+    assert [test["status"] for test in kept] == ["fail"]
+    (scrubbed,) = kept[0]["transcript"]
+    assert scrubbed["request"]["params"] == {"backend": "b1", "note": "token [redacted] here"}
+    assert scrubbed["response"]["id"] == 3
+    assert scrubbed["response"]["error"]["message"] == "see http://u:[redacted]@127.0.0.1:9/x"
+    reports.verify(report)
