@@ -615,7 +615,8 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         assert len(set(ids)) == len(ids), f"{facade} as {who} returns an id twice: {sorted(ids)}"
         unknown = set(ids) - set(self.policy.rows)
         assert not unknown, (
-            f"{facade} as {who} returns {sorted(unknown)}, which no one wrote: an answer from outside the corpus"
+            f"{facade} as {who} returns {sorted(unknown)}, which no one wrote: "
+            "an answer from outside the corpus"
         )
         extra = set(ids) - set(scope)
         assert not extra, f"{facade} as {who} returns {sorted(extra)}, which it may not read"
