@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, Any, NoReturn, Protocol
 
 from kbconform.adapter._doubles import FaultPlan, FaultSwitch, RevisionMap
-from kbconform.adapter._manifest import Manifest
+from kbconform.adapter._manifest import Manifest, adapter_directory
 from kbconform.adapter._protocol import Backend, BackendOptions
 from kbconform.errors import ContractViolation, Problem
 from kbconform.harness._table import WireTable
@@ -468,7 +468,9 @@ def connect(
     *, command: str | None = None, url: str | None = None, log: Path | None = None, call_timeout: float
 ) -> tuple[HarnessAdapter, Manifest]:
     """A harness-v1 harness started from ``command`` (stdio; its stderr goes to ``log``) or
-    served at ``url``, and the manifest it declares. Raises ContractViolation
+    served at ``url``, and the manifest it declares. A command starts in the caller's directory
+    (``KBCONFORM_ADAPTER_DIR``, which ``kbconform run`` sets; else the current one), so its
+    relative arguments mean what they mean where it was typed. Raises ContractViolation
     (``KB_ADAPTER_INVALID``) for a URL not on 127.0.0.1 or an invalid manifest, HarnessBroken
     when the harness does not answer ``hello``."""
     if url is not None:
@@ -482,7 +484,7 @@ def connect(
             ) from error
     else:
         assert command is not None
-        transport = StdioTransport(command, log)
+        transport = StdioTransport(command, log, cwd=str(adapter_directory()))
     adapter = HarnessAdapter(transport, call_timeout)
     try:
         return adapter, Manifest.declared(adapter.manifest)

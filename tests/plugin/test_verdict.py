@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -287,3 +288,16 @@ def test_two_xdist_workers_give_the_serial_verdict(project: Path) -> None:
     assert parallel.report["execution"]["workers"] == 2
     assert serial.report["execution"]["workers"] == 0
     assert parallel.verdict == "pass"
+
+
+def test_a_harness_commands_relative_arguments_are_found_where_run_was_typed(project: Path) -> None:
+    """``kbconform run --harness "python serve_tiny.py"`` starts the harness in the directory
+    the run was started in, so its relative script (and the adapter module it serves) are
+    found there, though the run's pytest works in a temporary directory of its own."""
+    (project / "serve_tiny.py").write_text(
+        "import sys\nfrom kbconform.cli import main\nsys.exit(main(['serve', 'tiny_adapter:make']))\n",
+        encoding="utf-8",
+    )
+    code, report = _run("--harness", f"{shlex.quote(sys.executable)} serve_tiny.py", "--only", "contract-01")
+    assert code == 0, report.get("tests")
+    assert [(t["id"], t["status"]) for t in report["tests"]] == [("contract-01", "pass")]
