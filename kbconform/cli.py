@@ -647,7 +647,7 @@ def _run(arguments: argparse.Namespace) -> int:
         return EXIT_USAGE if outcome.returncode == 4 else EXIT_INVALID
     if arguments.report:
         reports.write(arguments.report, json.dumps(report, indent=2, sort_keys=True) + "\n")
-        if outcome.harness_log:
+        if outcome.harness_log or report["config"].get("harness"):  # an empty log says the harness was quiet
             reports.write(f"{arguments.report}.harness.log", outcome.harness_log)
     if arguments.summary:
         reports.write(arguments.summary, reports.summary(report))

@@ -174,6 +174,22 @@ def test_the_harness_log_is_kept_beside_the_report(tmp_path: Path, monkeypatch: 
     assert code == 1
     log = Path(f"{report}.harness.log").read_text(encoding="utf-8")
     assert "broken harness: crash on open" in log
+    quiet = tmp_path / "quiet.json"  # a served adapter that writes nothing on stderr: the log is there too
+    assert (
+        main(
+            [
+                "run",
+                "--adapter",
+                "kbconform_reference.adapter:memory",
+                "--only",
+                "contract-01",
+                "--report",
+                str(quiet),
+            ]
+        )
+        == 0
+    )
+    assert Path(f"{quiet}.harness.log").exists()
 
 
 def test_one_request_at_a_time(tmp_path: Path) -> None:
