@@ -83,19 +83,11 @@ def test_every_write_export_and_restore_without_an_authenticated_principal_is_un
     elsewhere = kbconform_open()  # a row this backend does not hold, for restore
     elsewhere.ingest(principals.beta, [record("docs/restored.md", "a row restored", tenant="beta")])
     backup = [dict(r) for r in elsewhere.export(operator)]
-    calls: dict[str, tuple[Callable[[Any], object], Any]] = {
-        "ingest": (
-            lambda p: backend.ingest(p, [record("docs/new.md", "new", tenant="acme")]),
-            principals.acme,
-        ),
-        "apply_deletion_signal": (lambda p: backend.apply_deletion_signal(p, _SIGNAL), principals.acme),
-        "export": (lambda p: backend.export(p), operator),
-        "restore": (lambda p: backend.restore(p, backup), operator),
-    }
-    call, owner = calls[operation]
+    call = _operations("", "", (), backup)[operation]
+    owner = operator if operation in ("export", "restore") else principals.acme
     before = _rows(backend, operator)
     try:
-        returned = call(NOT_PRINCIPALS[identity])
+        returned = call(backend, NOT_PRINCIPALS[identity])
     except Unauthenticated:
         outcome = None
     except KbconformError as error:
@@ -105,7 +97,7 @@ def test_every_write_export_and_restore_without_an_authenticated_principal_is_un
     changed = changes(before, _rows(backend, operator))
     problem = unrefused(f"{operation} by {identity}", outcome, changed, "Unauthenticated")
     assert problem is None, problem
-    landed = call(owner)
+    landed = call(backend, owner)
     if operation == "export":
         assert described(landed) == described(list(backend.export(operator))), (
             "export by the operator differs"
