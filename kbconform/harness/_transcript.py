@@ -58,14 +58,17 @@ def digest(response: Mapping[str, Any]) -> str:
     return hashlib.sha256(_canonical(comparable(kept)).encode()).hexdigest()
 
 
-def _kept(response: Mapping[str, Any] | None) -> Any:
-    """A response as a transcript keeps it: whole, or its digest when it is large."""
-    if response is None:
-        return None
-    text = _canonical(response)
-    if len(text) <= LARGEST_RESPONSE:
-        return dict(response)
-    return {"digest": digest(response), "characters": len(text)}
+def _line(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A recorded exchange (its request and response as JSON text, a snapshot the suite cannot
+    change afterwards) as a transcript line: the response whole, or its digest and size when
+    it is larger than :data:`LARGEST_RESPONSE` characters."""
+    line = {**entry, "request": json.loads(entry["request"])}
+    text = entry["response"]
+    if text is not None and len(text) > LARGEST_RESPONSE:
+        line["response"] = {"digest": digest(json.loads(text)), "characters": len(text)}
+    else:
+        line["response"] = None if text is None else json.loads(text)
+    return line
 
 
 @dataclass
@@ -80,7 +83,10 @@ class Transcript:
     example_start: int | None = None
 
     def record(self, request: Mapping[str, Any], response: Mapping[str, Any] | None, broke: str = "") -> None:
-        entry: dict[str, Any] = {"request": dict(request), "response": _kept(response)}
+        entry: dict[str, Any] = {
+            "request": _canonical(request),
+            "response": None if response is None else _canonical(response),
+        }
         if broke:
             entry["broke"] = broke
         if request.get("op") == "hello":
@@ -108,12 +114,12 @@ class Transcript:
         if self.example_start is not None:
             setup = self.exchanges[: self.call_start or 0]
             chosen = setup + self.exchanges[self.example_start :]
-        kept = [dict(e) for e in chosen]
+        kept = [_line(e) for e in chosen]
         if len(kept) > MOST_EXCHANGES:
             half = MOST_EXCHANGES // 2
             left_out = len(kept) - 2 * half
             kept = [*kept[:half], {**kept[-half], "cut": left_out}, *kept[-half + 1 :]]
-        return ([self.hello] if self.hello else []) + kept
+        return ([_line(self.hello)] if self.hello else []) + kept
 
 
 def to_jsonl(lines: Iterable[Mapping[str, Any]]) -> str:
