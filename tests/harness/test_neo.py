@@ -114,13 +114,14 @@ def test_neo_gives_every_test_its_recorded_status_and_earns_the_recorded_levels(
 
 
 def test_each_cause_of_the_verdict_replays_on_neo_from_its_transcript(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Every cause VERDICT.md explains has a transcript (harnesses/neo/transcripts/<cause>.jsonl,
-    the failing test causes.json names, which verdict.json records as failing), and
-    ``kbconform replay`` on the Neo harness gets every recorded response again: the failure
-    reproduces from the transcript alone."""
-    from kbconform.cli import main
+    the failing test causes.json names, which verdict.json records as failing), and replayed on
+    the Neo harness (as ``kbconform replay`` does; one harness for them all, each transcript on
+    backends of its own) its last response, the one its test failed on, is as recorded."""
+    from kbconform._replay import load, render
+    from kbconform.harness import connect, replay
 
     causes: dict[str, str] = json.loads((NEO / "transcripts" / "causes.json").read_text(encoding="utf-8"))
     recorded = json.loads(VERDICT.read_text(encoding="utf-8"))["tests"]
@@ -131,12 +132,14 @@ def test_each_cause_of_the_verdict_replays_on_neo_from_its_transcript(
     monkeypatch.setenv(
         "PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     )
+    adapter, _ = connect(command=str(NEO / "harness"), call_timeout=120)
     differing = {}
-    for cause in causes:
-        code = main(
-            ["replay", str(NEO / "transcripts" / f"{cause}.jsonl"), "--harness", str(NEO / "harness")]
-        )
-        out = capsys.readouterr().out
-        if code != 0:
-            differing[cause] = out[-2000:]
-    assert not differing, "\n".join(f"{cause}:\n{out}" for cause, out in differing.items())
+    try:
+        for cause in causes:
+            transcript = load(str(NEO / "transcripts" / f"{cause}.jsonl"), None)
+            text, reproduced = render(transcript, replay(transcript.lines, adapter.send_raw), cause)
+            if not reproduced:
+                differing[cause] = text[-2000:]
+    finally:
+        adapter.shutdown()
+    assert not differing, "\n".join(f"{cause}:\n{text}" for cause, text in differing.items())

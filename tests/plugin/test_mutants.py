@@ -224,7 +224,10 @@ def test_kbconform_run_passes_the_reference_and_fails_a_mutant(
 
 def test_a_partial_report_is_not_the_sound_report_of_a_full_run() -> None:
     """The runner checks that the report is of the run it asked for, selection included."""
+    from kbconform_reference.adapter import memory
+
     report: dict[str, Any] = {
+        "manifest": memory().manifest,
         "config": {"adapter": "a:b"},
         "seed": 1,
         "level": "L4",
