@@ -288,10 +288,7 @@ def message(text: str, hidden: Iterable[str] = ()) -> str | None:
     password inside a URL replaced by ``[redacted]``, control characters other than newline and
     tab and lone surrogates shown as ``\\xNN`` / ``\\uNNNN``, blank space around it trimmed, and
     cut to :data:`MAX_MESSAGE` characters, the last of them saying how many more there were."""
-    shown = _ANSI.sub("", text)
-    for secret in sorted(set(hidden), key=len, reverse=True):
-        shown = shown.replace(secret, REDACTED)
-    shown = _URL_PASSWORD.sub(rf"\g<1>{REDACTED}@", shown)
+    shown = _hide(_ANSI.sub("", text), sorted(set(hidden), key=len, reverse=True))
     shown = _UNPRINTABLE.sub(_escaped, shown).strip()
     if len(shown) > MAX_MESSAGE:
         room = MAX_MESSAGE - len(f" \u2026 ({len(shown):,} more characters)")
@@ -299,9 +296,18 @@ def message(text: str, hidden: Iterable[str] = ()) -> str | None:
     return shown or None
 
 
+def _hide(text: str, hidden: list[str]) -> str:
+    """``text`` with each ``hidden`` string (longest first) and every URL password replaced by
+    ``[redacted]``."""
+    for secret in hidden:
+        text = text.replace(secret, REDACTED)
+    return _URL_PASSWORD.sub(rf"\g<1>{REDACTED}@", text)
+
+
 def _with_message(entry: Mapping[str, Any], hidden: Iterable[str]) -> dict[str, Any]:
     """A result as the report lists it: a failing or erroring test's ``message`` cleaned by
-    :func:`message`; any other test carries none."""
+    :func:`message` and its ``transcript`` scrubbed by :func:`_scrubbed`; any other test
+    carries neither."""
     kept = {key: value for key, value in entry.items() if key not in ("message", "transcript")}
     given = entry.get("message")
     if kept.get("status") in FAILED and isinstance(given, str):
@@ -318,9 +324,7 @@ def _scrubbed(value: Any, hidden: list[str]) -> Any:
     """``value`` (a transcript) with every ``hidden`` string and URL password inside its string
     values replaced by ``[redacted]``; keys and structure as they are."""
     if isinstance(value, str):
-        for secret in hidden:
-            value = value.replace(secret, REDACTED)
-        return _URL_PASSWORD.sub(rf"\g<1>{REDACTED}@", value)
+        return _hide(value, hidden)
     if isinstance(value, Mapping):
         return {key: _scrubbed(item, hidden) for key, item in value.items()}
     if isinstance(value, list):
