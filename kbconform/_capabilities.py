@@ -19,7 +19,15 @@ from typing import Any, Literal, get_args
 from kbconform._levels import LEVELS
 from kbconform.profiles import DEFAULT, profile, profile_of
 
-Feature = Literal["client-where", "revision-boundary", "fault-injection", "escalation", "workspace-scan"]
+Feature = Literal[
+    "client-where",
+    "revision-boundary",
+    "fault-injection",
+    "escalation",
+    "workspace-scan",
+    "sync",
+    "maintenance",
+]
 FEATURES: tuple[Feature, ...] = get_args(Feature)
 # What a suite test may require: an optional feature, or a shape the manifest declares.
 Capability = Literal[

@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, ClassVar
 
@@ -132,7 +132,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         self.facades = set(manifest.read_facades)
         self.features = {
             name
-            for name in ("fault-injection", "revision-boundary", "client-where")
+            for name in ("fault-injection", "revision-boundary", "client-where", "sync")
             if manifest.supports(name)
         }
         self.shared = manifest.shared_namespace
@@ -430,6 +430,44 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         )
         self.policy.commit_deletion(expected)
         self.touched |= expected
+
+    @precondition(lambda self: "sync" in self.features)
+    @rule(
+        user=st.integers(0, 11),
+        repo=st.integers(0, 2),
+        specs=st.lists(RECORDS, max_size=4),
+        fault=st.none() | st.integers(0, 3),
+    )
+    def sync(self, user: int, repo: int, specs: list[RecordSpec], fault: int | None) -> None:
+        """Replace one repository of the principal's tenant (schemas/maintenance.md)."""
+        principal = self._principal(user)
+        assert self.world is not None
+        slug = self.world.repos[repo]
+        budget = self.policy.spoof_budget(principal)
+        spoofing = budget is None or budget >= sum(1 for s in specs if s.spoof)
+        records = [self._record(principal, replace(spec, repo=repo), spoofing) for spec in specs]
+        expected = self.policy.sync(principal, slug, records, self.mode)
+        sent = (slug, records, self.policy.ids_for(principal, records))
+        outcome = self._call(principal, fault, sent, lambda: self.backend.sync(principal, slug, records))
+        self.policy.count_spoofs(principal, records, self.mode)
+        if self._failed(outcome, fault, expected):
+            return
+        assert not isinstance(expected, Refused)
+        plan, stale = expected
+        ids = [str(i) for i in outcome.ids]
+        problems = self.policy.check_ids(plan, ids)
+        assert not problems, "; ".join(problems)
+        warned = {(w.field, w.chunk_id) for w in outcome.warnings}
+        assert warned == self.policy.expected_warnings(plan, ids), f"warnings {sorted(warned)}"
+        doomed, deleted = stale - set(ids), set(outcome.deleted_ids)
+        assert deleted == doomed, (
+            f"the sync of {slug} deleted {sorted(deleted - doomed)} it must not, "
+            f"kept {sorted(doomed - deleted)} it must delete"
+        )
+        self.policy.commit_ingest(plan, ids)
+        self.policy.commit_deletion(doomed)
+        self.touched |= set(ids) | doomed
+        self.seen |= set(ids)
 
     @rule(user=st.integers(0, 11), fault=st.none() | st.integers(0, 2))
     def export(self, user: int, fault: int | None) -> None:

@@ -28,7 +28,9 @@ from kbconform.adapter import (
     ProjectPoolBackend,
     SupportsAsk,
     SupportsCount,
+    SupportsMaintain,
     SupportsScan,
+    SupportsSync,
 )
 from kbconform.contract import validate
 from kbconform.profiles import DEFAULT, built_in
@@ -78,7 +80,7 @@ def facts() -> Facts:
     catalogue = json.loads((ROOT / "suites" / "catalogue.json").read_text(encoding="utf-8"))["tests"]
     return Facts(
         catalogue=tuple(catalogue),
-        facades=_methods(Backend, SupportsCount, SupportsAsk, SupportsScan),
+        facades=_methods(Backend, SupportsCount, SupportsAsk, SupportsScan, SupportsSync, SupportsMaintain),
         profile_facades={
             "project-pool": _methods(ProjectPoolBackend),
             "kb-grant": _methods(KbGrantBackend),

@@ -362,6 +362,10 @@ async function loadNeo() {
 
     const kbConfig              = (await load('ai/mcp/server/knowledge-base/config.mjs')).default;
     const mcConfig              = (await load('ai/mcp/server/memory-core/config.mjs')).default;
+    // A deployment that opts out of Neo's curated framework content (config.mjs
+    // useDefaultSources, read when the sources register at import): the knowledge base holds
+    // only what tenants push, and manage_knowledge_base's create writes an empty corpus.
+    kbConfig.useDefaultSources = false;
     const kbLogger              = (await load('ai/mcp/server/knowledge-base/logger.mjs')).default;
     const ChromaManager         = (await load('ai/services/knowledge-base/ChromaManager.mjs')).default;
     const VectorService         = (await load('ai/services/knowledge-base/VectorService.mjs')).default;
@@ -376,6 +380,9 @@ async function loadNeo() {
     // Neo's diagnostic log files go to the scratch folder, not into the package copy.
     kbConfig.logPath = path.join(scratchDir, 'logs');
     mcConfig.logPath = path.join(scratchDir, 'logs');
+    // The framework corpus file that manage_knowledge_base's create writes and embed reads
+    // (dist/ai-knowledge-base.jsonl in a checkout) goes to the scratch folder too.
+    kbConfig.dataPath = path.join(scratchDir, 'dist', 'ai-knowledge-base.jsonl');
     if (process.env.KBCONFORM_NEO_DEBUG) kbConfig.debug = true;
 
     for (const service of [ChromaManager, VectorService, IngestionService, QueryService, SearchService, DocumentService, DatabaseService]) {
@@ -600,6 +607,10 @@ function manifest() {
             askMaxCallsPerMinute: neo.kbConfig.askSynthesis?.maxCallsPerMinute,
             batchDelay         : 0,
             ingest             : 'IngestionService.ingestSourceFiles({files, viaMcp: false})',
+            sync               : 'IngestionService.ingestSourceFiles({files, manifestSnapshot: {repoSlug, pathsAfterPush}, viaMcp: false})',
+            maintain           : "the MCP tool manage_knowledge_base (toolService.mjs: DatabaseService.manageKnowledgeBase({action, viaMcp: true}))",
+            dataPath           : 'dist/ai-knowledge-base.jsonl in the scratch folder',
+            useDefaultSources  : false,
             queryType          : 'all',
             defaultTenantId    : neo.kbConfig.defaultTenantId,
             defaultRepoSlug    : neo.kbConfig.defaultRepoSlug,
@@ -611,7 +622,12 @@ function manifest() {
             'revision-boundary': true,
             'fault-injection'  : true,
             'escalation'       : 'Neo has no escalation: kbConfig.spoofRejectionMode is fixed per deployment (overwrite or reject) and VectorService.validateTenantStamp keeps no per-principal count.',
-            'workspace-scan'   : "Neo parses workspaces with its own Source and parser classes (ai/services/knowledge-base/source, parser), not with kbconform's registry."
+            'workspace-scan'   : "Neo parses workspaces with its own Source and parser classes (ai/services/knowledge-base/source, parser), not with kbconform's registry.",
+            // A push with a manifest snapshot replaces a repository's corpus (IngestionService.mjs).
+            'sync'             : true,
+            // manage_knowledge_base's non-destructive actions (openapi.yaml /db/data/manage);
+            // its fourth, delete, drops the collection by design and is no maintenance.
+            'maintenance'      : ['sync', 'embed']
         }
     };
 }
@@ -779,6 +795,36 @@ const operations = {
                 throw summaryError(summary, call);
             }
             return {deletedIds, resolverCalls: call.resolverCalls};
+        });
+    },
+
+    async sync(params) {
+        const backend = backendOf(params);
+        const records = params.records;
+        return onBackend('sync', backend, params.principal, async call => {
+            // Neo's way to replace a repository's corpus: one push writing the records with a
+            // manifest snapshot listing their paths, so every other path of the repository is
+            // deleted (IngestionService.applyDeletionSignals). Records and repoSlug go as sent.
+            const paths = Array.isArray(records)
+                ? records.map(record => (record && typeof record === 'object' ? record.sourcePath : undefined))
+                : [];
+            const manifestSnapshot = {repoSlug: params.repoSlug, pathsAfterPush: paths};
+            const summary = await neo.IngestionService.ingestSourceFiles({files: records, manifestSnapshot, viaMcp: false});
+            const result = translateIngest(summary, records, call);
+            return {...result, deletedIds: [...new Set(call.deleted)]};
+        });
+    },
+
+    async maintain(params) {
+        const backend = backendOf(params);
+        return onBackend('maintain', backend, params.principal, async call => {
+            // What Neo's MCP tool manage_knowledge_base runs (toolService.mjs), with its arguments.
+            const result = await neo.DatabaseService.manageKnowledgeBase({action: params.operation, viaMcp: true});
+            if (result && typeof result === 'object' && 'error' in result) {
+                // Server.mjs answers a result with `error` as a failed tool call.
+                throw new HarnessError(codeFor(result.code, call), `${result.code}: ${result.message ?? result.error}`);
+            }
+            return {};
         });
     },
 

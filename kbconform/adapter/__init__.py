@@ -22,6 +22,7 @@ from kbconform.adapter._helpers import (
     WHERE_OPERATORS,
     boundary_repo,
     check_deletion_signal,
+    check_sync,
     check_where,
     deletion_code,
     deletion_invalid,
@@ -51,7 +52,10 @@ from kbconform.adapter._protocol import (
     SpoofWarningView,
     SupportsAsk,
     SupportsCount,
+    SupportsMaintain,
     SupportsScan,
+    SupportsSync,
+    SyncResultView,
 )
 
 __all__ = [
@@ -78,6 +82,7 @@ __all__ = [
     "WHERE_OPERATORS",
     "boundary_repo",
     "check_deletion_signal",
+    "check_sync",
     "check_where",
     "deletion_code",
     "deletion_invalid",
@@ -103,6 +108,9 @@ __all__ = [
     "SupportsAsk",
     "SupportsCount",
     "SupportsScan",
+    "SupportsSync",
+    "SupportsMaintain",
+    "SyncResultView",
     "check_backend",
     "load_adapter",
 ]

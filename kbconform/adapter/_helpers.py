@@ -9,11 +9,13 @@
   mechanism (:func:`deletion_code` says which code wins when problems are mixed);
   :func:`signal_paths` and :func:`boundary_repo` apply the repository defaults (a principal has
   no repository), and :func:`deletion_invalid` builds any other deletion error with its code.
+* Syncs (feature ``sync``; ``schemas/maintenance.md``): :func:`check_sync` refuses a repository
+  that is no repoSlug and a record of another repository, before any record is read further.
 * Server stamps (``schemas/stamping.md``): :func:`server_stamps` gives the guarded fields the
   server writes for a record, :func:`spoofed_fields` each one the record claims otherwise.
 
 Each error is a :class:`~kbconform.errors.ContractViolation`; ``contract`` is ``"where"`` for a
-client clause and ``"deletion-signal-v1"`` for a deletion signal.
+client clause, ``"deletion-signal-v1"`` for a deletion signal and ``"sync"`` for a sync.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kbconform.contract import explain, is_valid
+from kbconform.contract._rules import IDENTITY_RULES
 from kbconform.errors import ContractViolation, Problem
 from kbconform.identity import RESERVED_FIELDS, Principal
 
@@ -37,6 +40,44 @@ DELETION_CODES = (
 
 _SCALARS = (str, int, float, bool)
 _SIGNAL = "deletion-signal-v1"
+
+
+# -- syncs -------------------------------------------------------------------------------------
+
+
+def check_sync(repo_slug: object, records: object) -> None:
+    """``repo_slug`` is a repoSlug of identity-tuple-v1 and every record (an object) that names
+    a ``repoSlug`` names that one; else :class:`~kbconform.errors.ContractViolation` (contract
+    ``sync``) listing each problem. Records are not validated further: ingest's checks do that."""
+    problems = []
+    if not _repo_slug(repo_slug):
+        problems.append(Problem("/repoSlug", "format", "a repoSlug of identity-tuple-v1", repr(repo_slug)))
+    if not isinstance(records, list | tuple):
+        problems.append(Problem("/records", "type", "an array of parsed-chunk-v1 records", repr(records)))
+        records = ()
+    for index, record in enumerate(records):
+        claimed = record.get("repoSlug", repo_slug) if isinstance(record, Mapping) else repo_slug
+        if claimed != repo_slug:
+            problems.append(
+                Problem(
+                    f"/records/{index}/repoSlug",
+                    "const",
+                    f"the synced repository {repo_slug!r}",
+                    repr(claimed),
+                )
+            )
+    if problems:
+        raise ContractViolation(contract="sync", problems=tuple(problems))
+
+
+def _repo_slug(value: object) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        IDENTITY_RULES["repoSlug"](value)
+    except ValueError:
+        return False
+    return True
 
 
 # -- client where clauses ------------------------------------------------------------------------

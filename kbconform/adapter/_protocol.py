@@ -10,8 +10,9 @@ The docstrings are the specification: what to return, and which :mod:`kbconform.
 to raise. Backends map their own errors onto those; anything else that escapes is a failure.
 
 Required: every member of :class:`Adapter` and :class:`Backend`. Optional (declared in the
-manifest): the ``count`` and ``ask`` facades (:class:`SupportsCount`, :class:`SupportsAsk`) and
-workspace parsing (:class:`SupportsScan`). Security behaviour is never optional.
+manifest): the ``count`` and ``ask`` facades (:class:`SupportsCount`, :class:`SupportsAsk`),
+workspace parsing (:class:`SupportsScan`), a repository's sync (:class:`SupportsSync`) and
+whole-corpus maintenance (:class:`SupportsMaintain`). Security behaviour is never optional.
 
 This is the ``tenant-namespace`` isolation profile (spec: ``schemas/read-filter.md``,
 ``stamping.md``, ``deletion-signaling.md``, ``backup.md``, ``client-where.md``); each other
@@ -85,6 +86,25 @@ class DeletionResultView(Protocol):
     @property
     def deleted_ids(self) -> Sequence[str]:
         """The ids of the chunks it deleted (all of them the principal's tenant's)."""
+        ...
+
+
+class SyncResultView(Protocol):
+    """What sync returns."""
+
+    @property
+    def ids(self) -> Sequence[str]:
+        """One id per record, as ingest returns them."""
+        ...
+
+    @property
+    def warnings(self) -> Sequence[SpoofWarningView]:
+        """As ingest's: one warning per spoofed field per record, in overwrite mode."""
+        ...
+
+    @property
+    def deleted_ids(self) -> Sequence[str]:
+        """The ids of the stale chunks it deleted (all of them the principal's tenant's)."""
         ...
 
 
@@ -274,6 +294,44 @@ class SupportsAsk(Protocol):
 
     def ask(self, principal: Principal, question: str, n_results: int, /) -> AnswerView:
         """Search the principal's scope and answer only from the stored text of the hits."""
+        ...
+
+
+@runtime_checkable
+class SupportsSync(Protocol):
+    """Optional feature ``sync``: replace a repository's corpus in one call (schemas/maintenance.md)."""
+
+    def sync(
+        self, principal: Principal, repo_slug: str, records: Sequence[Mapping[str, Any]], /
+    ) -> SyncResultView:
+        """Write ``records`` as :meth:`Backend.ingest` does and delete every chunk of the
+        principal's tenant in repository ``repo_slug`` whose ``sourcePath`` no record carries:
+        all or nothing, and never a chunk of another tenant, of the shared namespace (for a
+        member) or of another repository (repositories compare exactly: case, Unicode form and
+        prefixes make other repositories).
+
+        Every record's ``repoSlug`` is ``repo_slug``: a record of another repository, or a
+        ``repo_slug`` that is no valid repoSlug, raises :class:`~kbconform.errors.ContractViolation`
+        (``contract="sync"``) and changes nothing. Everything else is as ingest: invalid records,
+        spoofed fields (overwrite or reject), a member writing into the shared namespace, ids of
+        other tenants' or agents' chunks, and a failing store.
+        """
+        ...
+
+
+@runtime_checkable
+class SupportsMaintain(Protocol):
+    """Optional feature ``maintenance``: whole-corpus operations (re-embedding, index rebuilds)."""
+
+    def maintain(self, principal: Principal, operation: str, /) -> None:
+        """Run the maintenance ``operation`` (one the manifest names in ``features.maintenance``).
+
+        Maintenance spans every tenant, so it is an operator's: a member raises
+        :class:`~kbconform.errors.Forbidden` and changes nothing. It changes no chunk's id, text
+        or metadata and deletes none (embeddings may be recomputed): every principal reads what
+        it read before. An operation the manifest does not name raises
+        :class:`~kbconform.errors.ContractViolation` (``contract="maintain"``).
+        """
         ...
 
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbconform.adapter import Manifest
+from kbconform.adapter import Manifest, check_sync
 from kbconform.errors import (
     ContractViolation,
     Forbidden,
@@ -357,6 +357,31 @@ class Policy:
         targets -= written
         return {i for i, row in self.rows.items() if row.tenant == tenant and (row.repo, row.path) in targets}
 
+    def sync(
+        self, principal: Principal, repo: object, records: Sequence[Mapping[str, Any]], mode: str
+    ) -> Refused | tuple[Ingest, set[str]]:
+        """The outcome of ``sync``: SupportsSync.sync and schemas/maintenance.md. What ingest
+        does with the records, and the principal's tenant's chunks of ``repo`` at a path no
+        record carries deleted (repositories and paths compare exactly)."""
+        refused = self._may_write(principal)
+        if refused:
+            return refused
+        try:
+            check_sync(repo, records)
+        except ContractViolation:
+            return Refused(ContractViolation, "the sync's repository is invalid or a record names another")
+        plan = self.ingest(principal, records, mode)
+        if isinstance(plan, Refused):
+            return plan
+        keep = {record["sourcePath"] for record in records}
+        tenant = principal.tenant_id
+        doomed = {
+            i
+            for i, row in self.rows.items()
+            if row.tenant == tenant and row.repo == repo and row.path not in keep
+        }
+        return plan, doomed - set(plan.ids)  # a row the sync writes is not stale
+
     def commit_deletion(self, doomed: Iterable[str]) -> None:
         for chunk in doomed:
             del self.rows[chunk]
@@ -381,6 +406,15 @@ class Policy:
             stamps = {name: metadata[name] for name in COMPARED if name in metadata}
             rows.append(Row(record["id"], record["document"], stamps))
         return rows
+
+    def maintain(self, principal: Principal, operation: object, offered: Iterable[str]) -> Refused | None:
+        """The outcome of ``maintain`` (SupportsMaintain.maintain): an operator's maintenance
+        changes no row; a member's, or an operation the manifest does not name, is refused."""
+        if operation not in tuple(offered):
+            return Refused(ContractViolation, "a maintenance operation the manifest does not name")
+        if not principal.is_operator:
+            return Refused(Forbidden, "a member runs whole-corpus maintenance")
+        return None
 
     def commit_restore(self, rows: Iterable[Row]) -> None:
         for row in rows:

@@ -230,6 +230,13 @@ class IngestResult:
 
 
 @dataclass(frozen=True, slots=True)
+class SyncResult:
+    ids: Sequence[str]
+    warnings: Sequence[SpoofWarning] = ()
+    deleted_ids: Sequence[str] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class DeletionResult:
     deleted_ids: Sequence[str]
     resolver_calls: Sequence[tuple[str, str, str]] = field(default=())

@@ -37,8 +37,12 @@ def _no_design(manifest: Mapping[str, Any]) -> tuple[str, ...]:
 
 def feature_declined(manifest: Mapping[str, Any], feature: str) -> str | None:
     """Why ``manifest`` declines the optional ``feature`` (the reason string it gives in
-    ``features``), or None when it offers it (``true``)."""
-    value = manifest["features"][feature]
+    ``features``), or None when it offers it (``true`` or its parameters). A feature the
+    schema lets a manifest leave out (one added after the first manifests) is declined."""
+    features = manifest["features"]
+    if feature not in features:
+        return f"the manifest does not declare {feature}"
+    value = features[feature]
     return value if isinstance(value, str) else None
 
 

@@ -424,9 +424,18 @@ _FACADES = ("query", "get", "list", "count", "ask")
 WRITES = ("ingest", "apply_deletion_signal", "export", "restore")
 
 
+#: The optional operations that write or delete every tenant's rows (features sync, maintenance).
+MAINTENANCE = ("sync", "maintain")
+
+
 def closed(identity: str) -> tuple[str, ...]:
-    """The closed-01 ids of every operation called with ``identity`` (a label of not_principals)."""
-    return tuple(f"closed-01[{operation} by {identity}]" for operation in WRITES)
+    """The ids of every write, export, restore, sync and maintenance called with ``identity``
+    (a label of not_principals): closed-01's, sync-05's and maint-03's."""
+    return (
+        *(f"closed-01[{operation} by {identity}]" for operation in WRITES),
+        f"sync-05[{identity}]",
+        f"maint-03[{identity}]",
+    )
 
 
 _WIDENING = (

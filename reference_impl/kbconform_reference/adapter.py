@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from kbconform.adapter import BackendOptions
 from kbconform_reference._adapter import OpenBackends, version
-from kbconform_reference.service import KnowledgeBase, Settings
+from kbconform_reference.service import MAINTENANCE, KnowledgeBase, Settings
 from kbconform_reference.stores import Match, MemoryStore, Rows, VectorStore
 from kbconform_reference.stores._protocol import Metadata, Where
 
@@ -109,6 +109,8 @@ class ReferenceAdapter(OpenBackends):
                     "windowSeconds": settings.escalation_window,
                 },
                 "workspace-scan": True,
+                "sync": True,
+                "maintenance": list(MAINTENANCE),
             },
         }
 

@@ -24,6 +24,7 @@ from kbconform.identity import Principal, legacy_id
 from kbconform_reference import _mutant_base, read_filter
 from kbconform_reference import _mutants_faults as _faults
 from kbconform_reference import _mutants_lifecycle as _lifecycle
+from kbconform_reference import _mutants_maintenance as _maintenance
 from kbconform_reference import _mutants_proof as _proof
 from kbconform_reference import _mutants_read as _read
 from kbconform_reference import _mutants_state as _state
@@ -124,12 +125,12 @@ class MissingIdentityReadsAll(KnowledgeBase):
 
 
 class AnonymousWritesAsShared(KnowledgeBase):
-    """Without a principal, writes, export and restore run in single-tenant mode: as an
-    operator of the shared namespace (reads still refuse)."""
+    """Without a principal, writes, export, restore, sync and maintenance run in single-tenant
+    mode: as an operator of the shared namespace (reads still refuse)."""
 
     @staticmethod
     def _authenticated(principal: object, operation: str) -> Principal:
-        if principal is None and operation in _read.WRITES:
+        if principal is None and operation in (*_read.WRITES, *_read.MAINTENANCE):
             return Principal(sorted(Settings().shared_namespaces)[0], role="operator")
         return KnowledgeBase._authenticated(principal, operation)
 
@@ -450,7 +451,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "anonymous-writes-as-shared",
         AnonymousWritesAsShared,
-        "writes, export and restore without a principal run as the shared namespace's operator",
+        "writes, export, restore, sync and maintenance without a principal run as the shared "
+        "namespace's operator",
         _read.closed("None"),
     ),
     Mutant(
@@ -536,7 +538,14 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("rejects-everything", RejectsEverything, "smoke: every call is refused", (), smoke=True),
     *(
         Mutant(*entry, in_process_only=PRINCIPAL_AS_DATA if entry[0] in _read.PRINCIPAL_OBJECTS else None)
-        for entry in (*_read.MUTANTS, *_lifecycle.MUTANTS, *_faults.MUTANTS, *_state.MUTANTS, *_proof.MUTANTS)
+        for entry in (
+            *_read.MUTANTS,
+            *_lifecycle.MUTANTS,
+            *_maintenance.MUTANTS,
+            *_faults.MUTANTS,
+            *_state.MUTANTS,
+            *_proof.MUTANTS,
+        )
     ),
 )
 

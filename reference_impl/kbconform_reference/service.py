@@ -39,7 +39,7 @@ import numpy as np
 import rfc8785
 
 from kbconform import workspace
-from kbconform.adapter import RevisionResolver
+from kbconform.adapter import RevisionResolver, check_sync
 from kbconform.contract import explain, is_plain, is_valid, plain
 from kbconform.errors import (
     BackendUnavailable,
@@ -92,10 +92,18 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class IngestResult:
+    """What ingest (and sync, which also reports the stale chunks it deleted) returns."""
+
     ids: tuple[str, ...]
     written: int
     unchanged: int
     warnings: tuple[SpoofWarning, ...] = ()
+    deleted_ids: tuple[str, ...] = ()
+
+
+SyncResult = IngestResult
+#: The maintenance operations (feature ``maintenance``): every embedding computed again.
+MAINTENANCE = ("reembed",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,7 +317,62 @@ class KnowledgeBase:
     ) -> IngestResult:
         """Validate, stamp and write a batch of parsed-chunk-v1 records; all or nothing."""
         principal = self._authenticated(principal, "ingest")
-        self._may_write(principal, "ingest")
+        return self._write("ingest", principal, records, visibility=visibility)
+
+    def sync(self, principal: Principal, repo_slug: str, records: Sequence[Mapping[str, Any]]) -> SyncResult:
+        """Replace the tenant's corpus of one repository: ingest ``records`` and delete every chunk
+        of the tenant in ``repo_slug`` at a path no record carries; all or nothing."""
+        principal = self._authenticated(principal, "sync")
+        self._may_write(principal, "sync")
+        check_sync(repo_slug, records)
+        return self._write("sync", principal, records, stale=repo_slug)
+
+    def _stale(self, principal: Principal, repo_slug: str, keep: set[str]) -> builtins.list[str]:
+        """The ids of the tenant's chunks in ``repo_slug`` at a path outside ``keep``."""
+        tenant = {"tenantId": {"$eq": principal.tenant_id}}
+        rows = self.store.get(where={"$and": [tenant, {"repoSlug": {"$eq": repo_slug}}]})
+        return [
+            i
+            for i, m in zip(rows.ids, rows.metadatas, strict=True)
+            if m["tenantId"] == principal.tenant_id
+            and m["repoSlug"] == repo_slug
+            and m["sourcePath"] not in keep
+        ]
+
+    def maintain(self, principal: Principal, operation: str) -> None:
+        """``reembed``: compute every row's embedding again from its stored text (an operator's)."""
+        principal = self._authenticated(principal, "maintain")
+        if operation not in MAINTENANCE:
+            raise ContractViolation(
+                contract="maintain",
+                problems=(
+                    Problem("/operation", "enum", f"one of {', '.join(MAINTENANCE)}", repr(operation)),
+                ),
+            )
+        self._operator(principal, "maintain")
+        with self._writing:
+            self._settle("maintain")
+            with self._store_call("maintain"):
+                prior = self.store.get(embeddings=True)
+            if not prior.ids:
+                return
+            texts = [document or "" for document in prior.documents]
+            embeddings = np.asarray(self.embedder(texts), dtype=np.float32)
+            rows = Rows(prior.ids, prior.documents, prior.metadatas, embeddings)
+            self._apply("maintain", prior, write=rows)
+
+    def _write(
+        self,
+        operation: str,
+        principal: Principal,
+        records: Sequence[Mapping[str, Any]],
+        *,
+        visibility: Visibility | None = None,
+        stale: str | None = None,
+    ) -> IngestResult:
+        """Ingest ``records`` for ``operation``; with ``stale``, a sync of that repository, which
+        also deletes the tenant's chunks of it at the paths the records leave out."""
+        self._may_write(principal, operation)
         records = list(records)
         problems = [
             Problem(f"/{index}{p.pointer}", p.keyword, p.expected, p.got)
@@ -323,7 +386,7 @@ class KnowledgeBase:
         records = [record if is_plain(record) else plain(record) for record in records]
         visibility = visibility or self.settings.visibility
         if visibility == "private" and principal.agent_identity is None:
-            raise Forbidden("ingest", "private chunks need a principal with an agent identity")
+            raise Forbidden(operation, "private chunks need a principal with an agent identity")
         stamped = [
             server_stamps(principal, r, visibility=visibility, config_version=self.settings.config_version)
             for r in records
@@ -362,9 +425,13 @@ class KnowledgeBase:
         last = dict(zip(ids, range(len(ids)), strict=True))  # equal ids: equal hash inputs, one row
         unique = sorted(set(last.values()))
         with self._writing:
-            self._settle("ingest")
-            with self._store_call("ingest"):  # the undo log: every row the batch may touch
+            self._settle(operation)
+            with self._store_call(operation):  # the undo log: every row the batch may touch
                 existing = self.store.get(ids=[ids[i] for i in unique], embeddings=True)
+                stale_ids = (
+                    [] if stale is None else self._stale(principal, stale, {r["sourcePath"] for r in records})
+                )
+                doomed = [i for i in stale_ids if i not in last]  # a row the sync writes is not stale
             before = dict(zip(existing.ids, existing.metadatas, strict=True))
             documents = dict(zip(existing.ids, existing.documents, strict=True))
             rows: list[tuple[str, str, dict[str, Any]]] = []
@@ -372,16 +439,17 @@ class KnowledgeBase:
                 row_id, record = ids[index], records[index]
                 old = before.get(row_id)
                 if old is not None and old.get("tenantId") != principal.tenant_id:
-                    raise Forbidden("ingest", f"chunk id {row_id} is taken; nothing was written")
+                    raise Forbidden(operation, f"chunk id {row_id} is taken; nothing was written")
                 if old is not None and not self._may_overwrite(principal, old):
                     raise Forbidden(
-                        "ingest", f"chunk id {row_id} is another agent's private chunk; nothing was written"
+                        operation, f"chunk id {row_id} is another agent's private chunk; nothing was written"
                     )
                 first = old.get("ingestedAt") if old is not None else None  # a restore may drop it
                 metadata = self._metadata(record, stamped[index], str(first) if first else self.now())
                 if old is not None and dict(old) == metadata and documents.get(row_id) == record["content"]:
                     continue
                 rows.append((row_id, record["content"], metadata))
+            written = None
             if rows:
                 embeddings = np.asarray(self.embedder([content for _, content, _ in rows]), dtype=np.float32)
                 written = Rows(
@@ -390,8 +458,14 @@ class KnowledgeBase:
                     tuple(r[2] for r in rows),
                     embeddings,
                 )
-                self._apply("ingest", _only(existing, written.ids), write=written)
-        return IngestResult(tuple(ids), len(rows), len(unique) - len(rows), warnings)
+            if written is not None or doomed:
+                touched = builtins.list(written.ids if written is not None else ()) + doomed
+                with self._store_call(operation):  # the undo log: every row written or deleted
+                    prior = (
+                        self.store.get(ids=touched, embeddings=True) if doomed else _only(existing, touched)
+                    )
+                self._apply(operation, prior, write=written, delete=doomed)
+        return IngestResult(tuple(ids), len(rows), len(unique) - len(rows), warnings, tuple(sorted(doomed)))
 
     @staticmethod
     def _may_overwrite(principal: Principal, stored: Mapping[str, Any]) -> bool:

@@ -15,6 +15,7 @@ from kbconform.harness._wire import (
     Hit,
     IngestResult,
     SpoofWarning,
+    SyncResult,
     hit_from_wire,
     hit_to_wire,
     principal_from_wire,
@@ -68,6 +69,14 @@ class TenantHarnessBackend(HarnessBackend):
     def restore(self, principal: object, records: Sequence[Mapping[str, Any]], /) -> int:
         return int(self._call("restore", principal, records=list(records))["restored"])
 
+    def sync(self, principal: object, repo_slug: str, records: Sequence[Mapping[str, Any]], /) -> SyncResult:
+        result = self._call("sync", principal, repoSlug=repo_slug, records=list(records))
+        warnings = [SpoofWarning(w["field"], w["chunkId"]) for w in result["warnings"]]
+        return SyncResult(list(result["ids"]), warnings, list(result["deletedIds"]))
+
+    def maintain(self, principal: object, operation: str, /) -> None:
+        self._call("maintain", principal, operation=operation)
+
     def scan(
         self, root: Path, config: Path | None, tenant_id: str, repo_slug: str, root_kind: str, /
     ) -> builtins.list[Mapping[str, Any]]:
@@ -92,6 +101,15 @@ def _hits(found: Any) -> dict[str, Any]:
 def _ingested(result: Any) -> dict[str, Any]:
     warnings = [{"field": w.field, "chunkId": w.chunk_id} for w in result.warnings]
     return {"ids": list(result.ids), "warnings": warnings}
+
+
+def _synced(result: Any) -> dict[str, Any]:
+    return {**_ingested(result), "deletedIds": list(result.deleted_ids)}
+
+
+def _maintained(backend: Any, principal: Any, operation: Any) -> dict[str, Any]:
+    backend.maintain(principal, operation)
+    return {}
 
 
 def _answered(answer: Any) -> dict[str, Any]:
@@ -139,6 +157,8 @@ WIRE = WireTable(
         "export": _as_principal(lambda b, p, a: {"records": [dict(r) for r in b.export(p)]}),
         "restore": _as_principal(lambda b, p, a: {"restored": b.restore(p, a["records"])}),
         "scan": _scan,
+        "sync": _as_principal(lambda b, p, a: _synced(b.sync(p, a["repoSlug"], a["records"]))),
+        "maintain": _as_principal(lambda b, p, a: _maintained(b, p, a["operation"])),
     },
     backend=TenantHarnessBackend,
 )
