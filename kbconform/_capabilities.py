@@ -25,6 +25,7 @@ Feature = Literal[
     "fault-injection",
     "escalation",
     "workspace-scan",
+    "envelope",
     "sync",
     "maintenance",
 ]

@@ -7,8 +7,19 @@ from typing import Any
 import pytest
 
 from kbconform.adapter import BackendOptions, SpoofMode
-from kbconform.conformance import Policy, Principals, Refused, Run, differences, record
-from kbconform.errors import Forbidden, SpoofRejected
+from kbconform.conformance import (
+    Policy,
+    Principals,
+    Refused,
+    Run,
+    changes,
+    described,
+    differences,
+    record,
+    stored,
+    unrefused,
+)
+from kbconform.errors import Forbidden, KbconformError, SpoofRejected, Unauthenticated
 from kbconform.identity import Principal
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).
@@ -267,3 +278,82 @@ def test_every_ingested_chunk_carries_the_servers_config_version_and_ingest_time
     ingest(beta, ["docs/one.md"])
     problems = policy.stamp_problems(chunk, backend.get(beta, chunk).metadata)
     assert not problems, f"{chunk} ingested over its restored row: {'; '.join(problems)}"
+
+
+#: Each request-level field a write may carry, with a value no server would stamp for acme's
+#: agent writing into ``app`` (schemas/stamping.md, "The request envelope").
+CLAIMS: dict[str, Any] = {
+    "tenantId": "beta",
+    "repoSlug": "beta-secrets",
+    "visibility": "public",
+    "originAgentIdentity": "agent-beta",
+}
+
+
+def _as_stored(records: Any) -> dict[str, tuple[Any, ...]]:
+    """An export as ``{id: (text, tenant, repository, path, visibility, origin agent)}``."""
+    fields = ("tenantId", "repoSlug", "sourcePath", "visibility", "originAgentIdentity")
+    return {r["id"]: (r["document"], *(r["metadata"].get(f) for f in fields)) for r in records}
+
+
+@pytest.mark.kbconform(id="spoof-08", level="L1", requires="envelope")
+@pytest.mark.parametrize("field", sorted(CLAIMS))
+def test_a_request_envelope_claiming_another_identity_changes_nothing_that_is_stored(
+    field: str, kbconform_open: Any, kbconform_principals: Principals
+) -> None:
+    """acme's agent ingests two records with a request envelope claiming another tenant,
+    repository, visibility or origin agent. The write is refused whole (KB_TENANT_SPOOF_REJECTED
+    or KB_FORBIDDEN), nothing written; or it lands exactly as the same ingest without an
+    envelope lands on a fresh backend (control): same ids, texts and stamps."""
+    principals = kbconform_principals
+    acme, operator = principals.acme, principals.operator
+    records = [record(f"docs/enveloped-{n}.md", f"an enveloped chunk {n}", tenant="acme") for n in range(2)]
+    backend, control = kbconform_open(), kbconform_open()
+    control.ingest(acme, records)
+    expected = _as_stored(control.export(operator))
+    envelope = {field: CLAIMS[field]}
+    try:
+        backend.ingest(acme, records, envelope)
+    except (SpoofRejected, Forbidden):
+        written = _as_stored(backend.export(operator))
+        assert written == {}, (
+            f"the refused write with the envelope {envelope} wrote {sorted(written.values())}"
+        )
+        return
+    stored = _as_stored(backend.export(operator))
+    wrong = sorted(set(stored.items()) ^ set(expected.items()))
+    assert not wrong, (
+        f"the envelope {envelope} changed what was stored: {stored.values()} where the same ingest "
+        f"without it stores {sorted(expected.values())}"
+    )
+
+
+@pytest.mark.kbconform(id="spoof-09", level="L1", requires="envelope")
+def test_an_envelope_naming_a_tenant_is_no_identity_without_a_principal(
+    kbconform_backend: Any, kbconform_principals: Principals
+) -> None:
+    """An ingest without an authenticated principal whose envelope names tenant acme raises
+    KB_UNAUTHENTICATED and writes nothing (a single-tenant fallback that takes the tenant from
+    the request writes into acme); acme's own ingest with the same envelope lands (control)."""
+    backend, principals = kbconform_backend, kbconform_principals
+    operator = principals.operator
+    records = [record("docs/claimed.md", "a chunk claimed for acme", tenant="acme")]
+    envelope = {"tenantId": "acme"}
+    try:
+        returned = backend.ingest(None, records, envelope)
+    except Unauthenticated:
+        outcome = None
+    except KbconformError as error:
+        outcome = f"raised {type(error).__name__} ({error.code}), not Unauthenticated"
+    else:
+        outcome = f"was accepted: it returned {described(returned)}"
+    written = changes({}, stored(backend.export(operator)))
+    problem = unrefused(
+        "an ingest with no principal and the envelope {'tenantId': 'acme'}",
+        outcome,
+        written,
+        "Unauthenticated",
+    )
+    assert problem is None, problem
+    backend.ingest(principals.acme, records, envelope)
+    assert [h.document for h in backend.list(principals.acme, 10, 0)] == ["a chunk claimed for acme"]

@@ -606,7 +606,7 @@ function manifest() {
             askModel           : 'echo (SearchService.model returns the prompt)',
             askMaxCallsPerMinute: neo.kbConfig.askSynthesis?.maxCallsPerMinute,
             batchDelay         : 0,
-            ingest             : 'IngestionService.ingestSourceFiles({files, viaMcp: false})',
+            ingest             : 'IngestionService.ingestSourceFiles({...envelope, files, viaMcp: false})',
             sync               : 'IngestionService.ingestSourceFiles({files, manifestSnapshot: {repoSlug, pathsAfterPush}, viaMcp: false})',
             maintain           : "the MCP tool manage_knowledge_base (toolService.mjs: DatabaseService.manageKnowledgeBase({action, viaMcp: true}))",
             dataPath           : 'dist/ai-knowledge-base.jsonl in the scratch folder',
@@ -623,6 +623,8 @@ function manifest() {
             'fault-injection'  : true,
             'escalation'       : 'Neo has no escalation: kbConfig.spoofRejectionMode is fixed per deployment (overwrite or reject) and VectorService.validateTenantStamp keeps no per-principal count.',
             'workspace-scan'   : "Neo parses workspaces with its own Source and parser classes (ai/services/knowledge-base/source, parser), not with kbconform's registry.",
+            // A push's top-level tenantId, repoSlug, visibility and originAgentIdentity.
+            'envelope'         : true,
             // A push with a manifest snapshot replaces a repository's corpus (IngestionService.mjs).
             'sync'             : true,
             // manage_knowledge_base's non-destructive actions (openapi.yaml /db/data/manage);
@@ -716,7 +718,10 @@ const operations = {
             // Each parsed-chunk-v1 record is one entry of `files` (IngestionService.resolveFileChunks
             // takes a record with schemaVersion 1.0.0 as is). viaMcp: false is Neo's bulk path
             // (npm run ai:ingest-tenant), with no 50-chunk work-volume gate.
-            const summary = await neo.IngestionService.ingestSourceFiles({files: records, viaMcp: false});
+            // The request envelope's fields are the push's own top-level fields (tenantId,
+            // repoSlug, visibility, originAgentIdentity: IngestionService.resolveTenantContext).
+            const envelope = params.envelope && typeof params.envelope === 'object' ? params.envelope : {};
+            const summary  = await neo.IngestionService.ingestSourceFiles({...envelope, files: records, viaMcp: false});
             return translateIngest(summary, records, call);
         });
     },

@@ -11,6 +11,8 @@
   no repository), and :func:`deletion_invalid` builds any other deletion error with its code.
 * Syncs (feature ``sync``; ``schemas/maintenance.md``): :func:`check_sync` refuses a repository
   that is no repoSlug and a record of another repository, before any record is read further.
+* Request envelopes (feature ``envelope``; ``schemas/stamping.md``): :func:`envelope_claims`
+  lists each request-level field a write claims otherwise than the server would stamp it.
 * Server stamps (``schemas/stamping.md``): :func:`server_stamps` gives the guarded fields the
   server writes for a record, :func:`spoofed_fields` each one the record claims otherwise.
 
@@ -78,6 +80,43 @@ def _repo_slug(value: object) -> bool:
     except ValueError:
         return False
     return True
+
+
+#: The request-level fields a write may carry beside its records (feature ``envelope``).
+ENVELOPE_FIELDS = ("tenantId", "repoSlug", "visibility", "originAgentIdentity")
+
+
+def envelope_claims(
+    principal: Principal, envelope: object, records: Iterable[Mapping[str, Any]], visibility: str = "team"
+) -> list[tuple[str, object, object]]:
+    """Each field of ``envelope`` (the request-level fields a write carries) that claims other
+    than the server stamps, as ``(field, claimed, server)``: a tenant other than the principal's,
+    an agent other than its agent, a visibility other than ``visibility`` (the server's), a
+    repository other than a record's. A field equal to the server's value claims nothing.
+    An envelope that is not an object raises :class:`~kbconform.errors.ContractViolation`
+    (contract ``envelope``)."""
+    if not isinstance(envelope, Mapping):
+        raise ContractViolation(
+            contract="envelope",
+            problems=(Problem("", "type", "an object of request-level fields", repr(envelope)),),
+        )
+    repos = {record.get("repoSlug") for record in records}
+    server: dict[str, object] = {
+        "tenantId": principal.tenant_id,
+        "visibility": visibility,
+        "originAgentIdentity": principal.agent_identity,
+    }
+    claims: list[tuple[str, object, object]] = []
+    for name in ENVELOPE_FIELDS:
+        if name not in envelope:
+            continue
+        claimed = envelope[name]
+        if name == "repoSlug":
+            if any(repo != claimed for repo in repos):
+                claims.append((name, claimed, sorted(str(r) for r in repos)))
+        elif claimed != server[name]:
+            claims.append((name, claimed, server[name]))
+    return claims
 
 
 # -- client where clauses ------------------------------------------------------------------------

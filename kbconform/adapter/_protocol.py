@@ -11,7 +11,8 @@ to raise. Backends map their own errors onto those; anything else that escapes i
 
 Required: every member of :class:`Adapter` and :class:`Backend`. Optional (declared in the
 manifest): the ``count`` and ``ask`` facades (:class:`SupportsCount`, :class:`SupportsAsk`),
-workspace parsing (:class:`SupportsScan`), a repository's sync (:class:`SupportsSync`) and
+workspace parsing (:class:`SupportsScan`), request envelopes on ingest
+(:class:`SupportsEnvelope`), a repository's sync (:class:`SupportsSync`) and
 whole-corpus maintenance (:class:`SupportsMaintain`). Security behaviour is never optional.
 
 This is the ``tenant-namespace`` isolation profile (spec: ``schemas/read-filter.md``,
@@ -294,6 +295,31 @@ class SupportsAsk(Protocol):
 
     def ask(self, principal: Principal, question: str, n_results: int, /) -> AnswerView:
         """Search the principal's scope and answer only from the stored text of the hits."""
+        ...
+
+
+@runtime_checkable
+class SupportsEnvelope(Protocol):
+    """Optional feature ``envelope``: ingest takes the request-level fields of a write."""
+
+    def ingest(
+        self,
+        principal: Principal,
+        records: Sequence[Mapping[str, Any]],
+        envelope: Mapping[str, Any],
+        /,
+    ) -> IngestResultView:
+        """:meth:`Backend.ingest` with ``envelope``, the fields a client sends beside its records
+        (``tenantId``, ``repoSlug``, ``visibility``, ``originAgentIdentity``, as it claims them;
+        :data:`~kbconform.adapter.ENVELOPE_FIELDS`), as a backend's write API takes them.
+
+        Identity comes from the principal only: a field that claims other than the server
+        stamps (:func:`~kbconform.adapter.envelope_claims`) is ignored (what is stored is what
+        the same ingest without an envelope stores) or refuses the whole write
+        (:class:`~kbconform.errors.SpoofRejected` or :class:`~kbconform.errors.Forbidden`),
+        never used. Without an authenticated principal an envelope naming a tenant is still no
+        identity: :class:`~kbconform.errors.Unauthenticated`.
+        """
         ...
 
 

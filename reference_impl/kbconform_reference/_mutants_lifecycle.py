@@ -262,8 +262,10 @@ class QueryIndexOutlivesDelete(KnowledgeBase):
             assert rows.embeddings is not None
             self.index.upsert(rows.ids, rows.embeddings, rows.documents, rows.metadatas)
 
-    def ingest(self, principal: Any, records: Sequence[Mapping[str, Any]], **kwargs: Any) -> IngestResult:
-        result = super().ingest(principal, records, **kwargs)
+    def ingest(
+        self, principal: Any, records: Sequence[Mapping[str, Any]], *args: Any, **kwargs: Any
+    ) -> IngestResult:
+        result = super().ingest(principal, records, *args, **kwargs)
         self._mirror(result.ids)
         return result
 
@@ -291,9 +293,11 @@ class _CacheForgottenByDelete(KnowledgeBase):
         super().__init__(*args, **kwargs)
         self.cache: dict[Any, Any] = {}
 
-    def ingest(self, principal: Any, records: Sequence[Mapping[str, Any]], **kwargs: Any) -> IngestResult:
+    def ingest(
+        self, principal: Any, records: Sequence[Mapping[str, Any]], *args: Any, **kwargs: Any
+    ) -> IngestResult:
         self.cache.clear()
-        return super().ingest(principal, records, **kwargs)
+        return super().ingest(principal, records, *args, **kwargs)
 
     def restore(self, principal: Any, records: Iterable[Mapping[str, Any]]) -> int:
         self.cache.clear()
@@ -348,10 +352,12 @@ class ListCacheOutlivesDelete(_CacheForgottenByDelete):
 class _Rewrites(KnowledgeBase):
     """After an ingest, ``_rewrite`` gets each written row that existed before, then and now."""
 
-    def ingest(self, principal: Any, records: Sequence[Mapping[str, Any]], **kwargs: Any) -> IngestResult:
+    def ingest(
+        self, principal: Any, records: Sequence[Mapping[str, Any]], *args: Any, **kwargs: Any
+    ) -> IngestResult:
         with self._store_call("ingest"):
             before = self.store.get(embeddings=True)
-        result = super().ingest(principal, records, **kwargs)
+        result = super().ingest(principal, records, *args, **kwargs)
         old = {i: n for n, i in enumerate(before.ids)}
         after = self.store.get(ids=[i for i in dict.fromkeys(result.ids) if i in old], embeddings=True)
         assert before.embeddings is not None
@@ -460,10 +466,12 @@ class TakenIdLookedUpInTenant(KnowledgeBase):
         self.scoped = _TenantScopedLookups(store)
         super().__init__(self.scoped, **kwargs)
 
-    def ingest(self, principal: Any, records: Sequence[Mapping[str, Any]], **kwargs: Any) -> IngestResult:
+    def ingest(
+        self, principal: Any, records: Sequence[Mapping[str, Any]], *args: Any, **kwargs: Any
+    ) -> IngestResult:
         self.scoped.tenant = principal.tenant_id if isinstance(principal, Principal) else None
         try:
-            return super().ingest(principal, records, **kwargs)
+            return super().ingest(principal, records, *args, **kwargs)
         finally:
             self.scoped.tenant = None
 
@@ -523,8 +531,10 @@ class VisibilityTableFromIngest(KnowledgeBase):
         super().__init__(*args, **kwargs)
         self.visibility: dict[str, str] = {}
 
-    def ingest(self, principal: Any, records: Sequence[Mapping[str, Any]], **kwargs: Any) -> IngestResult:
-        result = super().ingest(principal, records, **kwargs)
+    def ingest(
+        self, principal: Any, records: Sequence[Mapping[str, Any]], *args: Any, **kwargs: Any
+    ) -> IngestResult:
+        result = super().ingest(principal, records, *args, **kwargs)
         rows = self.store.get(ids=list(dict.fromkeys(result.ids)))
         self.visibility.update(
             {i: str(m["visibility"]) for i, m in zip(rows.ids, rows.metadatas, strict=True)}
@@ -563,8 +573,10 @@ class ExportKeepsDeletedRows(KnowledgeBase):
                 "document": rows.documents[n],
             }
 
-    def ingest(self, principal: Any, records: Sequence[Mapping[str, Any]], **kwargs: Any) -> IngestResult:
-        result = super().ingest(principal, records, **kwargs)
+    def ingest(
+        self, principal: Any, records: Sequence[Mapping[str, Any]], *args: Any, **kwargs: Any
+    ) -> IngestResult:
+        result = super().ingest(principal, records, *args, **kwargs)
         self._log(result.ids)
         return result
 
@@ -611,9 +623,11 @@ class RestoreWarmsGetCache(KnowledgeBase):
         self.warm.update({r["id"]: Hit(r["id"], r["document"], dict(r["metadata"])) for r in records})
         return written
 
-    def ingest(self, principal: Any, records: Sequence[Mapping[str, Any]], **kwargs: Any) -> IngestResult:
+    def ingest(
+        self, principal: Any, records: Sequence[Mapping[str, Any]], *args: Any, **kwargs: Any
+    ) -> IngestResult:
         self.warm.clear()
-        return super().ingest(principal, records, **kwargs)
+        return super().ingest(principal, records, *args, **kwargs)
 
     def apply_deletion_signal(self, principal: Principal, signal: Mapping[str, Any]) -> DeletionResult:
         self.warm.clear()

@@ -84,8 +84,10 @@ class MemberDeletesShared(KnowledgeBase):
 class CustomMetaSpoofsUnwarned(KnowledgeBase):
     """Overwrite mode stamps over spoofed customMeta fields without a warning (tenantId still warns)."""
 
-    def ingest(self, principal: Any, records: Sequence[Mapping[str, Any]], **kwargs: Any) -> IngestResult:
-        result = super().ingest(principal, records, **kwargs)
+    def ingest(
+        self, principal: Any, records: Sequence[Mapping[str, Any]], *args: Any, **kwargs: Any
+    ) -> IngestResult:
+        result = super().ingest(principal, records, *args, **kwargs)
         kept = tuple(w for w in result.warnings if not w.field.startswith("customMeta."))
         return dataclasses.replace(result, warnings=kept)
 

@@ -109,6 +109,7 @@ class ReferenceAdapter(OpenBackends):
                     "windowSeconds": settings.escalation_window,
                 },
                 "workspace-scan": True,
+                "envelope": True,
                 "sync": True,
                 "maintenance": list(MAINTENANCE),
             },

@@ -22,6 +22,7 @@ from kbconform.contract import load
 from kbconform.errors import BackendUnavailable, Forbidden, KbconformError, NotFound
 from kbconform.identity import Principal, legacy_id
 from kbconform_reference import _mutant_base, read_filter
+from kbconform_reference import _mutants_envelope as _envelope
 from kbconform_reference import _mutants_faults as _faults
 from kbconform_reference import _mutants_lifecycle as _lifecycle
 from kbconform_reference import _mutants_maintenance as _maintenance
@@ -181,29 +182,35 @@ class EmptyOnStoreError(KnowledgeBase):
 
 
 class TrustsClientTenant(KnowledgeBase):
-    def ingest(self, principal: Any, records: Sequence[Mapping[str, Any]], **kwargs: Any) -> IngestResult:
+    def ingest(
+        self, principal: Any, records: Sequence[Mapping[str, Any]], *args: Any, **kwargs: Any
+    ) -> IngestResult:
         principal = self._authenticated(principal, "ingest")
         claimed = {str(r.get("tenantId")) for r in records}
         if len(claimed) == 1:
             with suppress(KbconformError):
                 principal = principal.with_tenant(claimed.pop()).with_role("operator")
-        return super().ingest(principal, records, **kwargs)
+        return super().ingest(principal, records, *args, **kwargs)
 
 
 class SilentOverwrite(KnowledgeBase):
-    def ingest(self, principal: Any, records: Sequence[Mapping[str, Any]], **kwargs: Any) -> IngestResult:
-        return dataclasses.replace(super().ingest(principal, records, **kwargs), warnings=())
+    def ingest(
+        self, principal: Any, records: Sequence[Mapping[str, Any]], *args: Any, **kwargs: Any
+    ) -> IngestResult:
+        return dataclasses.replace(super().ingest(principal, records, *args, **kwargs), warnings=())
 
 
 class RejectWritesCleanRecordsFirst(KnowledgeBase):
-    def ingest(self, principal: Any, records: Sequence[Mapping[str, Any]], **kwargs: Any) -> IngestResult:
+    def ingest(
+        self, principal: Any, records: Sequence[Mapping[str, Any]], *args: Any, **kwargs: Any
+    ) -> IngestResult:
         if self.settings.spoof_mode == "reject" and isinstance(principal, Principal):
             clean = [
                 r for r in records if r.get("tenantId") == principal.tenant_id and not r.get("customMeta")
             ]
             if clean and len(clean) < len(records):
-                super().ingest(principal, clean, **kwargs)
-        return super().ingest(principal, records, **kwargs)
+                super().ingest(principal, clean, *args, **kwargs)
+        return super().ingest(principal, records, *args, **kwargs)
 
 
 class NoEscalation(KnowledgeBase):
@@ -291,10 +298,10 @@ def _known(record: Any, schema: str, *dropped: str) -> Any:
 
 class LenientIngest(KnowledgeBase):
     def ingest(
-        self, principal: Principal, records: Sequence[Mapping[str, Any]], **kwargs: Any
+        self, principal: Principal, records: Sequence[Mapping[str, Any]], *args: Any, **kwargs: Any
     ) -> IngestResult:
         return super().ingest(
-            principal, [_known(r, "parsed-chunk-v1", "embedding") for r in records], **kwargs
+            principal, [_known(r, "parsed-chunk-v1", "embedding") for r in records], *args, **kwargs
         )
 
 
@@ -542,6 +549,7 @@ MUTANTS: tuple[Mutant, ...] = (
             *_read.MUTANTS,
             *_lifecycle.MUTANTS,
             *_maintenance.MUTANTS,
+            *_envelope.MUTANTS,
             *_faults.MUTANTS,
             *_state.MUTANTS,
             *_proof.MUTANTS,

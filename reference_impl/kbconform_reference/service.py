@@ -39,7 +39,7 @@ import numpy as np
 import rfc8785
 
 from kbconform import workspace
-from kbconform.adapter import RevisionResolver, check_sync
+from kbconform.adapter import RevisionResolver, check_sync, envelope_claims
 from kbconform.contract import explain, is_plain, is_valid, plain
 from kbconform.errors import (
     BackendUnavailable,
@@ -312,12 +312,34 @@ class KnowledgeBase:
         self,
         principal: Principal,
         records: Sequence[Mapping[str, Any]],
+        envelope: Mapping[str, Any] | None = None,
         *,
         visibility: Visibility | None = None,
     ) -> IngestResult:
-        """Validate, stamp and write a batch of parsed-chunk-v1 records; all or nothing."""
+        """Validate, stamp and write a batch of parsed-chunk-v1 records; all or nothing.
+        ``envelope``: the request-level fields the client claims; never used for identity."""
         principal = self._authenticated(principal, "ingest")
+        if envelope is not None:
+            self._envelope(principal, envelope, records)
         return self._write("ingest", principal, records, visibility=visibility)
+
+    def _envelope(self, principal: Principal, envelope: object, records: Sequence[Mapping[str, Any]]) -> None:
+        """A claim of the envelope refuses the write in reject mode and is ignored, with a
+        warning in the log, in overwrite mode (the server's stamps are written)."""
+        claims = envelope_claims(principal, envelope, records, self.settings.visibility)
+        if not claims:
+            return
+        if self.settings.spoof_mode == "reject" or self.monitor.escalated(principal):
+            raise SpoofRejected(principal.tenant_id, tuple((-1, f"envelope.{f}", c, v) for f, c, v in claims))
+        for name, claimed, server in claims:
+            LOG.warning(
+                "the request envelope claims %s %r; the server stamps %r (tenant %s)",
+                name,
+                claimed,
+                server,
+                principal.tenant_id,
+                extra={"kb_event": "envelope-ignored", "field": name, "tenantId": principal.tenant_id},
+            )
 
     def sync(self, principal: Principal, repo_slug: str, records: Sequence[Mapping[str, Any]]) -> SyncResult:
         """Replace the tenant's corpus of one repository: ingest ``records`` and delete every chunk

@@ -399,7 +399,8 @@ def test_a_caller_that_is_not_a_string_is_no_identity_on_the_far_side(served: Ha
 def test_ingest_follows_the_manifests_profile() -> None:
     """On a kb-grant harness ingest(caller, kb, documents) is ingestDocuments, and a
     tenant-namespace ingest(principal, records) is a TypeError before any request; on a
-    tenant-namespace harness the reverse (each with its control)."""
+    tenant-namespace harness the reverse (a list where the envelope goes), each with its
+    control."""
     adapter, transport = loopback(GRANT)
     backend = adapter.open(BackendOptions())
     backend.create_tenant("acme")
@@ -412,7 +413,7 @@ def test_ingest_follows_the_manifests_profile() -> None:
     assert transport.sent[-1]["op"] == "ingestDocuments"
     tenant, transport = loopback(TENANT)
     backend = tenant.open(BackendOptions())
-    with pytest.raises(TypeError, match="takes 3 positional arguments but 4 were given"):
+    with pytest.raises(TypeError, match="envelope is a mapping of request-level fields, not list"):
         backend.ingest(None, "kb", [])
     with pytest.raises(Unauthenticated):
         backend.ingest(None, [])

@@ -52,6 +52,7 @@ PROFILE = Profile(
         "fault-injection",
         "escalation",
         "workspace-scan",
+        "envelope",
         "sync",
         "maintenance",
         "shared-namespace",

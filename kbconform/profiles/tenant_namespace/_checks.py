@@ -9,6 +9,7 @@ from kbconform.adapter import (
     Manifest,
     SupportsAsk,
     SupportsCount,
+    SupportsEnvelope,
     SupportsMaintain,
     SupportsScan,
     SupportsSync,
@@ -26,6 +27,8 @@ def facades(manifest: Manifest) -> list[tuple[str, Any]]:
     ]
     if manifest.supports("workspace-scan"):
         expected.append(("scan (workspace-scan)", SupportsScan))
+    if manifest.supports("envelope"):
+        expected.append(("ingest with an envelope (envelope)", SupportsEnvelope))
     if manifest.supports("sync"):
         expected.append(("sync", SupportsSync))
     if manifest.supports("maintenance"):

@@ -31,8 +31,19 @@ class TenantHarnessBackend(HarnessBackend):
             op, {"backend": self.handle, "principal": principal_to_wire(principal), **params}
         )
 
-    def ingest(self, principal: object, records: Sequence[Mapping[str, Any]], /) -> IngestResult:
-        result = self._call("ingest", principal, records=list(records))
+    def ingest(
+        self,
+        principal: object,
+        records: Sequence[Mapping[str, Any]],
+        envelope: Mapping[str, Any] | None = None,
+        /,
+    ) -> IngestResult:
+        if envelope is not None and not isinstance(envelope, Mapping):
+            raise TypeError(
+                f"ingest()'s envelope is a mapping of request-level fields, not {type(envelope).__name__}"
+            )
+        sent = {} if envelope is None else {"envelope": dict(envelope)}
+        result = self._call("ingest", principal, records=list(records), **sent)
         warnings = [SpoofWarning(w["field"], w["chunkId"]) for w in result["warnings"]]
         return IngestResult(list(result["ids"]), warnings)
 
@@ -103,6 +114,11 @@ def _ingested(result: Any) -> dict[str, Any]:
     return {"ids": list(result.ids), "warnings": warnings}
 
 
+def _envelope(params: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The envelope argument of ingest: passed only when the request carries one."""
+    return (params["envelope"],) if "envelope" in params else ()
+
+
 def _synced(result: Any) -> dict[str, Any]:
     return {**_ingested(result), "deletedIds": list(result.deleted_ids)}
 
@@ -147,7 +163,7 @@ def _as_principal(answer: Any) -> Handler:
 
 WIRE = WireTable(
     handlers={
-        "ingest": _as_principal(lambda b, p, a: _ingested(b.ingest(p, a["records"]))),
+        "ingest": _as_principal(lambda b, p, a: _ingested(b.ingest(p, a["records"], *_envelope(a)))),
         "query": _as_principal(lambda b, p, a: _hits(b.query(p, a["text"], a["nResults"], a["where"]))),
         "get": _as_principal(lambda b, p, a: {"hit": hit_to_wire(b.get(p, a["id"]))}),
         "list": _as_principal(lambda b, p, a: _hits(b.list(p, a["limit"], a["offset"]))),

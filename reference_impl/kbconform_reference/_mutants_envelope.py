@@ -1,0 +1,108 @@
+"""Mutants of the reference that trust a write's request envelope (schemas/stamping.md).
+
+Each entry is ``(name, kind, breaks, killers)``: a :class:`KnowledgeBase` subclass with one
+invariant broken, and the suite test ids that must fail against it (see ``mutants.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kbconform.identity import Principal
+from kbconform_reference.service import IngestResult, KnowledgeBase
+
+
+class _Trusting(KnowledgeBase):
+    """Uses the envelope's ``field`` as the server would use its own value."""
+
+    field = ""
+
+    def ingest(
+        self,
+        principal: Principal,
+        records: Sequence[Mapping[str, Any]],
+        envelope: Mapping[str, Any] | None = None,
+        *,
+        visibility: Any = None,
+    ) -> IngestResult:
+        claimed = (envelope or {}).get(self.field)
+        if claimed is None:
+            return super().ingest(principal, records, envelope, visibility=visibility)
+        principal = self._authenticated(principal, "ingest")
+        if self.field == "visibility":
+            return self._write("ingest", principal, records, visibility=claimed)
+        if self.field == "repoSlug":
+            return self._write("ingest", principal, [{**r, "repoSlug": claimed} for r in records])
+        if self.field == "tenantId":
+            principal = Principal(claimed, principal.agent_identity, principal.readable_namespaces)
+            return self._write("ingest", principal, [{**r, "tenantId": claimed} for r in records])
+        return self._write("ingest", dataclasses.replace(principal, agent_identity=claimed), records)
+
+
+class EnvelopeTenantTrusted(_Trusting):
+    field = "tenantId"
+
+
+class EnvelopeRepoTrusted(_Trusting):
+    field = "repoSlug"
+
+
+class EnvelopeVisibilityTrusted(_Trusting):
+    field = "visibility"
+
+
+class EnvelopeAgentTrusted(_Trusting):
+    field = "originAgentIdentity"
+
+
+class AnonymousEnvelopeTenant(KnowledgeBase):
+    """Without a principal, an ingest runs as the tenant its envelope names."""
+
+    def ingest(
+        self,
+        principal: Principal,
+        records: Sequence[Mapping[str, Any]],
+        envelope: Mapping[str, Any] | None = None,
+        *,
+        visibility: Any = None,
+    ) -> IngestResult:
+        claimed = (envelope or {}).get("tenantId")
+        if principal is None and isinstance(claimed, str):
+            principal = Principal(claimed)
+        return super().ingest(principal, records, envelope, visibility=visibility)
+
+
+MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
+    (
+        "envelope-tenant-trusted",
+        EnvelopeTenantTrusted,
+        "ingest writes into the tenant the request names",
+        ("spoof-08[tenantId]",),
+    ),
+    (
+        "envelope-repo-trusted",
+        EnvelopeRepoTrusted,
+        "ingest stamps the repository the request names",
+        ("spoof-08[repoSlug]",),
+    ),
+    (
+        "envelope-visibility-trusted",
+        EnvelopeVisibilityTrusted,
+        "ingest stamps the visibility the request names",
+        ("spoof-08[visibility]",),
+    ),
+    (
+        "envelope-agent-trusted",
+        EnvelopeAgentTrusted,
+        "ingest stamps the origin agent the request names",
+        ("spoof-08[originAgentIdentity]",),
+    ),
+    (
+        "anonymous-envelope-tenant",
+        AnonymousEnvelopeTenant,
+        "an ingest without a principal runs as the tenant its request names",
+        ("spoof-09",),
+    ),
+)
