@@ -321,10 +321,9 @@ def test_a_request_envelope_claiming_another_identity_changes_nothing_that_is_st
         )
         return
     stored = _as_stored(backend.export(operator))
-    wrong = sorted(set(stored.items()) ^ set(expected.items()))
-    assert not wrong, (
-        f"the envelope {envelope} changed what was stored: {stored.values()} where the same ingest "
-        f"without it stores {sorted(expected.values())}"
+    assert stored == expected, (
+        f"the envelope {envelope} changed what was stored: {sorted(stored.values(), key=repr)} where "
+        f"the same ingest without it stores {sorted(expected.values(), key=repr)}"
     )
 
 

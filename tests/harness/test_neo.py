@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -128,6 +129,8 @@ def test_each_cause_of_the_verdict_replays_on_neo_from_its_transcript(
     explained = (NEO / "VERDICT.md").read_text(encoding="utf-8")
     assert {cause: recorded.get(stable) for cause, stable in causes.items()} == dict.fromkeys(causes, "fail")
     assert [cause for cause in causes if f"**{cause}." not in explained] == []
+    named = set(re.findall(r"^- \*\*(N\d+)\.", explained, re.MULTILINE))
+    assert sorted(named - set(causes)) == ["N2"], "every cause but N2 (the declared design) has a transcript"
     _install()
     monkeypatch.setenv(
         "PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
