@@ -19,6 +19,7 @@ import pytest
 from hypothesis import strategies as st
 
 from kbconform.conformance import Canaries, Principals, Run, record
+from kbconform.conformance.strategies import OUTSIDE
 from kbconform.errors import ContractViolation, KbconformError, NotFound, error_texts
 from kbconform.identity import Principal
 
@@ -604,25 +605,6 @@ def test_every_page_size_reads_the_scope_exactly_once(kbconform_run: Run, kbconf
                 f"pages of {size} repeat {sorted({i for i in seen if seen.count(i) > 1})}"
             )
             assert set(seen) == expected, f"pages of {size} for {principal.tenant_id} differ from the scope"
-
-
-#: Query texts that name things outside the corpus: files a deployment holds (configuration,
-#: environment, credentials, its own sources and docs), system paths and the names of tenants,
-#: repositories and agents. A backend that answers from anything but its stored chunks (files
-#: on its disk, caches, other indexes) shows it here.
-OUTSIDE = (
-    "package.json",
-    ".env",
-    "config.mjs",
-    "config.yaml",
-    "credentials.json",
-    "id_rsa",
-    "README.md",
-    "/etc/passwd",
-    "src/index.js",
-    "docker-compose.yml",
-    "deploy the billing service",
-)
 
 
 @pytest.mark.kbconform(id="leak-15", level="L2")

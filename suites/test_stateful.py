@@ -27,7 +27,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch, RevisionMap
 from kbconform.conformance import Policy, Refused, Run, differences, record
-from kbconform.conformance.strategies import PATHS, World, worlds
+from kbconform.conformance.strategies import OUTSIDE, PATHS, World, worlds
 from kbconform.contract import is_valid
 from kbconform.errors import BackendUnavailable, KbconformError, NotFound
 from kbconform.identity import Principal
@@ -468,6 +468,27 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         self.policy.commit_deletion(doomed)
         self.touched |= set(ids) | doomed
         self.seen |= set(ids)
+
+    @rule(user=st.integers(0, 11), probe=st.integers(0, 10_000))
+    def ask_about_names(self, user: int, probe: int) -> None:
+        """A query (and ask) about a name: a path, repository, tenant or agent of the world, or a
+        file a deployment holds (schemas/read-filter.md: every result is a stored chunk in the
+        reader's scope, with its stored text)."""
+        principal = self._principal(user)
+        assert self.world is not None
+        world = self.world
+        names = (*world.paths, *world.repos, *world.tenants, *world.agents, *OUTSIDE)
+        text = names[probe % len(names)]
+        scope = self.policy.scope(principal)
+        who = f"{principal.tenant_id}/{principal.agent_identity}"
+        n = len(scope) + 3
+        got = self._call(principal, None, text, lambda: self.backend.query(principal, text, n, None))
+        assert not isinstance(got, KbconformError), f"{who} query about {text!r} failed: {got!r}"
+        self._same(scope, got, who, f"query about {text!r}")
+        if "ask" in self.facades:
+            answer = self._call(principal, None, text, lambda: self.backend.ask(principal, text, n))
+            assert not isinstance(answer, KbconformError), f"{who} ask about {text!r} failed: {answer!r}"
+            self._same(scope, answer.sources, who, f"ask about {text!r}, its sources")
 
     @rule(user=st.integers(0, 11), fault=st.none() | st.integers(0, 2))
     def export(self, user: int, fault: int | None) -> None:

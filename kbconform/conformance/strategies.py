@@ -36,6 +36,24 @@ PATHS: tuple[str, ...] = tuple(
     dict.fromkeys(p for family in (*PATH_FAMILIES, METACHARACTER_PATHS) for p in family)
 )
 
+#: Query texts that name things outside the corpus: files a deployment holds (configuration,
+#: environment, credentials, its own sources and docs), system paths and a phrase of the seeded
+#: canaries. A backend that answers from anything but its stored chunks (files on its disk,
+#: caches, other indexes) shows it when asked about them (leak-15, and the state machine).
+OUTSIDE: tuple[str, ...] = (
+    "package.json",
+    ".env",
+    "config.mjs",
+    "config.yaml",
+    "credentials.json",
+    "id_rsa",
+    "README.md",
+    "/etc/passwd",
+    "src/index.js",
+    "docker-compose.yml",
+    "deploy the billing service",
+)
+
 
 @dataclass(frozen=True, slots=True)
 class World:

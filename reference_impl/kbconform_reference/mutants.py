@@ -453,7 +453,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "answers-from-files",
         AnswersFromFiles,
         "a query naming a file is answered from the deployment's files too",
-        ("leak-15",),
+        ("leak-15", "state-01[overwrite]", "state-01[reject]"),
     ),
     Mutant(
         "anonymous-writes-as-shared",
