@@ -34,6 +34,8 @@ _REPORT = pytest.StashKey[dict[str, Any]]()
 _SPEC = pytest.StashKey[str]()
 _HARNESS = pytest.StashKey["dict[str, str] | None"]()
 _SELECTION = pytest.StashKey["frozenset[str] | None"]()
+#: Why suite tests were deselected, by reason, with how many (said after collection).
+_DESELECTED = pytest.StashKey[dict[str, int]]()
 _PROPERTY = "kbconform"
 # The plugin's fixtures: a suite test must get these, not an override from a conftest or plugin.
 _OWN_FIXTURES = (
@@ -319,6 +321,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
     seen: dict[str, str] = {}
+    reasons = config.stash.setdefault(_DESELECTED, {})
     for item in items:
         mark = _case(item)
         if mark is None:
@@ -329,11 +332,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(f"kbconform: {item.nodeid} and {seen[stable]} share the id {stable!r}")
         seen[stable] = item.nodeid
         _check_fixtures(item)
-        if (
-            run.manifest.profile not in _profiles(item)
-            or LEVELS.index(level) > limit
-            or (chosen is not None and stable not in chosen)
-        ):
+        why = (
+            f"of another isolation profile than {run.manifest.profile}"
+            if run.manifest.profile not in _profiles(item)
+            else f"above level {run.level}"
+            if LEVELS.index(level) > limit
+            else "not selected by --kbconform-only"
+            if chosen is not None and stable not in chosen
+            else None
+        )
+        if why is not None:
+            reasons[why] = reasons.get(why, 0) + 1
             drop.append(item)
             continue
         keep.append(item)
@@ -351,6 +360,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def pytest_report_collectionfinish(config: pytest.Config) -> list[str]:
+    """What the suite tests pytest counts as deselected are: tests of another isolation
+    profile, above the run's level, or left out of a selection."""
+    reasons = config.stash.get(_DESELECTED, {})
+    if not reasons:
+        return []
+    said = "; ".join(f"{count} {why}" for why, count in sorted(reasons.items()))
+    return [f"kbconform deselected {sum(reasons.values())} suite tests: {said}"]
 
 
 def _profiles(item: pytest.Item) -> tuple[str, ...]:

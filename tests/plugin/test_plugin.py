@@ -126,11 +126,17 @@ def test_the_header_names_adapter_backend_suite_version_and_seed(pytester: pytes
 
 
 def test_a_level_runs_only_the_tests_up_to_it(pytester: pytest.Pytester) -> None:
-    """--kbconform-level=L1 runs the L0 and L1 suites and deselects the rest."""
+    """--kbconform-level=L1 runs the L0 and L1 suites and deselects the rest, saying why (and
+    the other profiles' tests, for another reason)."""
     result, report = _run(pytester, "make", "--kbconform-level=L1")
     assert {entry["level"] for entry in report["tests"]} == {"L0", "L1"}
     assert {entry["suite"] for entry in report["tests"]} == {"contract", "spoof", "shadow-ids", "isolation"}
-    result.stdout.fnmatch_lines(["*deselected*"])
+    result.stdout.fnmatch_lines(
+        [
+            "kbconform deselected * suite tests: * above level L1; "
+            "* of another isolation profile than tenant-namespace"
+        ]
+    )
     assert result.ret == 0
 
 
