@@ -10,6 +10,7 @@ every tenant, so it is an operator's, and changes no chunk anyone reads.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import pytest
@@ -19,11 +20,10 @@ from kbconform.conformance import (
     Principals,
     Stored,
     changes,
-    described,
     not_principals,
     record,
+    refusal,
     stored,
-    unrefused,
 )
 from kbconform.errors import ContractViolation, Forbidden, KbconformError, SpoofRejected, Unauthenticated
 from kbconform.identity import Principal
@@ -70,16 +70,7 @@ def _refused(
     call: str, backend: Any, operator: Principal, error: type[KbconformError], method: Any, *args: Any
 ) -> str | None:
     """None when ``method(*args)`` raises ``error`` and changes nothing, else what it did."""
-    before = _rows(backend, operator)
-    try:
-        returned = method(*args)
-    except error:
-        outcome = None
-    except KbconformError as other:
-        outcome = f"raised {type(other).__name__} ({other.code}), not {error.__name__}"
-    else:
-        outcome = f"was accepted: it returned {described(returned)}"
-    return unrefused(call, outcome, changes(before, _rows(backend, operator)), error.__name__)
+    return refusal(call, partial(backend.export, operator), error, method, *args)
 
 
 @pytest.mark.kbconform(id="sync-01", level="L3", requires="sync")

@@ -174,6 +174,7 @@ SUBPACKAGES = {
         "isolation_for",
         "not_principals",
         "record",
+        "refusal",
         "seed_canaries",
         "stored",
         "unrefused",

@@ -9,7 +9,7 @@ from kbconform.conformance._data import (
     seed_canaries,
 )
 from kbconform.conformance._deadline import DEFAULT_CALL_TIMEOUT, DeadlineExceeded
-from kbconform.conformance._effects import Stored, changes, described, stored, unrefused
+from kbconform.conformance._effects import Stored, changes, described, refusal, stored, unrefused
 from kbconform.conformance._grant_model import GrantPolicy
 from kbconform.conformance._model import Ingest, Policy, Refused, Row, differences
 from kbconform.conformance._pool_model import PoolPolicy
@@ -55,6 +55,7 @@ __all__ = [
     "isolation_for",
     "not_principals",
     "record",
+    "refusal",
     "seed_canaries",
     "stored",
     "unrefused",

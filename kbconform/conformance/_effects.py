@@ -7,8 +7,10 @@ expects to be refused, so its failure names the effect, never only "did not rais
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
+
+from kbconform.errors import KbconformError
 
 #: A stored row as a refusal test compares it: (tenant, repository, source path, visibility).
 Stored = tuple[Any, Any, Any, Any]
@@ -71,3 +73,25 @@ def unrefused(call: str, outcome: str | None, changed: list[str], error: str) ->
         return None
     said = [outcome or f"raised {error}", *changed] if changed else [outcome or "", "changed nothing"]
     return f"{call} " + "; it ".join(said)
+
+
+def refusal(
+    call: str,
+    read: Callable[[], Any],
+    error: type[KbconformError],
+    method: Callable[..., object],
+    *args: Any,
+) -> str | None:
+    """None when ``method(*args)`` raises ``error`` and changes nothing ``read()`` (an operator's
+    export) shows; else the failure, named ``call``: the other error it raised, or what it
+    returned when it was accepted, and what it changed, by tenant (:func:`unrefused`)."""
+    before = stored(read())
+    try:
+        returned = method(*args)
+    except error:
+        outcome = None
+    except KbconformError as other:
+        outcome = f"raised {type(other).__name__} ({other.code}), not {error.__name__}"
+    else:
+        outcome = f"was accepted: it returned {described(returned)}"
+    return unrefused(call, outcome, changes(before, stored(read())), error.__name__)
