@@ -100,7 +100,7 @@ def envelope_claims(
             contract="envelope",
             problems=(Problem("", "type", "an object of request-level fields", repr(envelope)),),
         )
-    repos = {record.get("repoSlug") for record in records}
+    repos = {record.get("repoSlug") for record in records if isinstance(record, Mapping)}
     server: dict[str, object] = {
         "tenantId": principal.tenant_id,
         "visibility": visibility,

@@ -319,9 +319,7 @@ class KnowledgeBase:
         """Validate, stamp and write a batch of parsed-chunk-v1 records; all or nothing.
         ``envelope``: the request-level fields the client claims; never used for identity."""
         principal = self._authenticated(principal, "ingest")
-        if envelope is not None:
-            self._envelope(principal, envelope, records)
-        return self._write("ingest", principal, records, visibility=visibility)
+        return self._write("ingest", principal, records, visibility=visibility, envelope=envelope)
 
     def _envelope(self, principal: Principal, envelope: object, records: Sequence[Mapping[str, Any]]) -> None:
         """A claim of the envelope refuses the write in reject mode and is ignored, with a
@@ -391,9 +389,11 @@ class KnowledgeBase:
         *,
         visibility: Visibility | None = None,
         stale: str | None = None,
+        envelope: Mapping[str, Any] | None = None,
     ) -> IngestResult:
         """Ingest ``records`` for ``operation``; with ``stale``, a sync of that repository, which
-        also deletes the tenant's chunks of it at the paths the records leave out."""
+        also deletes the tenant's chunks of it at the paths the records leave out; ``envelope``:
+        the request-level fields ingest was sent (:meth:`_envelope`)."""
         self._may_write(principal, operation)
         records = list(records)
         problems = [
@@ -406,6 +406,8 @@ class KnowledgeBase:
             raise ContractViolation(contract="parsed-chunk-v1", problems=tuple(problems))
         # The JSON validation read: enum members as their values (RFC 8785 refuses plain enums).
         records = [record if is_plain(record) else plain(record) for record in records]
+        if envelope is not None:  # checked once the records are known to be records
+            self._envelope(principal, envelope, records)
         visibility = visibility or self.settings.visibility
         if visibility == "private" and principal.agent_identity is None:
             raise Forbidden(operation, "private chunks need a principal with an agent identity")
