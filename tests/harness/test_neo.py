@@ -24,6 +24,7 @@ import re
 import shutil
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +115,19 @@ def test_neo_gives_every_test_its_recorded_status_and_earns_the_recorded_levels(
     )
 
 
+#: Causes whose failing call is a query over chunks at equal distance, a tie Neo breaks
+#: differently from run to run: the replay holds if every other response is as recorded and
+#: the query returns as many hits as recorded (N10's failure is the count: 5 of a scope of 6).
+TIED = frozenset({"N10"})
+
+
+def _kept(answers: list[Any], send: Any, op: str, params: Any) -> Any:
+    """``send(op, params)``, its response kept in ``answers``."""
+    response = send(op, params)
+    answers.append(response)
+    return response
+
+
 def test_each_cause_of_the_verdict_replays_on_neo_from_its_transcript(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -140,7 +154,13 @@ def test_each_cause_of_the_verdict_replays_on_neo_from_its_transcript(
     try:
         for cause in causes:
             transcript = load(str(NEO / "transcripts" / f"{cause}.jsonl"), None)
-            text, reproduced = render(transcript, replay(transcript.lines, adapter.send_raw), cause)
+            answers: list[Any] = []
+            steps = replay(transcript.lines, partial(_kept, answers, adapter.send_raw))
+            text, reproduced = render(transcript, steps, cause)
+            if not reproduced and cause in TIED:
+                recorded = transcript.lines[-1]["response"]["result"]["hits"]
+                before = all(step.difference is None for step in steps[:-1])
+                reproduced = before and len(answers[-1].get("result", {}).get("hits", ())) == len(recorded)
             if not reproduced:
                 differing[cause] = text[-2000:]
     finally:
