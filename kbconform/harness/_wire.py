@@ -84,38 +84,76 @@ class RemoteError(Exception):
 # -- principals -------------------------------------------------------------------------------
 
 
-def principal_to_wire(principal: object) -> dict[str, Any] | None:
-    """The principal as harness-v1 data: only a real Principal that is valid by its own rules
-    crosses the wire; anything else (None, a look-alike, a subclass, one changed in place) is
-    sent as no identity (``None``)."""
-    if type(principal) is not Principal:
+def principal_to_wire(principal: object) -> Any:
+    """The principal as harness-v1 data. A real Principal that is valid by its own rules
+    crosses as its four fields. Anything else crosses as the identity it claims, so that a
+    backend behind a harness meets it as data: a JSON value as itself (a tenant id string, a
+    dict with a principal's keys misspelt), an object with a principal's fields (one changed in
+    place to an invalid tenant id included) as those fields. A claim the wire cannot tell from
+    a valid principal (a subclass, a look-alike whose fields are valid) and a value with no
+    JSON form cross as no identity (``None``)."""
+    plain = principal is None or isinstance(principal, (str, int, float, bool, list, dict))
+    claimed = _json(principal) if plain else _fields(principal)
+    if isinstance(principal_from_wire(claimed), Principal) and not _valid(principal):
         return None
-    try:  # a frozen Principal can still be changed in place: build it again from its fields
-        fresh = Principal(
-            principal.tenant_id,
-            principal.agent_identity,
-            principal.readable_namespaces,
-            principal.role,
+    return claimed
+
+
+def _valid(principal: object) -> bool:
+    """Whether ``principal`` is a real Principal still valid by its own rules (a frozen one
+    can be changed in place: it is built again from its fields)."""
+    if type(principal) is not Principal:
+        return False
+    try:
+        Principal(
+            principal.tenant_id, principal.agent_identity, principal.readable_namespaces, principal.role
         )
     except ContractViolation:
+        return False
+    return True
+
+
+def _json(value: object) -> Any:
+    """``value``'s JSON form, or ``None`` when it has none."""
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError, RecursionError):
         return None
-    return {
-        "tenantId": fresh.tenant_id,
-        "agentIdentity": fresh.agent_identity,
-        "role": fresh.role,
-        "readableNamespaces": sorted(fresh.readable_namespaces),
-    }
 
 
-def principal_from_wire(data: Mapping[str, Any] | None) -> Principal | None:
+def _fields(principal: object) -> Any:
+    """The identity an object with a principal's attributes claims, as harness-v1 data, or
+    ``None`` when it lacks one of them."""
+    try:
+        namespaces = principal.readable_namespaces  # type: ignore[attr-defined]
+        claimed = {
+            "tenantId": principal.tenant_id,  # type: ignore[attr-defined]
+            "agentIdentity": principal.agent_identity,  # type: ignore[attr-defined]
+            "role": principal.role,  # type: ignore[attr-defined]
+            "readableNamespaces": sorted(namespaces)
+            if isinstance(namespaces, (set, frozenset))
+            else namespaces,
+        }
+    except (AttributeError, TypeError):
+        return None
+    return _json(claimed)
+
+
+def principal_from_wire(data: Any) -> object:
+    """The caller a harness-v1 principal names: ``None`` for null, the :class:`Principal` a
+    valid one describes, and for any other value the value itself, a malformed principal the
+    backend must refuse as no identity (``KB_UNAUTHENTICATED``)."""
     if data is None:
         return None
-    return Principal(
-        data["tenantId"],
-        data["agentIdentity"],
-        frozenset(data["readableNamespaces"]),
-        data["role"],
-    )
+    if not isinstance(data, dict) or set(data) != {"tenantId", "agentIdentity", "role", "readableNamespaces"}:
+        return data
+    namespaces = data["readableNamespaces"]
+    try:
+        if not isinstance(namespaces, list) or namespaces != sorted(set(namespaces)):
+            return data
+        return Principal(data["tenantId"], data["agentIdentity"], frozenset(namespaces), data["role"])
+    except (ContractViolation, TypeError):
+        return data
 
 
 # -- sessions ---------------------------------------------------------------------------------

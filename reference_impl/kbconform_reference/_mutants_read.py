@@ -454,9 +454,9 @@ _WIDENING = (
     "an originAgentIdentity equality",
 )
 
-#: The mutants here whose broken invariant is accepting a Python object other than a valid
+#: The mutants here whose broken invariant is accepting a Python object posing as a valid
 #: Principal (in process only: see ``mutants.PRINCIPAL_AS_DATA``).
-PRINCIPAL_OBJECTS = frozenset({"subclassed-principal", "tampered-principal", "principal-coerced"})
+PRINCIPAL_OBJECTS = frozenset({"subclassed-principal", "tampered-principal"})
 
 MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
     (

@@ -374,12 +374,13 @@ class Mutant(_mutant_base.Mutant[Any]):
     __slots__ = ()
 
 
-#: Why a mutant that accepts a Python object other than a valid Principal cannot be reached
-#: behind harness-v1: a principal crosses it as data, and the kit sends anything else as no
-#: identity, so the backend only ever gets a Principal built from valid fields, or None.
+#: Why a mutant that accepts a Python object posing as a Principal cannot be reached behind
+#: harness-v1: a principal crosses it as data, a JSON value or a principal's fields, so the
+#: backend gets a Principal built from valid fields, None, or the malformed data itself
+#: (schemas/harness-v1.md), never the object.
 PRINCIPAL_AS_DATA = (
-    "a principal crosses harness-v1 as data: a Python object that is not a valid Principal reaches "
-    "the backend as no identity"
+    "a principal crosses harness-v1 as data: a Python object posing as a Principal reaches the "
+    "backend as its fields or as no identity"
 )
 
 MUTANTS: tuple[Mutant, ...] = (

@@ -14,10 +14,10 @@ import pytest
 
 from kbconform import runner
 from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch, RevisionMap, load_adapter
-from kbconform.conformance import record
+from kbconform.conformance import not_principals, record
 from kbconform.errors import BackendUnavailable, Forbidden, NotFound, Unauthenticated
 from kbconform.harness import Dispatcher, HarnessAdapter, HarnessBroken, StdioTransport
-from kbconform.harness._wire import REQUEST_INVALID
+from kbconform.harness._wire import REQUEST_INVALID, principal_from_wire, principal_to_wire
 from kbconform.identity import Principal
 
 HERE = Path(__file__).parent
@@ -68,6 +68,41 @@ def test_a_served_adapter_answers_every_facade_and_error_as_in_process(served: H
     assert {hit.id for hit in restored.list(ACME, 10, 0)} == set(ids)
     served.close(backend)
     served.close(restored)
+
+
+#: What each of the suites' non-principals crosses harness-v1 as: the identity it claims, as
+#: data, or null where the wire cannot tell the claim from a valid principal.
+CLAIMED = {
+    "None": None,
+    "a tenant id string": "acme",
+    "a dict that looks like a principal": {"tenant_id": "acme", "role": "operator"},
+    "an object with a principal's attributes": None,
+    "a Principal subclass that reads every tenant": None,
+    "a Principal changed in place to an invalid tenant id": {
+        "tenantId": "*",
+        "agentIdentity": "agent-acme",
+        "role": "operator",
+        "readableNamespaces": [],
+    },
+    "a Principal changed in place to read a mutable set": None,
+}
+
+
+@pytest.mark.parametrize("label", sorted(CLAIMED))
+def test_a_non_principal_crosses_as_the_identity_it_claims_and_is_refused(
+    label: str, served: HarnessAdapter
+) -> None:
+    """A malformed principal reaches the backend as data, which refuses it as no identity; a
+    real Principal crosses as its fields and reads its scope (control)."""
+    assert principal_to_wire(not_principals()[label]) == CLAIMED[label]
+    assert not isinstance(principal_from_wire(CLAIMED[label]), Principal)
+    backend = served.open(BackendOptions())
+    backend.ingest(ACME, [record("docs/a.md", "a words", tenant="acme")])
+    with pytest.raises(Unauthenticated):
+        backend.list(not_principals()[label], 10, 0)
+    assert principal_from_wire(principal_to_wire(ACME)) == ACME
+    assert len(backend.list(ACME, 10, 0)) == 1
+    served.close(backend)
 
 
 def _ask(dispatcher: Dispatcher, op: str, params: dict[str, Any]) -> dict[str, Any]:
