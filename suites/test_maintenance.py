@@ -17,6 +17,8 @@ import pytest
 
 from kbconform.adapter import BackendOptions, SpoofMode
 from kbconform.conformance import (
+    ENVELOPE_CLAIMS,
+    ENVELOPE_REFUSALS,
     Principals,
     Stored,
     changes,
@@ -24,6 +26,7 @@ from kbconform.conformance import (
     record,
     refusal,
     stored,
+    stored_in_full,
 )
 from kbconform.errors import ContractViolation, Forbidden, KbconformError, SpoofRejected, Unauthenticated
 from kbconform.identity import Principal
@@ -208,6 +211,39 @@ def test_a_sync_without_an_authenticated_principal_is_unauthenticated(
     )
     assert problem is None, problem
     assert backend.sync(principals.acme, REPO, []).deleted_ids, "control: acme's sync deleted nothing"
+
+
+@pytest.mark.kbconform(id="sync-06", level="L3", requires=("sync", "envelope"))
+@pytest.mark.parametrize("field", sorted(ENVELOPE_CLAIMS))
+def test_a_sync_whose_request_envelope_claims_another_identity_replaces_only_the_principals_own(
+    field: str, kbconform_open: Any, kbconform_principals: Principals
+) -> None:
+    """acme syncs ``app`` to docs/a.md with a request envelope claiming tenant beta, another
+    repository, visibility or origin agent (schemas/stamping.md). The sync is refused whole
+    (nothing changes), or it changes exactly what the same sync without the envelope changes
+    on a backend holding the same rows (control): beta's docs/b.md of ``app`` stays though the
+    envelope names beta, and acme's own stale docs/b.md goes."""
+    principals = kbconform_principals
+    operator = principals.operator
+    backend, control = kbconform_open(), kbconform_open()
+    for each in (backend, control):
+        _world(each, principals)
+    before = stored_in_full(backend.export(operator))
+    records = [record("docs/a.md", "acme a, synced", tenant="acme")]
+    control.sync(principals.acme, REPO, records)
+    envelope = {field: ENVELOPE_CLAIMS[field]}
+    try:
+        backend.sync(principals.acme, REPO, records, envelope)
+    except ENVELOPE_REFUSALS:
+        after = stored_in_full(backend.export(operator))
+        assert after == before, f"the refused sync with the envelope {envelope} changed the stored rows"
+        return
+    after, expected = stored_in_full(backend.export(operator)), stored_in_full(control.export(operator))
+    assert after == expected, (
+        f"the envelope {envelope} changed what the sync did: it removed "
+        f"{sorted(set(expected) - set(after))} and left {sorted(set(after) - set(expected))} "
+        "where the same sync without it did not"
+    )
 
 
 def _operations(run: Any) -> tuple[str, ...]:

@@ -9,6 +9,8 @@ import pytest
 
 from kbconform.adapter import BackendOptions, SpoofMode
 from kbconform.conformance import (
+    ENVELOPE_CLAIMS,
+    ENVELOPE_REFUSALS,
     Policy,
     Principals,
     Refused,
@@ -16,6 +18,7 @@ from kbconform.conformance import (
     differences,
     record,
     refusal,
+    stored_in_full,
 )
 from kbconform.errors import Forbidden, SpoofRejected, Unauthenticated
 from kbconform.identity import Principal
@@ -278,47 +281,32 @@ def test_every_ingested_chunk_carries_the_servers_config_version_and_ingest_time
     assert not problems, f"{chunk} ingested over its restored row: {'; '.join(problems)}"
 
 
-#: Each request-level field a write may carry, with a value no server would stamp for acme's
-#: agent writing into ``app`` (schemas/stamping.md, "The request envelope").
-CLAIMS: dict[str, Any] = {
-    "tenantId": "beta",
-    "repoSlug": "beta-secrets",
-    "visibility": "public",
-    "originAgentIdentity": "agent-beta",
-}
-
-
-def _as_stored(records: Any) -> dict[str, tuple[Any, ...]]:
-    """An export as ``{id: (text, tenant, repository, path, visibility, origin agent)}``."""
-    fields = ("tenantId", "repoSlug", "sourcePath", "visibility", "originAgentIdentity")
-    return {r["id"]: (r["document"], *(r["metadata"].get(f) for f in fields)) for r in records}
-
-
 @pytest.mark.kbconform(id="spoof-08", level="L1", requires="envelope")
-@pytest.mark.parametrize("field", sorted(CLAIMS))
+@pytest.mark.parametrize("field", sorted(ENVELOPE_CLAIMS))
 def test_a_request_envelope_claiming_another_identity_changes_nothing_that_is_stored(
     field: str, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
     """acme's agent ingests two records with a request envelope claiming another tenant,
-    repository, visibility or origin agent. The write is refused whole (KB_TENANT_SPOOF_REJECTED
-    or KB_FORBIDDEN), nothing written; or it lands exactly as the same ingest without an
-    envelope lands on a fresh backend (control): same ids, texts and stamps."""
+    repository, visibility or origin agent. The write is refused whole (KB_TENANT_SPOOF_REJECTED,
+    KB_FORBIDDEN, or KB_CONTRACT_VIOLATION for a value the backend does not take), nothing
+    written; or it lands exactly as the same ingest without an envelope lands on a fresh
+    backend (control): same ids, texts and stamps."""
     principals = kbconform_principals
     acme, operator = principals.acme, principals.operator
     records = [record(f"docs/enveloped-{n}.md", f"an enveloped chunk {n}", tenant="acme") for n in range(2)]
     backend, control = kbconform_open(), kbconform_open()
     control.ingest(acme, records)
-    expected = _as_stored(control.export(operator))
-    envelope = {field: CLAIMS[field]}
+    expected = stored_in_full(control.export(operator))
+    envelope = {field: ENVELOPE_CLAIMS[field]}
     try:
         backend.ingest(acme, records, envelope)
-    except (SpoofRejected, Forbidden):
-        written = _as_stored(backend.export(operator))
+    except ENVELOPE_REFUSALS:
+        written = stored_in_full(backend.export(operator))
         assert written == {}, (
             f"the refused write with the envelope {envelope} wrote {sorted(written.values())}"
         )
         return
-    stored = _as_stored(backend.export(operator))
+    stored = stored_in_full(backend.export(operator))
     assert stored == expected, (
         f"the envelope {envelope} changed what was stored: {sorted(stored.values(), key=repr)} where "
         f"the same ingest without it stores {sorted(expected.values(), key=repr)}"

@@ -25,8 +25,8 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch, RevisionMap
-from kbconform.conformance import Policy, Refused, Run, differences, record
+from kbconform.adapter import ENVELOPE_FIELDS, BackendOptions, FaultPlan, FaultSwitch, RevisionMap
+from kbconform.conformance import ENVELOPE_REFUSALS, Policy, Refused, Run, differences, record
 from kbconform.conformance.strategies import OUTSIDE, PATHS, World, worlds
 from kbconform.contract import is_valid
 from kbconform.errors import BackendUnavailable, KbconformError, NotFound
@@ -103,6 +103,14 @@ RECORDS = st.builds(
     identity_keys=st.booleans(),
 )
 FAULTS = st.none() | st.integers(0, 3)
+#: A write's request envelope (feature envelope), by its fields: each with whether it claims
+#: another identity than the server's, or carries the server's own value.
+ENVELOPES = st.none() | st.lists(
+    st.tuples(st.sampled_from(ENVELOPE_FIELDS), st.booleans()),
+    min_size=1,
+    max_size=4,
+    unique_by=lambda f: f[0],
+).map(tuple)
 
 
 @dataclass
@@ -320,23 +328,90 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         assert is_valid(made, "parsed-chunk-v1"), f"the machine built an invalid record: {made}"
         return made
 
+    def _envelope(
+        self, principal: Principal, repo: str, spec: tuple[tuple[str, bool], ...] | None, spoofing: bool
+    ) -> tuple[dict[str, Any], ...]:
+        """The envelope argument of a write of ``repo``'s records: none, or the fields ``spec``
+        names, each the server's own value or, while ``spoofing`` (within the spoof budget, where
+        a claiming envelope counts as one spoofed record), another identity's."""
+        if spec is None or "envelope" not in self.features:
+            return ()
+        assert self.world is not None
+        world = self.world
+        agent = principal.agent_identity
+        own = {
+            "tenantId": principal.tenant_id,
+            "repoSlug": repo,
+            "visibility": "team",
+            "originAgentIdentity": agent,
+        }
+        other = {
+            "tenantId": next(t for t in (*world.tenants, "other") if t != principal.tenant_id),
+            "repoSlug": next((r for r in world.repos if r != repo), "elsewhere"),
+            "visibility": "public",
+            "originAgentIdentity": "agent-2" if agent != "agent-2" else "agent",
+        }
+        return ({name: (other if claims and spoofing else own)[name] for name, claims in spec},)
+
+    def _within_budget(
+        self, principal: Principal, specs: list[RecordSpec], envelope: tuple[tuple[str, bool], ...] | None
+    ) -> bool:
+        """Whether a write may spoof every record its specs spoof and claim what its envelope
+        claims (one more), and stay within the principal's spoof budget."""
+        budget = self.policy.spoof_budget(principal)
+        wanted = sum(1 for s in specs if s.spoof) + any(claims for _, claims in envelope or ())
+        return budget is None or budget >= wanted
+
+    def _refused_whole(
+        self,
+        principal: Principal,
+        envelope: tuple[dict[str, Any], ...],
+        records: list[dict[str, Any]],
+        outcome: Any,
+    ) -> bool:
+        """A write whose envelope claims another identity may be refused whole (schemas/stamping.md):
+        the model is left as it was, and the invariants hold the backend to it."""
+        claims = envelope and self.policy.envelope_claims(principal, envelope[0], records)
+        return bool(claims) and isinstance(outcome, ENVELOPE_REFUSALS)
+
     # -- rules -----------------------------------------------------------------------------------
 
-    @rule(user=st.integers(0, 11), specs=st.lists(RECORDS, min_size=1, max_size=6), fault=FAULTS)
-    def ingest(self, user: int, specs: list[RecordSpec], fault: int | None) -> None:
+    @rule(
+        user=st.integers(0, 11),
+        specs=st.lists(RECORDS, min_size=1, max_size=6),
+        fault=FAULTS,
+        envelope=ENVELOPES,
+    )
+    def ingest(
+        self,
+        user: int,
+        specs: list[RecordSpec],
+        fault: int | None,
+        envelope: tuple[tuple[str, bool], ...] | None = None,
+    ) -> None:
         principal = self._principal(user)
-        budget = self.policy.spoof_budget(principal)
-        spoofing = budget is None or budget >= sum(1 for s in specs if s.spoof)
+        spoofing = self._within_budget(principal, specs, envelope)
         records = [self._record(principal, spec, spoofing) for spec in specs]
-        self.seen |= set(self._ingest(principal, records, fault))
+        sent = self._envelope(principal, records[0]["repoSlug"], envelope, spoofing)
+        self.seen |= set(self._ingest(principal, records, fault, sent))
 
-    def _ingest(self, principal: Principal, records: list[dict[str, Any]], fault: int | None) -> list[str]:
+    def _ingest(
+        self,
+        principal: Principal,
+        records: list[dict[str, Any]],
+        fault: int | None,
+        envelope: tuple[dict[str, Any], ...] = (),
+    ) -> list[str]:
         """Ingest, compare ids and warnings with the model, and commit; the ids that landed."""
         expected = self.policy.ingest(principal, records, self.mode)
-        sent = (records, self.policy.ids_for(principal, records))
-        outcome = self._call(principal, fault, sent, lambda: self.backend.ingest(principal, records))
-        self.policy.count_spoofs(principal, records, self.mode)
-        if self._failed(outcome, fault, expected):
+        sent = (records, *envelope, self.policy.ids_for(principal, records))
+        outcome = self._call(
+            principal, fault, sent, lambda: self.backend.ingest(principal, records, *envelope)
+        )
+        self.policy.count_spoofs(principal, records, self.mode, *envelope)
+        if self._refused_whole(principal, envelope, records, outcome) or self._failed(
+            outcome, fault, expected
+        ):
             return []
         assert not isinstance(expected, Refused)
         ids = [str(i) for i in outcome.ids]
@@ -437,20 +512,32 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         repo=st.integers(0, 2),
         specs=st.lists(RECORDS, max_size=4),
         fault=st.none() | st.integers(0, 3),
+        envelope=ENVELOPES,
     )
-    def sync(self, user: int, repo: int, specs: list[RecordSpec], fault: int | None) -> None:
+    def sync(
+        self,
+        user: int,
+        repo: int,
+        specs: list[RecordSpec],
+        fault: int | None,
+        envelope: tuple[tuple[str, bool], ...] | None,
+    ) -> None:
         """Replace one repository of the principal's tenant (schemas/maintenance.md)."""
         principal = self._principal(user)
         assert self.world is not None
         slug = self.world.repos[repo]
-        budget = self.policy.spoof_budget(principal)
-        spoofing = budget is None or budget >= sum(1 for s in specs if s.spoof)
+        spoofing = self._within_budget(principal, specs, envelope)
         records = [self._record(principal, replace(spec, repo=repo), spoofing) for spec in specs]
+        enveloped = self._envelope(principal, slug, envelope, spoofing)
         expected = self.policy.sync(principal, slug, records, self.mode)
-        sent = (slug, records, self.policy.ids_for(principal, records))
-        outcome = self._call(principal, fault, sent, lambda: self.backend.sync(principal, slug, records))
-        self.policy.count_spoofs(principal, records, self.mode)
-        if self._failed(outcome, fault, expected):
+        sent = (slug, records, *enveloped, self.policy.ids_for(principal, records))
+        outcome = self._call(
+            principal, fault, sent, lambda: self.backend.sync(principal, slug, records, *enveloped)
+        )
+        self.policy.count_spoofs(principal, records, self.mode, *enveloped)
+        if self._refused_whole(principal, enveloped, records, outcome) or self._failed(
+            outcome, fault, expected
+        ):
             return
         assert not isinstance(expected, Refused)
         plan, stale = expected

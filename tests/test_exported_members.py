@@ -147,6 +147,8 @@ SUBPACKAGES = {
     ],
     "kbconform.conformance": [
         "DEFAULT_CALL_TIMEOUT",
+        "ENVELOPE_CLAIMS",
+        "ENVELOPE_REFUSALS",
         "PROFILES",
         "DeadlineExceeded",
         "Canaries",
@@ -177,6 +179,7 @@ SUBPACKAGES = {
         "refusal",
         "seed_canaries",
         "stored",
+        "stored_in_full",
         "unrefused",
     ],
     "kbconform.harness": [

@@ -300,7 +300,8 @@ class SupportsAsk(Protocol):
 
 @runtime_checkable
 class SupportsEnvelope(Protocol):
-    """Optional feature ``envelope``: ingest takes the request-level fields of a write."""
+    """Optional feature ``envelope``: ingest takes the request-level fields of a write (and
+    so does :meth:`SupportsSync.sync`, as its fourth argument, when ``sync`` is offered too)."""
 
     def ingest(
         self,
@@ -317,8 +318,10 @@ class SupportsEnvelope(Protocol):
         stamps (:func:`~kbconform.adapter.envelope_claims`) is ignored (what is stored is what
         the same ingest without an envelope stores) or refuses the whole write
         (:class:`~kbconform.errors.SpoofRejected` or :class:`~kbconform.errors.Forbidden`),
-        never used. Without an authenticated principal an envelope naming a tenant is still no
-        identity: :class:`~kbconform.errors.Unauthenticated`.
+        never used (a value the backend does not accept may refuse it as
+        :class:`~kbconform.errors.ContractViolation`, nothing written). Without an authenticated
+        principal an envelope naming a tenant is still no identity:
+        :class:`~kbconform.errors.Unauthenticated`.
         """
         ...
 
@@ -340,7 +343,9 @@ class SupportsSync(Protocol):
         ``repo_slug`` that is no valid repoSlug, raises :class:`~kbconform.errors.ContractViolation`
         (``contract="sync"``) and changes nothing. Everything else is as ingest: invalid records,
         spoofed fields (overwrite or reject), a member writing into the shared namespace, ids of
-        other tenants' or agents' chunks, and a failing store.
+        other tenants' or agents' chunks, and a failing store. A backend that also offers
+        ``envelope`` takes the request-level fields as a fourth argument, with ingest's rules
+        (:class:`SupportsEnvelope`).
         """
         ...
 

@@ -2,6 +2,7 @@
 profile, and the seeded data."""
 
 from kbconform.conformance._data import (
+    ENVELOPE_CLAIMS,
     Canaries,
     Canary,
     Principals,
@@ -9,9 +10,17 @@ from kbconform.conformance._data import (
     seed_canaries,
 )
 from kbconform.conformance._deadline import DEFAULT_CALL_TIMEOUT, DeadlineExceeded
-from kbconform.conformance._effects import Stored, changes, described, refusal, stored, unrefused
+from kbconform.conformance._effects import (
+    Stored,
+    changes,
+    described,
+    refusal,
+    stored,
+    stored_in_full,
+    unrefused,
+)
 from kbconform.conformance._grant_model import GrantPolicy
-from kbconform.conformance._model import Ingest, Policy, Refused, Row, differences
+from kbconform.conformance._model import ENVELOPE_REFUSALS, Ingest, Policy, Refused, Row, differences
 from kbconform.conformance._pool_model import PoolPolicy
 from kbconform.conformance._profiles import (
     DriverMachine,
@@ -28,6 +37,8 @@ from kbconform.conformance._run import PROFILES, ProfileName, Run
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
+    "ENVELOPE_CLAIMS",
+    "ENVELOPE_REFUSALS",
     "PROFILES",
     "DeadlineExceeded",
     "Canaries",
@@ -58,5 +69,6 @@ __all__ = [
     "refusal",
     "seed_canaries",
     "stored",
+    "stored_in_full",
     "unrefused",
 ]

@@ -20,6 +20,16 @@ from kbconform.identity import Principal
 TOPIC = "deploy the billing service with the shared config file and rotate the keys"
 
 
+#: Each request-level field a write may carry, with a value no server would stamp for acme's
+#: agent writing into ``app`` (schemas/stamping.md, "The request envelope").
+ENVELOPE_CLAIMS: dict[str, Any] = {
+    "tenantId": "beta",
+    "repoSlug": "beta-secrets",
+    "visibility": "public",
+    "originAgentIdentity": "agent-beta",
+}
+
+
 def record(
     path: str,
     content: str,

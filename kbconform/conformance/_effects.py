@@ -50,6 +50,16 @@ def changes(before: Mapping[str, Stored], after: Mapping[str, Stored]) -> list[s
     return found
 
 
+def stored_in_full(records: Any) -> dict[str, tuple[Any, ...]]:
+    """Backup records (an export) as ``{id: (text, tenant, repository, path, visibility,
+    origin agent)}``: everything a write's request-level claims could change."""
+    fields = ("tenantId", "repoSlug", "sourcePath", "visibility", "originAgentIdentity")
+    return {
+        str(r["id"]): (r.get("document"), *((r.get("metadata") or {}).get(f) for f in fields))
+        for r in records
+    }
+
+
 def described(value: object) -> str:
     """A returned value, short: backup records by tenant, hits by id, ids, or the value."""
     if isinstance(value, list | tuple):

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbconform.adapter import Manifest, check_sync
+from kbconform.adapter import Manifest, check_sync, envelope_claims
 from kbconform.errors import (
     ContractViolation,
     Forbidden,
@@ -42,6 +42,10 @@ INGEST_VISIBILITY = "team"
 #: ingested chunk carries both (schemas/stamping.md). The model cannot predict them: it learns
 #: each from the backend the first time it sees it and holds the backend to it from then on.
 SERVER_STAMPS = ("tenantConfigVersion", "ingestedAt")
+#: How a write whose request envelope claims another identity may be refused whole, nothing
+#: written (schemas/stamping.md): as a spoof, as forbidden, or as a value the backend does not
+#: take at all. Otherwise it lands as the same write without the envelope.
+ENVELOPE_REFUSALS: tuple[type[KbconformError], ...] = (SpoofRejected, Forbidden, ContractViolation)
 
 Key = tuple[str, str, str]
 
@@ -305,14 +309,32 @@ class Policy:
                 stamps["originAgentIdentity"] = principal.agent_identity
             self.rows[chunk] = Row(chunk, record["content"], stamps)
 
-    def count_spoofs(self, principal: Principal, records: Sequence[Mapping[str, Any]], mode: str) -> None:
+    @staticmethod
+    def envelope_claims(
+        principal: Principal, envelope: Mapping[str, Any], records: Sequence[Mapping[str, Any]]
+    ) -> list[tuple[str, object, object]]:
+        """What a write's request envelope claims beyond the server's own values, as
+        ``(field, claimed, server)``: a write with any claim may be refused whole
+        (:data:`ENVELOPE_REFUSALS`), else it is what the write without the envelope is."""
+        return envelope_claims(principal, envelope, records, INGEST_VISIBILITY)
+
+    def count_spoofs(
+        self,
+        principal: Principal,
+        records: Sequence[Mapping[str, Any]],
+        mode: str,
+        envelope: Mapping[str, Any] | None = None,
+    ) -> None:
         """An ingest of ``records`` was sent in ``mode``: in overwrite mode its spoofed records
-        count towards escalation, whatever came of the call. A backend may count the spoofs of a
-        batch that a store fault or a refusal stopped (the reference counts them before it
-        writes), so the model's budget stays the smallest one (schemas/stamping.md)."""
+        count towards escalation, whatever came of the call, and an ``envelope`` that claims
+        another identity counts as one more. A backend may count the spoofs of a batch that a
+        store fault or a refusal stopped (the reference counts them before it writes), and may
+        count envelopes, so the model's budget stays the smallest one (schemas/stamping.md)."""
         if mode != "overwrite":
             return
         spoofing = sum(1 for record in records if self.spoofed_fields(principal, record))
+        if envelope is not None and self.envelope_claims(principal, envelope, records):
+            spoofing += 1
         self.spoofs[(principal.tenant_id, principal.agent_identity)] += spoofing
 
     def deletion(

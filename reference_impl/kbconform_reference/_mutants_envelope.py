@@ -15,30 +15,36 @@ from kbconform_reference.service import IngestResult, KnowledgeBase
 
 
 class _Trusting(KnowledgeBase):
-    """Uses the envelope's ``field`` as the server would use its own value."""
+    """Uses the envelope's ``field`` as the server would use its own value, on every write that
+    takes an envelope (ingest and sync)."""
 
     field = ""
 
-    def ingest(
+    def _write(
         self,
+        operation: str,
         principal: Principal,
         records: Sequence[Mapping[str, Any]],
-        envelope: Mapping[str, Any] | None = None,
         *,
         visibility: Any = None,
+        stale: str | None = None,
+        envelope: Mapping[str, Any] | None = None,
     ) -> IngestResult:
         claimed = (envelope or {}).get(self.field)
         if claimed is None:
-            return super().ingest(principal, records, envelope, visibility=visibility)
-        principal = self._authenticated(principal, "ingest")
+            return super()._write(
+                operation, principal, records, visibility=visibility, stale=stale, envelope=envelope
+            )
         if self.field == "visibility":
-            return self._write("ingest", principal, records, visibility=claimed)
-        if self.field == "repoSlug":
-            return self._write("ingest", principal, [{**r, "repoSlug": claimed} for r in records])
-        if self.field == "tenantId":
+            visibility = claimed
+        elif self.field == "repoSlug":
+            records = [{**r, "repoSlug": claimed} for r in records]
+        elif self.field == "tenantId":
             principal = Principal(claimed, principal.agent_identity, principal.readable_namespaces)
-            return self._write("ingest", principal, [{**r, "tenantId": claimed} for r in records])
-        return self._write("ingest", dataclasses.replace(principal, agent_identity=claimed), records)
+            records = [{**r, "tenantId": claimed} for r in records]
+        else:
+            principal = dataclasses.replace(principal, agent_identity=claimed)
+        return super()._write(operation, principal, records, visibility=visibility, stale=stale)
 
 
 class EnvelopeTenantTrusted(_Trusting):
@@ -78,26 +84,26 @@ MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
     (
         "envelope-tenant-trusted",
         EnvelopeTenantTrusted,
-        "ingest writes into the tenant the request names",
-        ("spoof-08[tenantId]",),
+        "ingest and sync write into the tenant the request names (a sync deletes its stale chunks)",
+        ("spoof-08[tenantId]", "sync-06[tenantId]"),
     ),
     (
         "envelope-repo-trusted",
         EnvelopeRepoTrusted,
-        "ingest stamps the repository the request names",
-        ("spoof-08[repoSlug]",),
+        "ingest and sync stamp the repository the request names",
+        ("spoof-08[repoSlug]", "sync-06[repoSlug]"),
     ),
     (
         "envelope-visibility-trusted",
         EnvelopeVisibilityTrusted,
-        "ingest stamps the visibility the request names",
-        ("spoof-08[visibility]",),
+        "ingest and sync stamp the visibility the request names",
+        ("spoof-08[visibility]", "sync-06[visibility]"),
     ),
     (
         "envelope-agent-trusted",
         EnvelopeAgentTrusted,
-        "ingest stamps the origin agent the request names",
-        ("spoof-08[originAgentIdentity]",),
+        "ingest and sync stamp the origin agent the request names",
+        ("spoof-08[originAgentIdentity]", "sync-06[originAgentIdentity]"),
     ),
     (
         "anonymous-envelope-tenant",

@@ -39,10 +39,12 @@ class SyncByRepoPrefix(KnowledgeBase):
 class SyncTrustsRecordTenant(KnowledgeBase):
     """A sync replaces the repository of the tenant its first record claims."""
 
-    def sync(self, principal: Principal, repo_slug: str, records: Sequence[Mapping[str, Any]]) -> SyncResult:
+    def sync(
+        self, principal: Principal, repo_slug: str, records: Sequence[Mapping[str, Any]], *args: Any
+    ) -> SyncResult:
         claimed = records[0].get("tenantId") if records and isinstance(records[0], Mapping) else None
         self._claimed = claimed if isinstance(claimed, str) else None
-        return super().sync(principal, repo_slug, records)
+        return super().sync(principal, repo_slug, records, *args)
 
     def _stale(self, principal: Principal, repo_slug: str, keep: set[str]) -> builtins.list[str]:
         claimed = getattr(self, "_claimed", None)
@@ -52,11 +54,13 @@ class SyncTrustsRecordTenant(KnowledgeBase):
 class SyncOverwritesInRejectMode(KnowledgeBase):
     """A sync overwrites spoofed fields even when the backend is in reject mode."""
 
-    def sync(self, principal: Principal, repo_slug: str, records: Sequence[Mapping[str, Any]]) -> SyncResult:
+    def sync(
+        self, principal: Principal, repo_slug: str, records: Sequence[Mapping[str, Any]], *args: Any
+    ) -> SyncResult:
         settings = self.settings
         self.settings = dataclasses.replace(settings, spoof_mode="overwrite")
         try:
-            return super().sync(principal, repo_slug, records)
+            return super().sync(principal, repo_slug, records, *args)
         finally:
             self.settings = settings
 
@@ -64,9 +68,11 @@ class SyncOverwritesInRejectMode(KnowledgeBase):
 class SyncUnchecked(KnowledgeBase):
     """A sync takes any repository and records of other repositories."""
 
-    def sync(self, principal: Principal, repo_slug: str, records: Sequence[Mapping[str, Any]]) -> SyncResult:
+    def sync(
+        self, principal: Principal, repo_slug: str, records: Sequence[Mapping[str, Any]], *args: Any
+    ) -> SyncResult:
         principal = self._authenticated(principal, "sync")
-        return self._write("sync", principal, records, stale=str(repo_slug))
+        return self._write("sync", principal, records, stale=str(repo_slug), envelope=(*args, None)[0])
 
 
 class SharedMembersSync(KnowledgeBase):

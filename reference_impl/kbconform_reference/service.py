@@ -339,13 +339,20 @@ class KnowledgeBase:
                 extra={"kb_event": "envelope-ignored", "field": name, "tenantId": principal.tenant_id},
             )
 
-    def sync(self, principal: Principal, repo_slug: str, records: Sequence[Mapping[str, Any]]) -> SyncResult:
+    def sync(
+        self,
+        principal: Principal,
+        repo_slug: str,
+        records: Sequence[Mapping[str, Any]],
+        envelope: Mapping[str, Any] | None = None,
+    ) -> SyncResult:
         """Replace the tenant's corpus of one repository: ingest ``records`` and delete every chunk
-        of the tenant in ``repo_slug`` at a path no record carries; all or nothing."""
+        of the tenant in ``repo_slug`` at a path no record carries; all or nothing. ``envelope``:
+        as ingest's."""
         principal = self._authenticated(principal, "sync")
         self._may_write(principal, "sync")
         check_sync(repo_slug, records)
-        return self._write("sync", principal, records, stale=repo_slug)
+        return self._write("sync", principal, records, stale=repo_slug, envelope=envelope)
 
     def _stale(self, principal: Principal, repo_slug: str, keep: set[str]) -> builtins.list[str]:
         """The ids of the tenant's chunks in ``repo_slug`` at a path outside ``keep``."""
@@ -393,7 +400,7 @@ class KnowledgeBase:
     ) -> IngestResult:
         """Ingest ``records`` for ``operation``; with ``stale``, a sync of that repository, which
         also deletes the tenant's chunks of it at the paths the records leave out; ``envelope``:
-        the request-level fields ingest was sent (:meth:`_envelope`)."""
+        the request-level fields the write was sent (:meth:`_envelope`)."""
         self._may_write(principal, operation)
         records = list(records)
         problems = [

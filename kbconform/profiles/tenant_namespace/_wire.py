@@ -38,12 +38,7 @@ class TenantHarnessBackend(HarnessBackend):
         envelope: Mapping[str, Any] | None = None,
         /,
     ) -> IngestResult:
-        if envelope is not None and not isinstance(envelope, Mapping):
-            raise TypeError(
-                f"ingest()'s envelope is a mapping of request-level fields, not {type(envelope).__name__}"
-            )
-        sent = {} if envelope is None else {"envelope": dict(envelope)}
-        result = self._call("ingest", principal, records=list(records), **sent)
+        result = self._call("ingest", principal, records=list(records), **_sent("ingest", envelope))
         warnings = [SpoofWarning(w["field"], w["chunkId"]) for w in result["warnings"]]
         return IngestResult(list(result["ids"]), warnings)
 
@@ -80,8 +75,16 @@ class TenantHarnessBackend(HarnessBackend):
     def restore(self, principal: object, records: Sequence[Mapping[str, Any]], /) -> int:
         return int(self._call("restore", principal, records=list(records))["restored"])
 
-    def sync(self, principal: object, repo_slug: str, records: Sequence[Mapping[str, Any]], /) -> SyncResult:
-        result = self._call("sync", principal, repoSlug=repo_slug, records=list(records))
+    def sync(
+        self,
+        principal: object,
+        repo_slug: str,
+        records: Sequence[Mapping[str, Any]],
+        envelope: Mapping[str, Any] | None = None,
+        /,
+    ) -> SyncResult:
+        sent = _sent("sync", envelope)
+        result = self._call("sync", principal, repoSlug=repo_slug, records=list(records), **sent)
         warnings = [SpoofWarning(w["field"], w["chunkId"]) for w in result["warnings"]]
         return SyncResult(list(result["ids"]), warnings, list(result["deletedIds"]))
 
@@ -114,8 +117,19 @@ def _ingested(result: Any) -> dict[str, Any]:
     return {"ids": list(result.ids), "warnings": warnings}
 
 
+def _sent(operation: str, envelope: object) -> dict[str, Any]:
+    """The ``envelope`` param of a write request: present only when the call passed one."""
+    if envelope is None:
+        return {}
+    if not isinstance(envelope, Mapping):
+        raise TypeError(
+            f"{operation}()'s envelope is a mapping of request-level fields, not {type(envelope).__name__}"
+        )
+    return {"envelope": dict(envelope)}
+
+
 def _envelope(params: Mapping[str, Any]) -> tuple[Any, ...]:
-    """The envelope argument of ingest: passed only when the request carries one."""
+    """The envelope argument of ingest or sync: passed only when the request carries one."""
     return (params["envelope"],) if "envelope" in params else ()
 
 
@@ -173,7 +187,7 @@ WIRE = WireTable(
         "export": _as_principal(lambda b, p, a: {"records": [dict(r) for r in b.export(p)]}),
         "restore": _as_principal(lambda b, p, a: {"restored": b.restore(p, a["records"])}),
         "scan": _scan,
-        "sync": _as_principal(lambda b, p, a: _synced(b.sync(p, a["repoSlug"], a["records"]))),
+        "sync": _as_principal(lambda b, p, a: _synced(b.sync(p, a["repoSlug"], a["records"], *_envelope(a)))),
         "maintain": _as_principal(lambda b, p, a: _maintained(b, p, a["operation"])),
     },
     backend=TenantHarnessBackend,
