@@ -329,3 +329,24 @@ def test_maintenance_without_an_authenticated_principal_is_unauthenticated(
         )
         assert problem is None, problem
         backend.maintain(principals.operator, operation)
+
+
+@pytest.mark.kbconform(id="maint-04", level="L3", requires="maintenance")
+def test_a_maintenance_operation_the_manifest_does_not_name_is_a_contract_violation(
+    kbconform_run: Any, kbconform_backend: Any, kbconform_principals: Principals
+) -> None:
+    """An operator's maintenance operation the manifest does not name (a made-up name, a named
+    one in upper case, the empty string) raises KB_CONTRACT_VIOLATION and changes nothing: a
+    backend that runs an unknown name as some default operation does what no one asked for.
+    Each named operation runs (control)."""
+    principals, backend = kbconform_principals, kbconform_backend
+    operator = principals.operator
+    _private_world(backend, principals)
+    named = _operations(kbconform_run)
+    unknown = [name for name in ("drop-everything", named[0].upper(), "") if name not in named]
+    for operation in unknown:
+        label = f"the operator's maintenance {operation!r} (not one of {list(named)})"
+        problem = _refused(label, backend, operator, ContractViolation, backend.maintain, operator, operation)
+        assert problem is None, problem
+    for operation in named:
+        backend.maintain(operator, operation)

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kbconform.identity import Principal
-from kbconform_reference.service import KnowledgeBase, SyncResult
+from kbconform_reference.service import MAINTENANCE, KnowledgeBase, SyncResult
 from kbconform_reference.stores import Rows
 
 
@@ -92,6 +92,14 @@ class MaintenanceForMembers(KnowledgeBase):
             KnowledgeBase._operator(principal, operation)
 
 
+class MaintainsAnyName(KnowledgeBase):
+    """A maintenance operation the backend does not know runs as its first one."""
+
+    def maintain(self, principal: Principal, operation: str) -> None:
+        known = operation in MAINTENANCE
+        super().maintain(principal, operation if known else MAINTENANCE[0])
+
+
 class RebuildForgetsVisibility(KnowledgeBase):
     """Re-embedding writes every row back as team-visible: private chunks open to the tenant."""
 
@@ -105,6 +113,12 @@ class RebuildForgetsVisibility(KnowledgeBase):
 
 
 MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
+    (
+        "maintains-any-name",
+        MaintainsAnyName,
+        "a maintenance operation the manifest does not name runs as the first one it does",
+        ("maint-04",),
+    ),
     (
         "sync-deletes-every-tenant",
         SyncDeletesEveryTenant,
