@@ -287,3 +287,44 @@ def test_a_deletion_signal_the_store_fails_part_way_deletes_nothing(
     assert all(after.gets[i] is None for i in dropped), "a dropped chunk still reads"
     assert after.gets[attempt.data["twin"]] is not None, "acme's signal deleted beta's chunk"
     assert set(after.export) == set(before.export) - dropped
+
+
+@pytest.mark.kbconform(id="atomic-04", level="L3", requires=("fault-injection", "sync"))
+@pytest.mark.parametrize("kind", FAULTS)
+def test_a_sync_the_store_fails_part_way_writes_and_deletes_nothing(
+    kind: str, kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
+) -> None:
+    """acme holds 200 chunks in repository ``bulk`` (beta one, at a path acme's sync drops) and
+    syncs ``bulk`` to 100 of them with new text (hashInputs without content: the ids stay) and
+    100 new ones: every failed attempt leaves every chunk as it was, deletes none and adds none;
+    the successful one rewrites, adds and deletes exactly the stale 100, of acme only (control)."""
+    principals = kbconform_principals
+    acme, half = principals.acme, BATCH // 2
+    by_path = ["sourcePath", "kind", "name"]
+
+    def old(n: int, text: str, tenant: str = "acme") -> dict[str, Any]:
+        return record(f"docs/old-{n}.md", text, tenant=tenant, repo="bulk", hashInputs=by_path)
+
+    batch = [
+        *(old(n, f"second {n}") for n in range(half)),
+        *(record(f"docs/new-{n}.md", f"new {n}", tenant="acme", repo="bulk") for n in range(half)),
+    ]
+
+    def prepare(backend: Any) -> Attempt:
+        seed_canaries(backend, principals, kbconform_run.rng(f"atomic-04[{kind}]"))
+        stale = list(backend.ingest(acme, [old(n, f"first {n}") for n in range(BATCH)]).ids)[half:]
+        twin = list(backend.ingest(principals.beta, [old(BATCH - 1, "beta's", tenant="beta")]).ids)
+        return Attempt(
+            backend,
+            _owners(backend, principals),
+            lambda: backend.sync(acme, "bulk", batch),
+            {"stale": set(stale), "twin": twin[0]},
+        )
+
+    attempt, result, before, after = _every_fault(kbconform_run, kbconform_open, principals, kind, prepare)
+    stale, ids = attempt.data["stale"], list(result.ids)
+    assert set(result.deleted_ids) == stale, "the sync did not delete exactly acme's stale chunks"
+    assert set(after.lists[acme.tenant_id]) == (set(before.lists[acme.tenant_id]) - stale) | set(ids)
+    for chunk_id, rec in zip(ids, batch, strict=True):
+        assert attempt.backend.get(acme, chunk_id).document == rec["content"], "the sync did not land whole"
+    assert after.gets[attempt.data["twin"]] is not None, "acme's sync deleted beta's chunk"

@@ -57,16 +57,32 @@ class ReadsDuringPendingRollback(KnowledgeBase):
             super()._settle(operation)
 
 
+class SyncDeletesWithoutRollback(KnowledgeBase):
+    """A sync writes its records all or nothing, then deletes the stale chunks page by page
+    and keeps the deletes that landed before the store failed (two steps, one undo log)."""
+
+    def _apply(
+        self, operation: str, prior: Rows, write: Rows | None = None, delete: Sequence[str] = ()
+    ) -> None:
+        if operation != "sync" or not delete:
+            super()._apply(operation, prior, write, delete)
+            return
+        super()._apply(operation, prior, write)
+        with self._store_call(operation):
+            self._delete(delete)
+
+
 _INGEST = ("atomic-01[lasting]", "atomic-01[transient]")
 _RESTORE = ("atomic-02[lasting]", "atomic-02[transient]")
 _DELETE = ("atomic-03[lasting]", "atomic-03[transient]")
+_SYNC = ("atomic-04[lasting]", "atomic-04[transient]")
 
 MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
     (
         "writes-pages-without-rollback",
         WritesPagesWithoutRollback,
-        "ingest and restore keep the pages written before the store failed",
-        (*_INGEST, *_RESTORE),
+        "ingest, restore and sync keep the pages written before the store failed",
+        (*_INGEST, *_RESTORE, *_SYNC),
     ),
     (
         "deletes-pages-without-rollback",
@@ -78,12 +94,18 @@ MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
         "rollback-keeps-new-rows",
         RollbackKeepsNewRows,
         "the rollback of a failed write restores overwritten rows but keeps the new ones",
-        (*_INGEST, *_RESTORE),
+        (*_INGEST, *_RESTORE, *_SYNC),
     ),
     (
         "reads-during-pending-rollback",
         ReadsDuringPendingRollback,
         "a rollback the store refused is replayed before writes only: reads see the half-written batch",
-        ("atomic-01[lasting]", "atomic-02[lasting]", "atomic-03[lasting]"),
+        ("atomic-01[lasting]", "atomic-02[lasting]", "atomic-03[lasting]", "atomic-04[lasting]"),
+    ),
+    (
+        "sync-deletes-without-rollback",
+        SyncDeletesWithoutRollback,
+        "a sync keeps the stale chunks it deleted before the store failed (its writes roll back)",
+        _SYNC,
     ),
 )
