@@ -1,10 +1,13 @@
 // kbconform harness-v1 (stdio) for Neo's real knowledge base: the npm package neo.mjs 13.1.0,
 // installed by ./install into ./node_modules.
 //
-// It drives Neo's own services (IngestionService, QueryService, SearchService, DocumentService,
-// DatabaseService) against a private `chroma run` server, one Chroma collection per backend,
-// and translates each kit call and each answer. It adds no check, filter or identity rule of
-// its own: whatever Neo answers is what the kit sees. README.md documents every mapping.
+// It drives Neo's knowledge base through its MCP tool layer, in process: `callTool` of
+// ai/mcp/server/knowledge-base/toolService.mjs (the transport check, the tool's zod schema from
+// openapi.yaml, then Neo's service), with the transport `sse` of a remote deployment; export
+// and restore, which have no tool, call DatabaseService. Neo runs against a private `chroma run`
+// server, one Chroma collection per backend. The harness translates each kit call and each
+// answer, and adds no check, filter or identity rule of its own: whatever Neo answers is what
+// the kit sees. README.md documents every mapping.
 //
 // stdout carries protocol responses only: everything else (console, Neo's logs, Chroma's output)
 // goes to stderr, the harness log.
@@ -64,6 +67,10 @@ const NEO_CODE_MAP = {
     KB_FILE_PARSE_FAILED              : 'KB_CONTRACT_VIOLATION',
     KB_INGEST_INPUT_SIZE_EXCEEDED     : 'KB_CONTRACT_VIOLATION',
     KB_TENANT_MANIFEST_INVALID        : 'KB_CONTRACT_VIOLATION',
+    // The MCP work-volume gates (ingestSourceFilesTool.mjs:78, VectorService.mjs:1087): a
+    // request over mcpSyncMaxChunks that the tool refuses before doing anything.
+    KB_INGEST_VOLUME_EXCEEDED         : 'KB_CONTRACT_VIOLATION',
+    KB_SYNC_VOLUME_EXCEEDED           : 'KB_CONTRACT_VIOLATION',
     KB_COLLECTION_SWAP_IN_PROGRESS    : 'KB_BACKEND_UNAVAILABLE',
     KB_TENANT_MANIFEST_WRITE_FAILED   : 'KB_BACKEND_UNAVAILABLE'
 };
@@ -103,6 +110,39 @@ function translateThrown(error, call, operation) {
         log(`${operation}: unexpected error from Neo:`, error?.stack || message);
     }
     return new HarnessError(code, message);
+}
+
+// A ZodError is ToolService.callTool refusing a tool's arguments (ToolService.mjs:97): the
+// deployment answers the call as invalid before any service runs.
+const isZodError = error => error?.name === 'ZodError' && Array.isArray(error.issues);
+
+function zodRefusal(tool, error) {
+    const shown = error.issues.slice(0, 3).map(issue =>
+        `${(issue.path || []).join('.') || '(arguments)'}: ${String(issue.message).slice(0, 120)}`);
+    const more = error.issues.length > shown.length ? `; ${error.issues.length - shown.length} more` : '';
+    return new HarnessError('KB_CONTRACT_VIOLATION', `${tool} refused its arguments: ${shown.join('; ')}${more}`);
+}
+
+// A tool result with an `error` key is a failed call (BaseServer.formatToolResult answers it
+// with isError: true); its `code` is mapped like any other Neo code.
+function toolResultError(result, call) {
+    const text = String(result.message ?? result.error);
+    return new HarnessError(codeFor(result.code, call), result.code ? `${result.code}: ${text}` : text);
+}
+
+/** Calls an MCP tool through Neo's toolService.mjs `callTool`, as the KB server dispatches it. */
+async function viaTool(name, args, call) {
+    let result;
+    try {
+        result = await neo.callTool(name, args);
+    } catch (error) {
+        if (isZodError(error)) throw zodRefusal(name, error);
+        throw error;
+    }
+    if (result !== null && typeof result === 'object' && !Array.isArray(result) && 'error' in result) {
+        throw toolResultError(result, call);
+    }
+    return result;
 }
 
 // --- per-request bookkeeping ---------------------------------------------------------------------
@@ -352,6 +392,9 @@ async function loadNeo() {
     process.env.NEO_MEMORY_DB_PATH  = path.join(scratchDir, 'memory-core.sqlite');
     process.env.NEO_BACKUP_PATH     = path.join(scratchDir, 'backups');
     process.env.NEO_KB_ASK_MAX_RPM  = process.env.NEO_KB_ASK_MAX_RPM || '1000000';
+    // The remote deployment, the one tenants push to: ingest_source_files is callable only
+    // with transport sse (config.mjs:49, ingestSourceFilesTool.mjs:36).
+    process.env.NEO_TRANSPORT       = 'sse';
     delete process.env.UNIT_TEST_MODE;
 
     const load = relative => import(pathToFileURL(path.join(NEO_ROOT, relative)).href);
@@ -374,8 +417,15 @@ async function loadNeo() {
     const SearchService         = (await load('ai/services/knowledge-base/SearchService.mjs')).default;
     const DocumentService       = (await load('ai/services/knowledge-base/DocumentService.mjs')).default;
     const DatabaseService       = (await load('ai/services/knowledge-base/DatabaseService.mjs')).default;
+    const KBRecorderService     = (await load('ai/services/knowledge-base/KBRecorderService.mjs')).default;
     const TextEmbeddingService  = (await load('ai/services/memory-core/TextEmbeddingService.mjs')).default;
     const RequestContextService = (await load('ai/mcp/server/shared/services/RequestContextService.mjs')).default;
+    // The KB server's tool dispatch (Server.mjs getToolService): transport check, KBRecorderService
+    // telemetry (SQLite at NEO_MEMORY_DB_PATH), then ToolService.callTool.
+    const {callTool}            = await load('ai/mcp/server/knowledge-base/toolService.mjs');
+    if (kbConfig.transport !== 'sse') {
+        throw internal(`Neo's KB config reads transport '${kbConfig.transport}', not 'sse' (NEO_TRANSPORT)`);
+    }
 
     // Neo's diagnostic log files go to the scratch folder, not into the package copy.
     kbConfig.logPath = path.join(scratchDir, 'logs');
@@ -385,7 +435,7 @@ async function loadNeo() {
     kbConfig.dataPath = path.join(scratchDir, 'dist', 'ai-knowledge-base.jsonl');
     if (process.env.KBCONFORM_NEO_DEBUG) kbConfig.debug = true;
 
-    for (const service of [ChromaManager, VectorService, IngestionService, QueryService, SearchService, DocumentService, DatabaseService]) {
+    for (const service of [ChromaManager, VectorService, IngestionService, QueryService, SearchService, DocumentService, DatabaseService, KBRecorderService]) {
         await service.ready?.();
     }
 
@@ -436,9 +486,9 @@ async function loadNeo() {
 
     neo = {
         version, kbConfig, mcConfig, ChromaManager, VectorService, IngestionService, QueryService,
-        SearchService, DocumentService, DatabaseService, RequestContextService, collectionPrototype: null
+        SearchService, DocumentService, DatabaseService, RequestContextService, callTool, collectionPrototype: null
     };
-    log(`neo.mjs ${version} loaded from ${NEO_ROOT}; Chroma ${kbConfig.host}:${kbConfig.port}; ` +
+    log(`neo.mjs ${version} loaded from ${NEO_ROOT}; transport ${kbConfig.transport}; Chroma ${kbConfig.host}:${kbConfig.port}; ` +
         `shared tenant '${kbConfig.defaultTenantId}', default repo '${kbConfig.defaultRepoSlug}', ` +
         `embedding provider '${mcConfig.embeddingProvider}' replaced by ${embedding.name}`);
 }
@@ -530,19 +580,24 @@ function backendOf(params) {
     return backend;
 }
 
-// The principal as the request context Neo's knowledge-base server builds for an
-// authenticated request: `{userId, username, source}` from the transport's auth
+// The principal as the request context Neo's knowledge-base server builds from the identity a
+// request claims: `{userId, username, source}` from the transport's auth
 // (ai/mcp/server/knowledge-base/Server.mjs:89-97, buildRequestContext). The KB server puts no
 // `agentIdentityNodeId` into it, so neither does the harness: the kit's agent identity reaches
 // Neo nowhere, as it reaches a deployed KB server nowhere. Neo reads no role and no readable
 // namespaces. No principal: the call runs outside any request context, as a request without
 // identity does (buildRequestContext returns {} and services fall through to single-tenant mode).
+// A malformed principal is checked no more than Neo checks it: an object's string tenantId is
+// the user it claims, whatever its value ("*" is user "*"); anything else (a bare string, an
+// object without a string tenantId) names no user, and the call runs with what
+// buildRequestContext returns then, `{}` (to Neo's services, the same as no context).
 function contextOf(principal) {
     if (principal === null || principal === undefined) return null;
-    if (typeof principal !== 'object' || typeof principal.tenantId !== 'string') {
-        throw invalid('principal must be null or an object with a string tenantId');
-    }
-    return {userId: principal.tenantId, username: principal.tenantId, source: 'oidc'};
+    const userId = typeof principal === 'object' && !Array.isArray(principal) &&
+        typeof principal.tenantId === 'string' ? principal.tenantId : undefined;
+    // buildRequestContext: `if (!reqAuth?.userId) return {};`
+    if (!userId) return {};
+    return {userId, username: userId, source: 'oidc'};
 }
 
 async function asPrincipal(principal, fn) {
@@ -588,7 +643,7 @@ function manifest() {
     return {
         manifestVersion: '1',
         adapter        : {name: HARNESS_NAME, version: HARNESS_VER},
-        backend        : {name: 'neo.mjs knowledge base (IngestionService, QueryService, SearchService, DocumentService, DatabaseService)', version: neo.version},
+        backend        : {name: 'neo.mjs knowledge base (MCP tools through toolService.mjs callTool, transport sse; DatabaseService for export and restore)', version: neo.version},
         readFacades    : ['query', 'get', 'list', 'ask'],
         isolationModel : 'metadata-filter',
         spoofModes     : ['overwrite', 'reject'],
@@ -599,16 +654,27 @@ function manifest() {
         idProfile      : 'neo-compat',
         config         : {
             transport          : 'stdio',
-            chroma             : {host: '127.0.0.1', port: chroma.port, version: chroma.version, binary: chroma.binary},
-            collectionPerBackend: `${collectionPrefix}-<n>`,
+            neoTransport       : neo.kbConfig.transport,
+            toolDispatch       : 'ai/mcp/server/knowledge-base/toolService.mjs callTool (in process: no SSE server, no health gate)',
+            mcpSyncMaxChunks   : neo.kbConfig.mcpSyncMaxChunks,
+            // Nothing that differs from one start to the next (the kit restarts a broken harness
+            // and expects the same manifest): the port and the pid are in the harness log.
+            chroma             : {host: '127.0.0.1', version: chroma.version, binary: chroma.binary},
+            collectionPerBackend: 'kbconform-neo-<pid>-<n>',
             embedding          : `${embedding.name} (kbconform HashingEmbedding, in place of TextEmbeddingService.embedText/embedTexts)`,
             embeddingProvider  : neo.mcConfig.embeddingProvider,
             askModel           : 'echo (SearchService.model returns the prompt)',
             askMaxCallsPerMinute: neo.kbConfig.askSynthesis?.maxCallsPerMinute,
             batchDelay         : 0,
-            ingest             : 'IngestionService.ingestSourceFiles({...envelope, files, viaMcp: false})',
-            sync               : 'IngestionService.ingestSourceFiles({files, manifestSnapshot: {repoSlug, pathsAfterPush}, viaMcp: false})',
-            maintain           : "the MCP tool manage_knowledge_base (toolService.mjs: DatabaseService.manageKnowledgeBase({action, viaMcp: true}))",
+            ingest             : 'ingest_source_files({...envelope, files})',
+            applyDeletionSignal: 'ingest_source_files({...signal, files: []})',
+            sync               : 'ingest_source_files({...envelope, files, manifestSnapshot: {repoSlug, pathsAfterPush}})',
+            query              : "query_documents({query, type: 'all', limit}), its sources' metadata from QueryService.queryDocuments({..., includeMetadata: true})",
+            get                : 'get_document_by_id({id})',
+            list               : 'list_documents({limit, offset})',
+            ask                : "ask_knowledge_base({query, type: 'all', limit})",
+            maintain           : 'manage_knowledge_base({action})',
+            exportRestore      : 'DatabaseService.exportDatabase / importDatabase (no tool)',
             dataPath           : 'dist/ai-knowledge-base.jsonl in the scratch folder',
             useDefaultSources  : false,
             queryType          : 'all',
@@ -623,7 +689,8 @@ function manifest() {
             'fault-injection'  : true,
             'escalation'       : 'Neo has no escalation: kbConfig.spoofRejectionMode is fixed per deployment (overwrite or reject) and VectorService.validateTenantStamp keeps no per-principal count.',
             'workspace-scan'   : "Neo parses workspaces with its own Source and parser classes (ai/services/knowledge-base/source, parser), not with kbconform's registry.",
-            // A push's top-level tenantId, repoSlug, visibility and originAgentIdentity.
+            // A push's top-level tenantId, repoSlug and visibility (ingest_source_files's schema
+            // drops originAgentIdentity).
             'envelope'         : true,
             // A push with a manifest snapshot replaces a repository's corpus (IngestionService.mjs).
             'sync'             : true,
@@ -715,13 +782,12 @@ const operations = {
         const backend = backendOf(params);
         const records = params.records;
         return onBackend('ingest', backend, params.principal, async call => {
-            // Each parsed-chunk-v1 record is one entry of `files` (IngestionService.resolveFileChunks
-            // takes a record with schemaVersion 1.0.0 as is). viaMcp: false is Neo's bulk path
-            // (npm run ai:ingest-tenant), with no 50-chunk work-volume gate.
-            // The request envelope's fields are the push's own top-level fields (tenantId,
-            // repoSlug, visibility, originAgentIdentity: IngestionService.resolveTenantContext).
-            const envelope = params.envelope && typeof params.envelope === 'object' ? params.envelope : {};
-            const summary  = await neo.IngestionService.ingestSourceFiles({...envelope, files: records, viaMcp: false});
+            // The tool ingest_source_files, as a remote tenant pushes: each parsed-chunk-v1 record
+            // is one entry of `files` (IngestionService.resolveFileChunks takes a record with
+            // schemaVersion 1.0.0 as is); the envelope's fields are the push's top-level fields.
+            // The tool's schema keeps tenantId, repoSlug and visibility and drops
+            // originAgentIdentity; more than 50 records meet its work-volume gate.
+            const summary = await viaTool('ingest_source_files', {...envelopeOf(params), files: records}, call);
             return translateIngest(summary, records, call);
         });
     },
@@ -729,30 +795,48 @@ const operations = {
     async query(params) {
         const backend = backendOf(params);
         if (params.where !== null && params.where !== undefined) {
-            // Feature client-where is declared absent, so the kit sends none; were one sent, it
-            // would reach Neo as the unknown argument it is (queryDocuments ignores it).
-            log(`query: a where clause was sent; Neo's queryDocuments has no where parameter and ignores it`);
+            // Feature client-where is declared absent, so the kit sends none; were one sent, the
+            // tool's schema would drop it (query_documents has no where parameter).
+            log(`query: a where clause was sent; query_documents has no where parameter and drops it`);
         }
-        return onBackend('query', backend, params.principal, async () => {
-            const options = {query: params.text, type: 'all', limit: params.nResults, includeMetadata: true};
-            if (params.where !== null && params.where !== undefined) options.where = params.where;
-            const result = await neo.QueryService.queryDocuments(options);
-            return {hits: (result?.results || []).map(hitOfRanked)};
+        return onBackend('query', backend, params.principal, async call => {
+            // What the tenant sees: query_documents, whose schema drops includeMetadata, so its
+            // results are {source, score}. The kit's nResults is the tool's limit.
+            const args   = {query: params.text, type: 'all', limit: params.nResults};
+            const shown  = (await viaTool('query_documents', args, call))?.results || [];
+            // The detail: the same query on QueryService with includeMetadata (each source's top
+            // chunk, for the hit's id and metadata), run as the harness's own call (no fault
+            // switch, no store accounting) under the same request context.
+            const detail = (await requestScope.run(newCall('query-metadata', backend, {internal: true}),
+                () => neo.QueryService.queryDocuments({...args, includeMetadata: true})))?.results || [];
+            const toolSources    = shown.map(result => result.source);
+            const serviceSources = detail.map(result => result.source);
+            const missing = toolSources.filter(source => !serviceSources.includes(source));
+            const extra   = serviceSources.filter(source => !toolSources.includes(source));
+            if (missing.length > 0 || extra.length > 0 || toolSources.length !== serviceSources.length) {
+                throw internal(`query: query_documents and QueryService.queryDocuments({includeMetadata: true}) disagree on the sources: ` +
+                    `tool ${JSON.stringify(toolSources).slice(0, 400)}, service ${JSON.stringify(serviceSources).slice(0, 400)}`);
+            }
+            if (toolSources.some((source, index) => source !== serviceSources[index])) {
+                log(`query: the service ranked the same sources in another order; the hits follow the tool's`);
+            }
+            const bySource = new Map(detail.map(result => [result.source, result]));
+            return {hits: shown.map(result => hitOfRanked(bySource.get(result.source)))};
         });
     },
 
     async get(params) {
         const backend = backendOf(params);
-        return onBackend('get', backend, params.principal, async () => {
-            const document = await neo.DocumentService.getDocumentById({id: params.id});
+        return onBackend('get', backend, params.principal, async call => {
+            const document = await viaTool('get_document_by_id', {id: params.id}, call);
             return {hit: hitOf(document.id, document.content, document.metadata)};
         });
     },
 
     async list(params) {
         const backend = backendOf(params);
-        return onBackend('list', backend, params.principal, async () => {
-            const result = await neo.DocumentService.listDocuments({limit: params.limit, offset: params.offset});
+        return onBackend('list', backend, params.principal, async call => {
+            const result = await viaTool('list_documents', {limit: params.limit, offset: params.offset}, call);
             return {hits: (result?.documents || []).map(document => hitOf(document.id, document.content, document.metadata))};
         });
     },
@@ -761,7 +845,7 @@ const operations = {
         const backend = backendOf(params);
         return onBackend('ask', backend, params.principal, async call => {
             call.question = params.question;
-            const answer = await neo.SearchService.ask({query: params.question, type: 'all', limit: params.nResults});
+            const answer = await viaTool('ask_knowledge_base', {query: params.question, type: 'all', limit: params.nResults}, call);
             // Neo's references name source files only; the metadata of each is the one ask's own
             // queryDocuments call returned for that source (the context ask synthesized from).
             const ranked = new Map((call.lastQuery?.results || []).map(result => [result.source, result]));
@@ -777,17 +861,17 @@ const operations = {
         const backend = backendOf(params);
         const signal  = params.signal;
         return onBackend('applyDeletionSignal', backend, params.principal, async call => {
-            // The signal's fields are the deletion fields of an ingestSourceFiles push (deleted,
+            // The signal's fields are the deletion fields of an ingest_source_files push (deleted,
             // manifestSnapshot, baseRevision, headRevision, repoSlug), passed as they are, valid
-            // or not; Neo checks them. Only `files` differs: the kit's lists paths, Neo's are
-            // payloads with content to ingest, so Neo gets `files: []`.
+            // or not; the tool's schema and Neo check them. Only `files` differs: the kit's lists
+            // paths, Neo's are payloads with content to ingest, so Neo gets `files: []`.
             const isObject = signal !== null && typeof signal === 'object' && !Array.isArray(signal);
             if (!isObject) log(`applyDeletionSignal: the signal is not an object (${JSON.stringify(signal)?.slice(0, 80)}); Neo gets a push without deletion fields`);
-            const payload = {...(isObject ? signal : {}), files: [], viaMcp: false};
+            const payload = {...(isObject ? signal : {}), files: []};
             if (isObject && Object.hasOwn(signal, 'files')) {
                 log(`applyDeletionSignal: the signal's files (${JSON.stringify(signal.files)?.slice(0, 200)}) have no counterpart in Neo's push and are not sent`);
             }
-            const summary = await neo.IngestionService.ingestSourceFiles(payload);
+            const summary = await viaTool('ingest_source_files', payload, call);
             const deletedIds = [...new Set(call.deleted)];
             if (summary.errors?.length > 0) {
                 // As for ingest: a summary with an error is Neo's report that the push failed;
@@ -807,14 +891,15 @@ const operations = {
         const backend = backendOf(params);
         const records = params.records;
         return onBackend('sync', backend, params.principal, async call => {
-            // Neo's way to replace a repository's corpus: one push writing the records with a
-            // manifest snapshot listing their paths, so every other path of the repository is
-            // deleted (IngestionService.applyDeletionSignals). Records and repoSlug go as sent.
+            // Neo's way to replace a repository's corpus: one ingest_source_files push writing the
+            // records with a manifest snapshot listing their paths, so every other path of the
+            // repository is deleted (IngestionService.applyDeletionSignals). Records and repoSlug
+            // go as sent; the envelope's fields are the push's top-level fields, as for ingest.
             const paths = Array.isArray(records)
                 ? records.map(record => (record && typeof record === 'object' ? record.sourcePath : undefined))
                 : [];
             const manifestSnapshot = {repoSlug: params.repoSlug, pathsAfterPush: paths};
-            const summary = await neo.IngestionService.ingestSourceFiles({files: records, manifestSnapshot, viaMcp: false});
+            const summary = await viaTool('ingest_source_files', {...envelopeOf(params), files: records, manifestSnapshot}, call);
             const result = translateIngest(summary, records, call);
             return {...result, deletedIds: [...new Set(call.deleted)]};
         });
@@ -823,12 +908,9 @@ const operations = {
     async maintain(params) {
         const backend = backendOf(params);
         return onBackend('maintain', backend, params.principal, async call => {
-            // What Neo's MCP tool manage_knowledge_base runs (toolService.mjs), with its arguments.
-            const result = await neo.DatabaseService.manageKnowledgeBase({action: params.operation, viaMcp: true});
-            if (result && typeof result === 'object' && 'error' in result) {
-                // Server.mjs answers a result with `error` as a failed tool call.
-                throw new HarnessError(codeFor(result.code, call), `${result.code}: ${result.message ?? result.error}`);
-            }
+            // The tool manage_knowledge_base (toolService.mjs:76 adds viaMcp: true); a result
+            // with `error` (KB_SYNC_VOLUME_EXCEEDED) is a failed call.
+            await viaTool('manage_knowledge_base', {action: params.operation}, call);
             return {};
         });
     },
@@ -878,6 +960,11 @@ const operations = {
         return {};
     }
 };
+
+// The request envelope (ingest's and sync's `envelope`): the push's own top-level fields.
+function envelopeOf(params) {
+    return params.envelope && typeof params.envelope === 'object' ? params.envelope : {};
+}
 
 function backupRecordOf(line) {
     // Neo's export line ({id, embedding, metadata, document}) is backup-record-v1's shape.
