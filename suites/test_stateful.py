@@ -348,7 +348,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         other = {
             "tenantId": next(t for t in (*world.tenants, "other") if t != principal.tenant_id),
             "repoSlug": next((r for r in world.repos if r != repo), "elsewhere"),
-            "visibility": "public",
+            "visibility": "private",
             "originAgentIdentity": "agent-2" if agent != "agent-2" else "agent",
         }
         return ({name: (other if claims and spoofing else own)[name] for name, claims in spec},)

@@ -21,11 +21,12 @@ TOPIC = "deploy the billing service with the shared config file and rotate the k
 
 
 #: Each request-level field a write may carry, with a value no server would stamp for acme's
-#: agent writing into ``app`` (schemas/stamping.md, "The request envelope").
+#: agent writing into ``app`` (schemas/stamping.md, "The request envelope"). The visibility is
+#: ``private``, one every backend knows, so a claim is not refused merely as an unknown value.
 ENVELOPE_CLAIMS: dict[str, Any] = {
     "tenantId": "beta",
     "repoSlug": "beta-secrets",
-    "visibility": "public",
+    "visibility": "private",
     "originAgentIdentity": "agent-beta",
 }
 
