@@ -1,9 +1,11 @@
 """L3 atomicity: a write the store fails part-way has written and deleted nothing, as every later
 call sees it.
 
-Each test seeds a backend, then makes one big write (ingest, restore, a deletion signal) with the
-store failing from its k-th call on, for k = 0, 1, 2, ... until the write succeeds: the kit does
-not know how many store calls a backend makes, nor how it pages, so it tries every place.
+Each test seeds a backend, then makes one big write (ingest, restore, a deletion signal, a sync;
+an ingest or sync of at most the manifest's ``maxWriteBatch`` records, its set-up split into
+batches of that size) with the store failing from its k-th call on, for k = 0, 1, 2, ... until
+the write succeeds: the kit does not know how many store calls a backend makes, nor how it
+pages, so it tries every place.
 ``lasting``: the store stays down after the fault opens (a rollback the backend tries at once
 fails too), and comes back only after the call has raised; ``transient``: only the k-th store
 call fails. Each failed call must raise KB_BACKEND_UNAVAILABLE, and once the store is back
@@ -22,7 +24,7 @@ import pytest
 import rfc8785
 
 from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch
-from kbconform.conformance import Principals, Run, record, seed_canaries
+from kbconform.conformance import Principals, Run, ingest_batches, record, seed_canaries
 from kbconform.errors import BackendUnavailable, NotFound
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).
@@ -32,6 +34,14 @@ PROFILES = ("tenant-namespace",)
 MAX_CALLS = 50
 #: Records per big write: enough that a backend that pages its writes makes several pages.
 BATCH = 200
+
+
+def _batch(run: Run) -> int:
+    """BATCH, or the manifest's ``maxWriteBatch`` when smaller: the judged write is one request
+    the backend takes (set-ups split theirs, ``ingest_batches``)."""
+    return min(BATCH, run.manifest.max_write_batch or BATCH)
+
+
 FAULTS = ("lasting", "transient")
 _PAGE = 100  # list page size the suite reads with
 
@@ -189,9 +199,9 @@ def test_an_ingest_the_store_fails_part_way_writes_nothing(
     ids stay and the text changes): every failed attempt leaves every chunk as it was and adds
     none; the successful one writes every record (control)."""
     principals = kbconform_principals
-    acme = principals.acme
+    acme, size, limit = principals.acme, _batch(kbconform_run), kbconform_run.manifest.max_write_batch
     by_path = ["sourcePath", "kind", "name"]
-    rewrites = BATCH // 3
+    rewrites = size // 3
     stored = [
         record(f"docs/page-{n}.md", f"first {n}", tenant="acme", hashInputs=by_path) for n in range(rewrites)
     ]
@@ -200,12 +210,12 @@ def test_an_ingest_the_store_fails_part_way_writes_nothing(
             record(f"docs/page-{n}.md", f"second {n}", tenant="acme", hashInputs=by_path)
             for n in range(rewrites)
         ),
-        *(record(f"docs/new-{n}.md", f"new {n}", tenant="acme") for n in range(BATCH - rewrites)),
+        *(record(f"docs/new-{n}.md", f"new {n}", tenant="acme") for n in range(size - rewrites)),
     ]
 
     def prepare(backend: Any) -> Attempt:
         seed_canaries(backend, principals, kbconform_run.rng(f"atomic-01[{kind}]"))
-        backend.ingest(acme, stored)
+        ingest_batches(backend, acme, stored, limit)
         return Attempt(backend, _owners(backend, principals), lambda: backend.ingest(acme, batch))
 
     attempt, result, before, after = _every_fault(kbconform_run, kbconform_open, principals, kind, prepare)
@@ -230,10 +240,8 @@ def test_a_restore_the_store_fails_part_way_writes_nothing(
     principals = kbconform_principals
     operator = principals.operator
     other = kbconform_open()
-    other.ingest(
-        principals.acme,
-        [record(f"docs/restored-{n}.md", f"restored {n}", tenant="acme") for n in range(BATCH)],
-    )
+    restored = [record(f"docs/restored-{n}.md", f"restored {n}", tenant="acme") for n in range(BATCH)]
+    ingest_batches(other, principals.acme, restored, kbconform_run.manifest.max_write_batch)
     new = [dict(r) for r in other.export(operator)]
 
     def prepare(backend: Any) -> Attempt:
@@ -269,7 +277,7 @@ def test_a_deletion_signal_the_store_fails_part_way_deletes_nothing(
     def prepare(backend: Any) -> Attempt:
         canaries = seed_canaries(backend, principals, kbconform_run.rng(f"atomic-03[{kind}]"))
         old = [record(f"docs/old-{n}.md", f"old {n}", tenant="acme") for n in range(BATCH)]
-        dropped = list(backend.ingest(acme, old).ids)
+        dropped = ingest_batches(backend, acme, old, kbconform_run.manifest.max_write_batch)
         twin = list(backend.ingest(principals.beta, [record("docs/old-0.md", "old 0", tenant="beta")]).ids)
         kept = sorted(str(c.record["sourcePath"]) for c in canaries.chunks.values() if c.tenant == "acme")
         signal = {"manifestSnapshot": {"repoSlug": "app", "pathsAfterPush": kept}}
@@ -296,10 +304,11 @@ def test_a_sync_the_store_fails_part_way_writes_and_deletes_nothing(
 ) -> None:
     """acme holds 200 chunks in repository ``bulk`` (beta one, at a path acme's sync drops) and
     syncs ``bulk`` to 100 of them with new text (hashInputs without content: the ids stay) and
-    100 new ones: every failed attempt leaves every chunk as it was, deletes none and adds none;
-    the successful one rewrites, adds and deletes exactly the stale 100, of acme only (control)."""
+    100 new ones (half of ``maxWriteBatch`` each, when the manifest declares less than 200):
+    every failed attempt leaves every chunk as it was, deletes none and adds none; the
+    successful one rewrites, adds and deletes exactly the stale ones, of acme only (control)."""
     principals = kbconform_principals
-    acme, half = principals.acme, BATCH // 2
+    acme, half, limit = principals.acme, _batch(kbconform_run) // 2, kbconform_run.manifest.max_write_batch
     by_path = ["sourcePath", "kind", "name"]
 
     def old(n: int, text: str, tenant: str = "acme") -> dict[str, Any]:
@@ -312,7 +321,7 @@ def test_a_sync_the_store_fails_part_way_writes_and_deletes_nothing(
 
     def prepare(backend: Any) -> Attempt:
         seed_canaries(backend, principals, kbconform_run.rng(f"atomic-04[{kind}]"))
-        stale = list(backend.ingest(acme, [old(n, f"first {n}") for n in range(BATCH)]).ids)[half:]
+        stale = ingest_batches(backend, acme, [old(n, f"first {n}") for n in range(BATCH)], limit)[half:]
         twin = list(backend.ingest(principals.beta, [old(BATCH - 1, "beta's", tenant="beta")]).ids)
         return Attempt(
             backend,

@@ -25,10 +25,12 @@ SMALL = 5
 K = 10
 
 
-def _write(backend: Any, writer: Principal, contents: list[str], prefix: str) -> list[str]:
+def _write(backend: Any, writer: Principal, contents: list[str], prefix: str, limit: int | None) -> list[str]:
+    """Ingest ``contents`` in batches of BATCH, or of the manifest's ``maxWriteBatch`` when smaller."""
     ids: list[str] = []
-    for start in range(0, len(contents), BATCH):
-        batch = contents[start : start + BATCH]
+    size = min(BATCH, limit or BATCH)
+    for start in range(0, len(contents), size):
+        batch = contents[start : start + size]
         records = [
             record(f"docs/{prefix}-{start + n}.md", text, tenant=writer.tenant_id)
             for n, text in enumerate(batch)
@@ -55,9 +57,9 @@ def test_a_tenant_past_the_exact_search_threshold_changes_no_ones_scope(
     tokens = [f"kbc{rng.getrandbits(48):012x}" for _ in range(BIG + SMALL)]
     topic = "rotate the deploy keys of the billing service"
     big_texts = [f"{t} {topic} bulk note {n}" for n, t in enumerate(tokens[:BIG])]
-    big_ids = _write(backend, bulk, big_texts, "bulk")
+    big_ids = _write(backend, bulk, big_texts, "bulk", kbconform_run.manifest.max_write_batch)
     small_texts = [f"{t} {topic} acme note {n}" for n, t in enumerate(tokens[BIG:])]
-    small_ids = _write(backend, acme, small_texts, "acme")
+    small_ids = _write(backend, acme, small_texts, "acme", kbconform_run.manifest.max_write_batch)
     assert not set(big_ids) & set(small_ids), "two tenants' chunks share an id"
     small = dict(zip(small_ids, small_texts, strict=True))
 

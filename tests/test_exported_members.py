@@ -173,6 +173,7 @@ SUBPACKAGES = {
         "World",
         "changes",
         "described",
+        "ingest_batches",
         "isolation_for",
         "not_principals",
         "record",

@@ -651,6 +651,9 @@ function manifest() {
         // Neo's design: the team namespace is read by every tenant (QueryService.mjs:413,
         // DocumentService.mjs:57, :97: tenantId $in [requester, defaultTenantId]).
         sharedNamespaceReaders: 'every-tenant',
+        // The remote deployment's work-volume gate: ingest_source_files refuses a push of more
+        // than mcpSyncMaxChunks chunks (ingestSourceFilesTool.mjs:78; one record is one chunk).
+        maxWriteBatch  : neo.kbConfig.mcpSyncMaxChunks,
         idProfile      : 'neo-compat',
         config         : {
             transport          : 'stdio',

@@ -101,6 +101,12 @@ class Manifest:
         return self.shared_namespace is not None and self.raw.get("sharedNamespaceReaders") == "every-tenant"
 
     @property
+    def max_write_batch(self) -> int | None:
+        """The most records one ingest or sync may carry (``maxWriteBatch``), or None: no limit."""
+        value = self.raw.get("maxWriteBatch")
+        return int(value) if value is not None else None
+
+    @property
     def id_profile(self) -> str | None:
         value = self.raw.get("idProfile")
         return str(value) if value is not None else None

@@ -6,6 +6,7 @@ from kbconform.conformance._data import (
     Canaries,
     Canary,
     Principals,
+    ingest_batches,
     record,
     seed_canaries,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "World",
     "changes",
     "described",
+    "ingest_batches",
     "isolation_for",
     "not_principals",
     "record",

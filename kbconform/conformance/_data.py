@@ -57,6 +57,19 @@ def record(
     }
 
 
+def ingest_batches(
+    backend: Backend, principal: Principal, records: list[dict[str, Any]], limit: int | None
+) -> list[str]:
+    """Ingest ``records`` in batches of at most ``limit`` (a manifest's ``maxWriteBatch``; None:
+    one call), as a set-up that a backend's request size limit must not stop; every id, in order."""
+    size = limit or max(1, len(records))
+    return [
+        str(i)
+        for start in range(0, len(records), size)
+        for i in backend.ingest(principal, records[start : start + size]).ids
+    ]
+
+
 @dataclass(frozen=True, slots=True)
 class Principals:
     """The principals every suite uses. ``shared`` is the manifest's shared namespace (or None),

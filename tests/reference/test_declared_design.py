@@ -88,3 +88,81 @@ def test_a_shared_namespace_every_tenant_reads_is_judged_by_the_declaration(
     assert code == 0, _statuses(report)
     assert set(_statuses(report).values()) == {"pass"}
     assert reports.design(report) == ("shared namespace neo-shared readable by the principals granted it",)
+
+
+#: The reference refusing a write of more than 50 records (as Neo's remote deployment does),
+#: declaring the limit or not.
+CAPPED = textwrap.dedent(
+    """
+    from kbconform.errors import ContractViolation, Problem
+    from kbconform_reference.adapter import ReferenceAdapter
+    from kbconform_reference.service import KnowledgeBase
+
+    LIMIT = 50
+
+
+    class CappedBase(KnowledgeBase):
+        def _write(self, operation, principal, records, **kwargs):
+            records = list(records)
+            if len(records) > LIMIT:
+                got = f"{len(records)} records"
+                problem = Problem("", "maxItems", f"at most {LIMIT} records", got)
+                raise ContractViolation(contract=operation, problems=(problem,))
+            return super()._write(operation, principal, records, **kwargs)
+
+
+    class Capped(ReferenceAdapter):
+        def __init__(self, declares):
+            super().__init__("memory")
+            self.declares = declares
+
+        @property
+        def manifest(self):
+            declared = super().manifest
+            if self.declares:
+                declared["maxWriteBatch"] = LIMIT
+            return declared
+
+        def open(self, options):
+            backend = super().open(options)
+            backend.__class__ = CappedBase
+            return backend
+
+
+    def declared():
+        return Capped(True)
+
+
+    def undeclared():
+        return Capped(False)
+    """
+)
+#: The tests whose writes a 50-record limit meets: the atomicity suite's and scale-01's.
+BIG_WRITES = (
+    "atomic-01[lasting]",
+    "atomic-02[lasting]",
+    "atomic-03[lasting]",
+    "atomic-04[lasting]",
+    "scale-01",
+)
+
+
+def test_a_declared_write_limit_is_honoured_and_an_undeclared_one_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A backend that takes at most 50 records a write and declares it (``maxWriteBatch``)
+    passes the atomicity tests and scale-01: their set-ups are split into batches it takes and
+    the writes they judge sized to it, and the summary names the limit. Control: the same
+    backend declaring nothing fails them (its refusals of the suites' bigger writes)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "capped.py").write_text(CAPPED, encoding="utf-8")
+    code, report = _run("capped:declared", *BIG_WRITES)
+    assert code == 0, _statuses(report)
+    assert set(_statuses(report).values()) == {"pass"}
+    assert "at most 50 records a write" in reports.design(report)
+    assert "at most 50 records a write" in capsys.readouterr().out
+
+    code, report = _run("capped:undeclared", *BIG_WRITES)
+    assert code != 0
+    assert set(_statuses(report).values()) == {"fail"}, _statuses(report)

@@ -36,12 +36,13 @@ def _declines(manifest: Mapping[str, Any], capability: str) -> str | None:
 
 
 def _design(manifest: Mapping[str, Any]) -> tuple[str, ...]:
-    shared = manifest.get("sharedNamespace")
+    shared, limit = manifest.get("sharedNamespace"), manifest.get("maxWriteBatch")
+    batches = (f"at most {limit} records a write",) if limit is not None else ()
     if not shared:
-        return ()
+        return batches
     if manifest.get("sharedNamespaceReaders") == "every-tenant":
-        return (f"shared namespace {shared} readable by every tenant",)
-    return (f"shared namespace {shared} readable by the principals granted it",)
+        return (f"shared namespace {shared} readable by every tenant", *batches)
+    return (f"shared namespace {shared} readable by the principals granted it", *batches)
 
 
 PROFILE = Profile(
