@@ -25,16 +25,40 @@ from kbconform.contract._jsonio import Item
 from kbconform.errors import ContractViolation, Problem
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+#: The failing tests the end of a run lists, each with its first line; the report has them all.
+FAILURES_SHOWN = 20
 
 
 class UsageError(Exception):
     """A command line that cannot be carried out; printed without a traceback, exit 2."""
 
 
+def _bracketed(argv: list[str]) -> list[str]:
+    """``argv`` with each ``--only`` id the shell split at its spaces joined again: a value with
+    more ``[`` than ``]`` takes the words after it up to the one that closes it, so
+    ``--only closed-01[ingest by None]`` unquoted is the id ``closed-01[ingest by None]``."""
+    joined: list[str] = []
+    words = iter(argv)
+    for word in words:
+        joined.append(word)
+        if word == "--only" or word.startswith("--only="):
+            if word == "--only":
+                following = next(words, None)
+                if following is None:
+                    break
+                joined.append(following)
+            while joined[-1].count("[") > joined[-1].count("]"):
+                more = next(words, None)
+                if more is None:
+                    break
+                joined[-1] += " " + more
+    return joined
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     parser = _parser()
-    arguments = parser.parse_args(argv)
+    arguments = parser.parse_args(_bracketed(list(sys.argv[1:] if argv is None else argv)))
     try:
         if sys.stdout is None:
             raise UsageError("standard output is closed")
@@ -671,6 +695,14 @@ def _run(arguments: argparse.Namespace) -> int:
         + f"; seed {report['seed']}; {time.perf_counter() - started:.1f} s"
     )
     print(reports.level_line(report))
+    shown = [t for t in report["tests"] if t["status"] in reports.FAILED]
+    for test in shown[:FAILURES_SHOWN]:
+        where = f"{test['level']} {test['suite']}"
+        print(f"  {test['status'].upper()} {test['id']} ({where}): {reports.first_line(test)}")
+    if len(shown) > FAILURES_SHOWN:
+        print(
+            f"  and {len(shown) - FAILURES_SHOWN} more failing tests: the report (--report) has every message"
+        )
     if target == {"adapter": runner.DEFAULT_ADAPTER}:  # a first run, against the reference
         print(
             "your own backend: 'kbconform new-adapter NAME' writes an adapter to fill in, then "

@@ -662,18 +662,22 @@ SUMMARY_MESSAGE = 200
 _MARKDOWN = re.compile(r"[\\`*_{}\[\]<>|~#!&]")
 
 
-def _failing(test: Mapping[str, Any]) -> str:
-    """A failing test's line in the summary: its id, status and the first line of its message
-    (at most :data:`SUMMARY_MESSAGE` characters), as plain text: every character Markdown or
-    HTML would read as markup is escaped, so a message cannot add a link, an element or a cell."""
-    line = f"- `{test['id']}` ({test['status']})"
+def first_line(test: Mapping[str, Any]) -> str:
+    """The first non-empty line of a test's message, at most :data:`SUMMARY_MESSAGE`
+    characters (empty when it has none)."""
     given = test.get("message")
     if not isinstance(given, str):
-        return line
+        return ""
     first = next((part.strip() for part in (message(given) or "").splitlines() if part.strip()), "")
-    if len(first) > SUMMARY_MESSAGE:
-        first = first[: SUMMARY_MESSAGE - 1] + "\u2026"
-    shown = _plain(first)
+    return first[: SUMMARY_MESSAGE - 1] + "\u2026" if len(first) > SUMMARY_MESSAGE else first
+
+
+def _failing(test: Mapping[str, Any]) -> str:
+    """A failing test's line in the summary: its id, status and the first line of its message
+    (:func:`first_line`), as plain text: every character Markdown or HTML would read as markup
+    is escaped, so a message cannot add a link, an element or a cell."""
+    line = f"- `{test['id']}` ({test['status']})"
+    shown = _plain(first_line(test))
     return f"{line}: {shown}" if shown else line
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from kbconform import report
-from kbconform.cli import UsageError, check_output_path, main
+from kbconform.cli import UsageError, _bracketed, check_output_path, main
 from kbconform.report import write
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -522,3 +522,31 @@ def test_an_adapter_module_that_cannot_be_imported_is_named_with_where_it_was_lo
     )
     code, out, err = _run(capfd, "run", "--adapter", "beside_me:make", "--level", "L0", "--seed", "3")
     assert code == 0, out[-2000:] + err[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("typed", "parsed"),
+    [
+        (
+            ["run", "--only", "closed-01[ingest", "by", "None]"],
+            ["run", "--only", "closed-01[ingest by None]"],
+        ),
+        (
+            ["run", "--only=leak-03[an", "empty", "$or]", "--seed", "3"],
+            ["run", "--only=leak-03[an empty $or]", "--seed", "3"],
+        ),
+        (
+            ["run", "--only", "leak-*", "--only", "closed-03"],
+            ["run", "--only", "leak-*", "--only", "closed-03"],
+        ),
+        (["run", "--only", "leak-03[unclosed"], ["run", "--only", "leak-03[unclosed"]),
+        (["run", "--seed", "[3"], ["run", "--seed", "[3"]),
+        (["run", "--only"], ["run", "--only"]),
+    ],
+)
+def test_an_only_id_the_shell_split_at_its_spaces_is_joined_again(
+    typed: list[str], parsed: list[str]
+) -> None:
+    """An unquoted id with spaces reaches ``--only`` whole; other arguments (and an id whose
+    bracket never closes) are left as typed."""
+    assert _bracketed(typed) == parsed

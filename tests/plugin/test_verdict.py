@@ -146,8 +146,11 @@ def test_an_installed_plugin_that_rewrites_failures_cannot_pass_a_leaky_backend(
     monkeypatch.setenv("PYTEST_ADDOPTS", "-p kbconform_test_rewriter")
     monkeypatch.setenv("PYTEST_PLUGINS", "kbconform_test_rewriter")
     code, report = _run("--adapter", "hostile_adapter:leaky", *ONLY)
-    assert code == 1, capfd.readouterr()
+    out = capfd.readouterr().out
+    assert code == 1, out
     assert _failing(report) >= LEAKY_FAILS
+    for stable in LEAKY_FAILS:  # the end of the run lists each failing test, id first
+        assert f"  FAIL {stable} (" in out, out[-3000:]
     assert report["execution"]["pluginAutoload"] is False
     assert not any("rewriter" in plugin for plugin in report["execution"]["plugins"])
 
