@@ -3,15 +3,18 @@ call sees it.
 
 Each test seeds a backend, then makes one big write (ingest, restore, a deletion signal, a sync;
 an ingest or sync of at most the manifest's ``maxWriteBatch`` records, its set-up split into
-batches of that size) with the store failing from its k-th call on, for k = 0, 1, 2, ... until
-the write succeeds: the kit does not know how many store calls a backend makes, nor how it
-pages, so it tries every place.
-``lasting``: the store stays down after the fault opens (a rollback the backend tries at once
-fails too), and comes back only after the call has raised; ``transient``: only the k-th store
-call fails. Each failed call must raise KB_BACKEND_UNAVAILABLE, and once the store is back
-everything must read exactly as before it: list (every page) and count for every principal,
-get of every id, the operator's export. The call that finally succeeds is the control: its
-whole effect is visible.
+batches of that size). First with no fault, counting the store calls the write makes (the
+control: its whole effect is checked); then, on a fresh backend each time, with the store
+failing from its k-th call on for every k of those calls (at most 50 of them: the first 25,
+then spread evenly to the last): the kit does not know how many store calls a backend makes,
+nor how it pages, so it tries every place, and a backend that makes one call per row is judged
+like one that makes one per page. ``lasting``: the store stays down after the fault opens (a
+rollback the backend tries at once fails too), and comes back only after the call has raised;
+``transient``: only the k-th store call fails. Each failed call must raise
+KB_BACKEND_UNAVAILABLE, and once the store is back everything must read exactly as before it:
+list (every page) and count for every principal, get of every id, the operator's export. A
+faulted write that succeeds all the same (it retried, or did without the failed call) must
+have its whole effect, as the control does.
 """
 
 from __future__ import annotations
@@ -30,8 +33,6 @@ from kbconform.errors import BackendUnavailable, NotFound
 #: The isolation profile these tests are written for (schemas/project-pool.md).
 PROFILES = ("tenant-namespace",)
 
-#: A backend needs fewer store calls than this for one write (the loop stops there).
-MAX_CALLS = 50
 #: Records per big write: enough that a backend that pages its writes makes several pages.
 BATCH = 200
 
@@ -142,22 +143,62 @@ class Attempt:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-def _every_fault(
-    run: Run, open_backend: Any, principals: Principals, kind: str, prepare: Callable[[Any], Attempt]
-) -> tuple[Attempt, Any, View, View]:
-    """For k = 0, 1, ...: a fresh backend (``prepare`` seeds it and says what to write), the write
-    made with the store failing at its k-th call; after a failure, everything must read as
-    before. Stops at the first k the write succeeds at, and returns that attempt, the write's
-    result, and the views before and after it (the caller checks the effect: the control).
+#: The most faulted attempts of one write: one at each of its store calls when it makes at most
+#: this many, else at the first half of them and at calls spread evenly over the rest.
+ATTEMPTS = 50
+#: A plan that fails no call: the control write counts its store calls under it.
+_COUNTING = FaultPlan(2**62)
 
-    A fresh backend for each k: a backend that carries state from one failed write to the next
-    call (a pending rollback) would otherwise shift where the next fault lands.
+Check = Callable[[Attempt, Any, View, View], None]
+
+
+def _fault_points(calls: int) -> list[int]:
+    """The store calls (0-based) to fail a write at, of the ``calls`` it makes: every one, or at
+    most :data:`ATTEMPTS` of them (the first ones, then spread to the last)."""
+    if calls <= ATTEMPTS:
+        return list(range(calls))
+    head = ATTEMPTS // 2
+    spread = ATTEMPTS - head - 1
+    return sorted({*range(head), *(head + round(i * (calls - 1 - head) / spread) for i in range(spread + 1))})
+
+
+def _every_fault(
+    run: Run,
+    open_backend: Any,
+    principals: Principals,
+    kind: str,
+    prepare: Callable[[Any], Attempt],
+    check: Check,
+) -> None:
+    """The write once with no fault, counting its store calls (the control: ``check`` sees its
+    whole effect); then, on a fresh backend (``prepare`` seeds it and says what to write) for
+    each of those calls (:func:`_fault_points`), the write with the store failing there. A write
+    that raises KB_BACKEND_UNAVAILABLE must leave everything reading as before it; one that
+    succeeds all the same (a retry, a failing call it could do without) must have its whole
+    effect (``check`` again). The kit never assumes how many store calls a write takes.
+
+    A fresh backend for each call: a backend that carries state from one failed write to the
+    next call (a pending rollback) would otherwise shift where the next fault lands.
     """
-    for k in range(MAX_CALLS):
+
+    def opened(fault: Fault) -> Attempt:
+        options = BackendOptions(spoof_mode=run.manifest.spoof_modes[0], store_fails=fault.switch)
+        return prepare(open_backend(options))
+
+    counter = Fault(kind)
+    control = opened(counter)
+    before = View(run, control.backend, principals, control.owners)
+    counter.switch.set(_COUNTING)
+    try:
+        result = control.write()
+    finally:
+        calls = counter.switch.set(None)
+    check(control, result, before, View(run, control.backend, principals, control.owners))
+    run.close(control.backend)
+    assert calls > 0, "the write made no store call: the backend never consulted its fault switch"
+    for k in _fault_points(calls):
         fault = Fault(kind)
-        attempt = prepare(
-            open_backend(BackendOptions(spoof_mode=run.manifest.spoof_modes[0], store_fails=fault.switch))
-        )
+        attempt = opened(fault)
         before = View(run, attempt.backend, principals, attempt.owners)
         fault.open_at(k)
         try:
@@ -178,10 +219,8 @@ def _every_fault(
             fault.close()
         if kind == "lasting":
             assert k > 0, "the store failed from its first call on, and the write still succeeded"
-        return attempt, result, before, View(run, attempt.backend, principals, attempt.owners)
-    raise AssertionError(
-        f"the write never succeeded with a fault at any of its first {MAX_CALLS} store calls"
-    )
+        check(attempt, result, before, View(run, attempt.backend, principals, attempt.owners))
+        run.close(attempt.backend)
 
 
 def _owners(backend: Any, principals: Principals) -> dict[str, Any]:
@@ -218,15 +257,19 @@ def test_an_ingest_the_store_fails_part_way_writes_nothing(
         ingest_batches(backend, acme, stored, limit)
         return Attempt(backend, _owners(backend, principals), lambda: backend.ingest(acme, batch))
 
-    attempt, result, before, after = _every_fault(kbconform_run, kbconform_open, principals, kind, prepare)
-    ids = list(result.ids)
-    assert len(ids) == len(batch)
-    assert set(after.lists[acme.tenant_id]) == set(before.lists[acme.tenant_id]) | set(ids)
-    for chunk_id, rec in zip(ids, batch, strict=True):
-        assert attempt.backend.get(acme, chunk_id).document == rec["content"], "the write did not land whole"
-    for tenant, chunks in before.lists.items():
-        if tenant != acme.tenant_id:
-            assert after.lists[tenant] == chunks, f"acme's ingest changed what {tenant} reads"
+    def check(attempt: Attempt, result: Any, before: View, after: View) -> None:
+        ids = list(result.ids)
+        assert len(ids) == len(batch)
+        assert set(after.lists[acme.tenant_id]) == set(before.lists[acme.tenant_id]) | set(ids)
+        for chunk_id, rec in zip(ids, batch, strict=True):
+            assert attempt.backend.get(acme, chunk_id).document == rec["content"], (
+                "the write did not land whole"
+            )
+        for tenant, chunks in before.lists.items():
+            if tenant != acme.tenant_id:
+                assert after.lists[tenant] == chunks, f"acme's ingest changed what {tenant} reads"
+
+    _every_fault(kbconform_run, kbconform_open, principals, kind, prepare, check)
 
 
 @pytest.mark.kbconform(id="atomic-02", level="L3", requires="fault-injection")
@@ -254,13 +297,15 @@ def test_a_restore_the_store_fails_part_way_writes_nothing(
         owners = _owners(backend, principals) | {str(r["id"]): principals.acme for r in new}
         return Attempt(backend, owners, lambda: backend.restore(operator, batch), {"batch": batch})
 
-    attempt, result, before, after = _every_fault(kbconform_run, kbconform_open, principals, kind, prepare)
-    batch = attempt.data["batch"]
-    assert result == len(batch)
-    assert after.export == {**before.export, **{str(r["id"]): _canonical(r) for r in batch}}, (
-        "the restore did not land whole, as given"
-    )
-    assert all(after.gets[str(r["id"])] is not None for r in new)
+    def check(attempt: Attempt, result: Any, before: View, after: View) -> None:
+        batch = attempt.data["batch"]
+        assert result == len(batch)
+        assert after.export == {**before.export, **{str(r["id"]): _canonical(r) for r in batch}}, (
+            "the restore did not land whole, as given"
+        )
+        assert all(after.gets[str(r["id"])] is not None for r in new)
+
+    _every_fault(kbconform_run, kbconform_open, principals, kind, prepare, check)
 
 
 @pytest.mark.kbconform(id="atomic-03", level="L3", requires="fault-injection")
@@ -288,13 +333,15 @@ def test_a_deletion_signal_the_store_fails_part_way_deletes_nothing(
             {"dropped": set(dropped), "twin": twin[0]},
         )
 
-    attempt, result, before, after = _every_fault(kbconform_run, kbconform_open, principals, kind, prepare)
-    dropped = attempt.data["dropped"]
-    assert set(result.deleted_ids) == dropped
-    assert set(after.lists[acme.tenant_id]) == set(before.lists[acme.tenant_id]) - dropped
-    assert all(after.gets[i] is None for i in dropped), "a dropped chunk still reads"
-    assert after.gets[attempt.data["twin"]] is not None, "acme's signal deleted beta's chunk"
-    assert set(after.export) == set(before.export) - dropped
+    def check(attempt: Attempt, result: Any, before: View, after: View) -> None:
+        dropped = attempt.data["dropped"]
+        assert set(result.deleted_ids) == dropped
+        assert set(after.lists[acme.tenant_id]) == set(before.lists[acme.tenant_id]) - dropped
+        assert all(after.gets[i] is None for i in dropped), "a dropped chunk still reads"
+        assert after.gets[attempt.data["twin"]] is not None, "acme's signal deleted beta's chunk"
+        assert set(after.export) == set(before.export) - dropped
+
+    _every_fault(kbconform_run, kbconform_open, principals, kind, prepare, check)
 
 
 @pytest.mark.kbconform(id="atomic-04", level="L3", requires=("fault-injection", "sync"))
@@ -330,10 +377,14 @@ def test_a_sync_the_store_fails_part_way_writes_and_deletes_nothing(
             {"stale": set(stale), "twin": twin[0]},
         )
 
-    attempt, result, before, after = _every_fault(kbconform_run, kbconform_open, principals, kind, prepare)
-    stale, ids = attempt.data["stale"], list(result.ids)
-    assert set(result.deleted_ids) == stale, "the sync did not delete exactly acme's stale chunks"
-    assert set(after.lists[acme.tenant_id]) == (set(before.lists[acme.tenant_id]) - stale) | set(ids)
-    for chunk_id, rec in zip(ids, batch, strict=True):
-        assert attempt.backend.get(acme, chunk_id).document == rec["content"], "the sync did not land whole"
-    assert after.gets[attempt.data["twin"]] is not None, "acme's sync deleted beta's chunk"
+    def check(attempt: Attempt, result: Any, before: View, after: View) -> None:
+        stale, ids = attempt.data["stale"], list(result.ids)
+        assert set(result.deleted_ids) == stale, "the sync did not delete exactly acme's stale chunks"
+        assert set(after.lists[acme.tenant_id]) == (set(before.lists[acme.tenant_id]) - stale) | set(ids)
+        for chunk_id, rec in zip(ids, batch, strict=True):
+            assert attempt.backend.get(acme, chunk_id).document == rec["content"], (
+                "the sync did not land whole"
+            )
+        assert after.gets[attempt.data["twin"]] is not None, "acme's sync deleted beta's chunk"
+
+    _every_fault(kbconform_run, kbconform_open, principals, kind, prepare, check)
