@@ -171,11 +171,12 @@ def _every_fault(
     check: Check,
 ) -> None:
     """The write once with no fault, counting its store calls (the control: ``check`` sees its
-    whole effect); then, on a fresh backend (``prepare`` seeds it and says what to write) for
-    each of those calls (:func:`_fault_points`), the write with the store failing there. A write
-    that raises KB_BACKEND_UNAVAILABLE must leave everything reading as before it; one that
-    succeeds all the same (a retry, a failing call it could do without) must have its whole
-    effect (``check`` again). The kit never assumes how many store calls a write takes.
+    whole effect, once the faulted writes are judged); then, on a fresh backend (``prepare``
+    seeds it and says what to write) for each of those calls (:func:`_fault_points`), the write
+    with the store failing there. A write that raises KB_BACKEND_UNAVAILABLE must leave
+    everything reading as before it; one that succeeds all the same (a retry, a failing call it
+    could do without) must have its whole effect (``check`` again). The kit never assumes how
+    many store calls a write takes.
 
     A fresh backend for each call: a backend that carries state from one failed write to the
     next call (a pending rollback) would otherwise shift where the next fault lands.
@@ -187,14 +188,12 @@ def _every_fault(
 
     counter = Fault(kind)
     control = opened(counter)
-    before = View(run, control.backend, principals, control.owners)
+    unfaulted = View(run, control.backend, principals, control.owners)
     counter.switch.set(_COUNTING)
     try:
-        result = control.write()
+        landed = control.write()
     finally:
         calls = counter.switch.set(None)
-    check(control, result, before, View(run, control.backend, principals, control.owners))
-    run.close(control.backend)
     assert calls > 0, "the write made no store call: the backend never consulted its fault switch"
     for k in _fault_points(calls):
         fault = Fault(kind)
@@ -221,6 +220,10 @@ def _every_fault(
             assert k > 0, "the store failed from its first call on, and the write still succeeded"
         check(attempt, result, before, View(run, attempt.backend, principals, attempt.owners))
         run.close(attempt.backend)
+    # The control last: a write that does not land whole even unfaulted fails here, after the
+    # faults had their say.
+    check(control, landed, unfaulted, View(run, control.backend, principals, control.owners))
+    run.close(control.backend)
 
 
 def _owners(backend: Any, principals: Principals) -> dict[str, Any]:
