@@ -200,8 +200,9 @@ class Server:
             if draw % 4:
                 params["backend"] = sorted(self.live)[draw % len(self.live)]
         principal = params.get("principal")
-        if op == "ingest" and isinstance(principal, dict) and draw % 2:
-            params["records"] = [record(f"docs/{draw}.md", "alpha words", tenant=principal["tenantId"])]
+        tenant = principal.get("tenantId") if isinstance(principal, dict) else None
+        if op == "ingest" and isinstance(tenant, str) and draw % 2:  # a malformed principal may lack one
+            params["records"] = [record(f"docs/{draw}.md", "alpha words", tenant=tenant)]
         if op == "scan":
             params["root"] = str(self.workspace if draw % 4 else self.folder / "missing")
             params["config"] = None if draw % 3 else str(self.folder / "no-such.toml")
