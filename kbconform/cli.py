@@ -896,6 +896,7 @@ def _mutants(arguments: argparse.Namespace) -> int:
                     "killed": r.killed,
                     "killed_by": r.killed_by,
                     "unmet": r.unmet,
+                    "seconds": r.seconds,
                     **({"error": r.error} if r.error is not None else {}),
                     **({"notApplicable": r.not_applicable} if r.not_applicable is not None else {}),
                 }

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
 import os
+import queue
 import random
 import shlex
 import signal
@@ -25,9 +27,10 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +107,7 @@ def run_suites(
     shrink: bool = True,
     extra: Sequence[str] = (),
     stream: bool = False,
+    warm: Warm | None = None,
 ) -> Outcome:
     """Run the suites in a fresh pytest process; judge it by its report.
 
@@ -116,7 +120,9 @@ def run_suites(
 
     ``select`` (stable test ids) makes a partial run of those tests only: its report says so and
     earns no level. ``kbconform run`` never selects. ``shrink=False`` reports Hypothesis's first
-    failing example unshrunk (a mutant's run, where only the verdict matters)."""
+    failing example unshrunk (a mutant's run, where only the verdict matters). ``warm`` forks
+    the pytest process from a warm one (:class:`Warm`) instead of starting it cold; the run is
+    otherwise the same."""
     if workers and importlib.util.find_spec("xdist") is None:
         raise RunError("--workers needs pytest-xdist: pip install 'kbconform[xdist]'")
     if select is not None and not select:
@@ -180,7 +186,8 @@ def run_suites(
             with _CHILDREN.lock:
                 _CHILDREN.listed.add(groups)
             try:
-                returncode, overran = _supervise(
+                forked = None if warm is None or stream else warm.run(command, where, env, log, run_timeout)
+                returncode, overran = forked or _supervise(
                     command, cwd=where, env=env, output=None if stream else sink, deadline=run_timeout
                 )
             finally:  # the harnesses the run started end with it, however it ended
@@ -390,6 +397,102 @@ def _supervise(
     return process.returncode, overran
 
 
+class Warm:
+    """A warm process (``python -m kbconform._warm``) that has imported pytest and the kit once
+    and forks each run from there: a run without the 2 s of starting cold. One run at a time;
+    :func:`run_mutants` keeps one per job. ``preload`` names more modules to import once (the
+    adapters' modules)."""
+
+    def __init__(self, preload: Sequence[str] = ()) -> None:
+        from kbconform._warm import AVAILABLE
+
+        self._answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self._process: subprocess.Popen[str] | None = None
+        #: How many runs were forked from it.
+        self.runs = 0
+        if not AVAILABLE:
+            return
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "kbconform._warm", *preload],
+            cwd=tempfile.gettempdir(),
+            env=_environment(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
+        with _CHILDREN.lock:
+            _CHILDREN.groups.add(self._process.pid)
+        threading.Thread(target=self._read, args=(self._process.stdout,), daemon=True).start()
+
+    def _read(self, answers: Any) -> None:
+        with answers:
+            for line in answers:
+                self._answers.put(json.loads(line))
+        self._answers.put(None)
+
+    def _answer(self, timeout: float) -> dict[str, Any] | None:
+        """The warm process's next answer; None when it ended or ``timeout`` passed."""
+        try:
+            return self._answers.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def run(
+        self, command: list[str], cwd: str, env: dict[str, str], log: Path, deadline: float
+    ) -> tuple[int, bool] | None:
+        """Run the pytest ``command`` in a forked child writing to ``log``, as :func:`_supervise`
+        runs it cold: the exit code, and whether ``deadline`` passed (the child's group is then
+        killed). None when there is no warm process (the caller starts the run cold)."""
+        process = self._process
+        if process is None or process.poll() is not None or command[:3] != [sys.executable, "-m", "pytest"]:
+            return None
+        request = {"args": command[3:], "cwd": cwd, "env": env, "output": str(log)}
+        try:
+            process.stdin.write(json.dumps(request) + "\n")  # type: ignore[union-attr]
+            process.stdin.flush()  # type: ignore[union-attr]
+        except OSError:
+            return None
+        started = self._answer(SERVE_START_TIMEOUT)
+        if started is None:
+            self.close()
+            return None
+        child = int(started["pid"])
+        self.runs += 1
+        with _CHILDREN.lock:
+            _CHILDREN.groups.add(child)
+        try:
+            ended = self._answer(deadline)
+            overran = ended is None and process.poll() is None
+            if overran:
+                _kill_group(child, grace=_GRACE)
+                ended = self._answer(SERVE_START_TIMEOUT)
+        except BaseException:
+            _kill_group(child, grace=0.5)
+            raise
+        finally:
+            _kill_group(child)  # whatever the adapter started and left behind
+            with _CHILDREN.lock:
+                _CHILDREN.groups.discard(child)
+        return (int(ended["exit"]) if ended else -signal.SIGKILL), overran
+
+    def close(self) -> None:
+        """End the warm process."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        with contextlib.suppress(OSError):
+            process.stdin.close()  # type: ignore[union-attr]
+        try:
+            process.wait(timeout=_GRACE)
+        except subprocess.TimeoutExpired:
+            _kill_group(process.pid)
+            process.wait()
+        with _CHILDREN.lock:
+            _CHILDREN.groups.discard(process.pid)
+
+
 @contextlib.contextmanager
 def interruptible() -> Iterator[None]:
     """SIGINT and SIGTERM end every run under way (its whole process group) and then this
@@ -429,6 +532,8 @@ class MutantResult:
     unmet: list[str] = field(default_factory=list)
     #: Why the mutant was not run (its bug cannot be reached through the transport asked for).
     not_applicable: str | None = None
+    #: How long deciding it took, in seconds.
+    seconds: float = 0.0
 
 
 def run_mutants(
@@ -457,7 +562,7 @@ def run_mutants(
             raise RunError(f"no mutant named {', '.join(unknown)} in the sets installed")
         mutants = tuple(mutant for mutant in mutants if mutant.name in names)
 
-    def one(mutant: Any) -> MutantResult:
+    def one(mutant: Any, warm: Warm) -> MutantResult:
         named = (mutant.name, mutant.breaks)
         killers = list(mutant.killers)
         mode = "full" if full or mutant.smoke else "killers"
@@ -474,6 +579,7 @@ def run_mutants(
             seed=seed,
             select=None if mode == "full" else killers,
             shrink=False,
+            warm=warm,
         )
         if outcome.verdict == "error":
             why = "\n".join(outcome.problems) or "\n".join(outcome.output.strip().splitlines()[-5:])
@@ -486,8 +592,26 @@ def run_mutants(
             unmet = [_unmet(stable, tests.get(stable)) for stable in killers if stable not in failed]
         return MutantResult(*named, not unmet, failed, killers, None, mutant.source, mode, unmet)
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(one, mutants))
+    modules = sorted({mutant.adapter.partition(":")[0] for mutant in mutants})
+    idle: queue.Queue[Warm] = queue.Queue()
+
+    def warmed(mutant: Any) -> MutantResult:
+        try:
+            warm = idle.get_nowait()
+        except queue.Empty:
+            warm = Warm(modules)
+        started = time.perf_counter()
+        try:
+            return replace(one(mutant, warm), seconds=round(time.perf_counter() - started, 2))
+        finally:
+            idle.put(warm)
+
+    try:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(warmed, mutants))
+    finally:
+        while not idle.empty():
+            idle.get_nowait().close()
 
 
 def _unmet(stable: str, test: Mapping[str, Any] | None) -> str:

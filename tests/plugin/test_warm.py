@@ -1,0 +1,102 @@
+"""A run forked from a warm process (runner.Warm) is the run started cold, without the start."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from kbconform import runner
+from kbconform._warm import AVAILABLE
+
+pytestmark = pytest.mark.skipif(not AVAILABLE, reason="runs are forked warm on Linux only")
+
+HERE = Path(__file__).parent
+SAMPLE = ["leak-01[list]", "leak-01[get]", "closed-03", "contract-01"]
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in ("tiny_adapter.py", "hostile_adapter.py"):
+        shutil.copy(HERE / name, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _statuses(outcome: runner.Outcome) -> dict[str, str]:
+    return {test["id"]: test["status"] for test in outcome.report["tests"]}
+
+
+def test_a_warm_run_gives_the_cold_runs_report_and_its_process_is_fresh(project: Path) -> None:
+    """The leaky backend fails the same tests forked warm as started cold (the control: the cold
+    run); two warm runs in a row each start from the warm process, not from the run before."""
+    cold = runner.run_suites("hostile_adapter:leaky", transport="in-process", seed=3, select=SAMPLE)
+    warm = runner.Warm(["hostile_adapter"])
+    try:
+        first = runner.run_suites(
+            "hostile_adapter:leaky", transport="in-process", seed=3, select=SAMPLE, warm=warm
+        )
+        second = runner.run_suites(
+            "tiny_adapter:make", transport="in-process", seed=3, select=SAMPLE, warm=warm
+        )
+        assert warm.runs == 2
+    finally:
+        warm.close()
+    assert cold.verdict == first.verdict == "fail", (cold.problems, first.problems)
+    assert _statuses(first) == _statuses(cold)
+    assert {"leak-01[list]", "closed-03"} <= set(first.failed)
+    assert (second.verdict, second.problems) == ("pass", ()), second.output[-2000:]
+
+
+@pytest.mark.slow
+def test_a_warm_run_past_its_deadline_is_stopped_with_what_it_started(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An adapter that starts a child and hangs: the forked run is stopped at the run deadline,
+    the child with it, and the run is an error naming the deadline."""
+    pids = project / "pids.txt"
+    monkeypatch.setenv("KBCONFORM_TEST_PIDS", str(pids))
+    warm = runner.Warm()
+    try:
+        outcome = runner.run_suites(
+            "hostile_adapter:spawns_and_hangs",
+            transport="in-process",
+            seed=3,
+            select=SAMPLE,
+            call_timeout=600,
+            run_timeout=15,
+            warm=warm,
+        )
+        assert warm.runs == 1
+    finally:
+        warm.close()
+    assert outcome.verdict == "error"
+    assert any("did not finish within its deadline of 15 s" in why for why in outcome.problems)
+    started = [int(pid) for pid in pids.read_text(encoding="utf-8").split()]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(_alive(pid) for pid in started):
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in started)
+
+
+def test_a_warm_process_that_is_gone_leaves_the_run_to_start_cold(project: Path) -> None:
+    """Closed (or never started), the warm process forks nothing: the run starts cold and gives
+    its verdict."""
+    warm = runner.Warm()
+    warm.close()
+    outcome = runner.run_suites(
+        "hostile_adapter:leaky", transport="in-process", seed=3, select=SAMPLE, warm=warm
+    )
+    assert warm.runs == 0
+    assert outcome.verdict == "fail"
+    assert {"leak-01[list]", "closed-03"} <= set(outcome.failed)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/status").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in state
