@@ -401,16 +401,17 @@ class Warm:
     """A warm process (``python -m kbconform._warm``) that has imported pytest and the kit once
     and forks each run from there: a run without the 2 s of starting cold. One run at a time;
     :func:`run_mutants` keeps one per job. ``preload`` names more modules to import once (the
-    adapters' modules)."""
+    adapters' modules). With ``start=False`` (or where fork is unsafe) there is no warm
+    process, and every run starts cold."""
 
-    def __init__(self, preload: Sequence[str] = ()) -> None:
+    def __init__(self, preload: Sequence[str] = (), *, start: bool = True) -> None:
         from kbconform._warm import AVAILABLE
 
         self._answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._process: subprocess.Popen[str] | None = None
         #: How many runs were forked from it.
         self.runs = 0
-        if not AVAILABLE:
+        if not (AVAILABLE and start):
             return
         self._process = subprocess.Popen(
             [sys.executable, "-m", "kbconform._warm", *preload],
@@ -544,6 +545,7 @@ def run_mutants(
     full: bool = False,
     names: Sequence[str] = (),
     transport: Transport = "stdio",
+    warm: bool = True,
 ) -> list[MutantResult]:
     """Run every registered mutant (of ``sets``, and named ``names``, when given) and decide
     whether it is killed: when every test named for it fails (a smoke: when the run fails).
@@ -551,7 +553,10 @@ def run_mutants(
     By default each mutant's run selects only its named killers (a partial run); a smoke, which
     names none, runs every test. ``full`` runs every test against every mutant and reports each
     failure. A killer the catalogue lacks, or that passes, is skipped, or does not run, leaves
-    the mutant alive, and ``unmet`` says which and why."""
+    the mutant alive, and ``unmet`` says which and why.
+
+    Each job forks its runs from a warm process (:class:`Warm`) where the platform allows;
+    ``warm=False`` starts every run cold (the benchmark's baseline)."""
     from kbconform.mutants import discover
     from kbconform.report import unknown_ids
 
@@ -595,20 +600,20 @@ def run_mutants(
     modules = sorted({mutant.adapter.partition(":")[0] for mutant in mutants})
     idle: queue.Queue[Warm] = queue.Queue()
 
-    def warmed(mutant: Any) -> MutantResult:
+    def timed(mutant: Any) -> MutantResult:
         try:
-            warm = idle.get_nowait()
+            process = idle.get_nowait()
         except queue.Empty:
-            warm = Warm(modules)
+            process = Warm(modules, start=warm)
         started = time.perf_counter()
         try:
-            return replace(one(mutant, warm), seconds=round(time.perf_counter() - started, 2))
+            return replace(one(mutant, process), seconds=round(time.perf_counter() - started, 2))
         finally:
-            idle.put(warm)
+            idle.put(process)
 
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(warmed, mutants))
+            return list(pool.map(timed, mutants))
     finally:
         while not idle.empty():
             idle.get_nowait().close()
