@@ -36,6 +36,8 @@ _HARNESS = pytest.StashKey["dict[str, str] | None"]()
 _SELECTION = pytest.StashKey["frozenset[str] | None"]()
 #: Why suite tests were deselected, by reason, with how many (said after collection).
 _DESELECTED = pytest.StashKey[dict[str, int]]()
+#: Catalogue mode: the profile, its maximal manifest (every value of every axis) and the file.
+_CATALOGUE = pytest.StashKey["tuple[str, dict[str, Any], Path]"]()
 _PROPERTY = "kbconform"
 # The plugin's fixtures: a suite test must get these, not an override from a conftest or plugin.
 _OWN_FIXTURES = (
@@ -113,6 +115,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="report the first failing example Hypothesis finds without shrinking it (faster when "
         "only the verdict matters, as in a mutant's run)",
     )
+    group.addoption(
+        "--kbconform-catalogue",
+        metavar="PATH",
+        help="run no test: write the catalogue entries the suites declare for one isolation "
+        "profile (--kbconform-catalogue-profile) here, as a JSON list",
+    )
+    group.addoption(
+        "--kbconform-catalogue-profile",
+        metavar="NAME",
+        default=None,
+        help="the built-in isolation profile --kbconform-catalogue lists (default tenant-namespace)",
+    )
     parser.addini("kbconform_adapter", "default for --kbconform-adapter (MODULE:FACTORY)", default="")
     parser.addini("kbconform_profile", "default for --kbconform-profile (quick or thorough)", default="quick")
     parser.addini("kbconform_call_timeout", "default for --kbconform-call-timeout (seconds)", default="")
@@ -140,6 +154,14 @@ def pytest_configure(config: pytest.Config) -> None:
             "kbconform: give one of --kbconform-adapter, --kbconform-harness and --kbconform-harness-url; "
             f"got {', '.join(given)}"
         )
+    written = config.getoption("kbconform_catalogue")
+    if written:
+        if given:
+            raise pytest.UsageError(
+                "kbconform: --kbconform-catalogue runs no backend; give no adapter or harness"
+            )
+        _catalogue_mode(config, Path(written))
+        return
     if not given:
         return
     from kbconform.conformance import Run
@@ -210,6 +232,34 @@ def pytest_configure(config: pytest.Config) -> None:
         config.args.append(suites)
     if own is not None and str(own) not in config.args:
         config.args.append(str(own))
+
+
+def _catalogue_mode(config: pytest.Config, written: Path) -> None:
+    """Collect the suites of one built-in profile against its maximal manifest (every read
+    facade and spoof mode its branch of adapter-manifest-v1 names) and write what their marks
+    declare: the catalogue, from the declarations rather than from any backend's run."""
+    from kbconform.contract import load
+    from kbconform.profiles import DEFAULT, names
+
+    name = config.getoption("kbconform_catalogue_profile") or DEFAULT
+    branches = [
+        branch
+        for branch in load("adapter-manifest-v1")["$defs"].values()
+        if branch.get("properties", {}).get("isolationProfile", {}).get("const") == name
+    ]
+    if name not in names() or len(branches) != 1:
+        raise pytest.UsageError(
+            f"kbconform: --kbconform-catalogue-profile: expected a built-in profile with a branch of "
+            f"adapter-manifest-v1; got {name!r}"
+        )
+    fields = branches[0]["properties"]
+    maximal: dict[str, Any] = {"isolationProfile": name}
+    for axis in ("readFacades", "spoofModes"):
+        if axis in fields:
+            maximal[axis] = list(fields[axis]["items"]["enum"])
+    config.stash[_CATALOGUE] = (name, maximal, written)
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        config.args[:] = [str(_suites_dir())]
 
 
 def _selection(config: pytest.Config) -> frozenset[str] | None:
@@ -295,9 +345,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     from kbconform._capabilities import AXES
 
     run = metafunc.config.stash.get(_RUN, None)
+    listing = metafunc.config.stash.get(_CATALOGUE, None)
     for axis in AXES:
         if axis.fixture in metafunc.fixturenames:
-            manifest = run.manifest.raw if run else None
+            manifest = run.manifest.raw if run else listing[1] if listing else None
             metafunc.parametrize(axis.fixture, axis.values(manifest), ids=list(axis.ids(manifest)))
 
 
@@ -310,6 +361,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Keep the suite tests up to the run's level (and of its selection), refuse shared ids and
     overridden fixtures, and skip, with the manifest's reason, each test needing a capability
     the manifest declines."""
+    if _CATALOGUE in config.stash:
+        _write_catalogue(config, items)
+        return
     run = config.stash.get(_RUN, None)
     if run is None:
         return
@@ -360,6 +414,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def _write_catalogue(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Catalogue mode: write the entry of every suite test of the profile; run none."""
+    name, _, written = config.stash[_CATALOGUE]
+    entries: dict[str, dict[str, Any]] = {}
+    for item in items:
+        mark = _case(item)
+        if mark is None or name not in _profiles(item):
+            continue
+        entry = _entry(item, mark)
+        if entry["id"] in entries:
+            raise pytest.UsageError(f"kbconform: two suite tests share the id {entry['id']!r}")
+        del entry["status"]
+        entries[entry["id"]] = entry
+    written.write_text(json.dumps(sorted(entries.values(), key=lambda e: e["id"])), encoding="utf-8")
+    config.hook.pytest_deselected(items=list(items))
+    items.clear()
 
 
 def pytest_report_collectionfinish(config: pytest.Config) -> list[str]:
@@ -442,8 +514,10 @@ def _entry(item: pytest.Item, mark: pytest.Mark) -> dict[str, Any]:
     from kbconform.profiles import DEFAULT
 
     run = item.config.stash.get(_RUN, None)
-    if run is not None and run.manifest.profile != DEFAULT:
-        entry["profile"] = run.manifest.profile
+    listing = item.config.stash.get(_CATALOGUE, None)
+    name = run.manifest.profile if run is not None else listing[0] if listing is not None else DEFAULT
+    if name != DEFAULT:
+        entry["profile"] = name
     from kbconform._capabilities import AXES
 
     params = getattr(getattr(item, "callspec", None), "params", {})

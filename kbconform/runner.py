@@ -205,6 +205,39 @@ def run_suites(
     return Outcome(returncode, data, output, tuple(problems), kept)
 
 
+#: How long listing one profile's suite tests may take, in seconds.
+CATALOGUE_TIMEOUT = 300.0
+
+
+def declared_catalogue() -> dict[str, Any]:
+    """The catalogue the suites declare, as ``catalogue.json`` holds it: each built-in profile's
+    suite tests collected, not run, against its maximal manifest (the plugin's
+    ``--kbconform-catalogue``; every read facade and spoof mode of its manifest branch), each
+    entry what its test's mark and parameters say. No backend is involved: the shipped
+    catalogue is the specification a run is held to, never a run's outcome."""
+    from kbconform.profiles import built_in
+    from kbconform.report import catalogue_from
+
+    with tempfile.TemporaryDirectory(prefix="kbconform-catalogue-") as where:
+        ini = Path(where) / "pytest.ini"
+        ini.write_text("[pytest]\n", encoding="utf-8")
+        listed = []
+        for name in built_in():
+            written = Path(where) / f"{name}.json"
+            log = Path(where) / f"{name}.log"
+            command = [
+                sys.executable, "-m", "pytest", "-c", str(ini), "--rootdir", where,
+                "-p", "kbconform.pytest_plugin", "-p", "no:cacheprovider", "-q",
+                f"--kbconform-catalogue={written}", f"--kbconform-catalogue-profile={name}",
+            ]  # fmt: skip
+            with log.open("wb") as sink:
+                _supervise(command, cwd=where, env=_environment(), output=sink, deadline=CATALOGUE_TIMEOUT)
+            if not written.exists():
+                raise RunError(f"listing the {name} suite tests failed:\n{_tail(log, 4000)}")
+            listed.append({"tests": json.loads(written.read_text(encoding="utf-8"))})
+    return catalogue_from(*listed)
+
+
 @contextlib.contextmanager
 def _served(adapter: str, where: str, log: Path) -> Iterator[str]:
     """``adapter`` served over HTTP by ``kbconform serve`` in a process group of its own; yields
