@@ -9,8 +9,8 @@ state, only without the imports.
 The protocol is JSON lines on stdin and stdout. A request is ``{"args": [pytest arguments],
 "cwd": path, "env": {...}, "output": path}``; the answer is ``{"pid": N}`` once the child is
 forked (its own session, so its process group is ``N``), then ``{"exit": code}`` when it ends.
-One run at a time; the process ends when stdin closes. Only on Linux (``AVAILABLE``): elsewhere
-the runner starts each run cold.
+One run at a time; the process ends when stdin closes. Only on Linux
+(``kbconform.runner.WARM``): elsewhere the runner starts each run cold.
 
 Modules named on the command line are imported too (best effort: a module that fails to import
 fails in the child, where the run reports it).
@@ -24,10 +24,6 @@ import json
 import os
 import sys
 from typing import Any
-
-#: Whether runs can be forked from a warm process here: fork is the platform's own way to start
-#: a process only on Linux (macOS's system frameworks are not fork-safe).
-AVAILABLE = sys.platform == "linux" and hasattr(os, "fork")
 
 #: What every run imports; the kit's pytest plugin itself is left to pytest, which rewrites its
 #: assertions when it loads it.

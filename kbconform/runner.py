@@ -430,6 +430,11 @@ def _supervise(
     return process.returncode, overran
 
 
+#: Whether runs can be forked from a warm process here: fork is the platform's own way to start
+#: a process only on Linux (macOS's system frameworks are not fork-safe).
+WARM = sys.platform == "linux" and hasattr(os, "fork")
+
+
 class Warm:
     """A warm process (``python -m kbconform._warm``) that has imported pytest and the kit once
     and forks each run from there: a run without the 2 s of starting cold. One run at a time;
@@ -438,13 +443,11 @@ class Warm:
     process, and every run starts cold."""
 
     def __init__(self, preload: Sequence[str] = (), *, start: bool = True) -> None:
-        from kbconform._warm import AVAILABLE
-
         self._answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._process: subprocess.Popen[str] | None = None
         #: How many runs were forked from it.
         self.runs = 0
-        if not (AVAILABLE and start):
+        if not (WARM and start):
             return
         self._process = subprocess.Popen(
             [sys.executable, "-m", "kbconform._warm", *preload],

@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from kbconform import runner
-from kbconform._warm import AVAILABLE
 
-pytestmark = pytest.mark.skipif(not AVAILABLE, reason="runs are forked warm on Linux only")
+pytestmark = pytest.mark.skipif(not runner.WARM, reason="runs are forked warm on Linux only")
 
 HERE = Path(__file__).parent
 SAMPLE = ["leak-01[list]", "leak-01[get]", "closed-03", "contract-01"]
