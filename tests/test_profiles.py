@@ -91,6 +91,25 @@ def test_operations_are_each_one_profiles() -> None:
     assert len(operations) == len(set(operations))
 
 
+def test_the_typed_capability_lists_are_the_registrys_and_the_schemas() -> None:
+    """``kbconform.adapter.CAPABILITIES`` (a Literal, so a manifest's ``supports`` is typed) names
+    exactly the built-in profiles' capabilities, and ``FEATURES`` exactly the optional features
+    of the tenant-namespace branch of adapter-manifest-v1: one list cannot grow alone."""
+    from kbconform.adapter import CAPABILITIES, FEATURES
+    from kbconform.contract import load
+
+    registered = {c for profile in profiles.built_in().values() for c in profile.capabilities}
+    assert set(CAPABILITIES) == registered
+    branches = load("adapter-manifest-v1")["$defs"].values()
+    [tenant] = [
+        b
+        for b in branches
+        if b.get("properties", {}).get("isolationProfile", {}).get("const") == "tenant-namespace"
+    ]
+    assert set(FEATURES) == set(tenant["properties"]["features"]["properties"])
+    assert set(FEATURES) < set(CAPABILITIES)
+
+
 def test_an_unknown_profile_is_refused_naming_the_registered_ones() -> None:
     """Asking for a profile nobody registered is a LookupError that lists the known ones."""
     with pytest.raises(LookupError, match="tenant-namespace, project-pool, kb-grant"):
