@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kbconform.conformance import Run, record
+from kbconform.conformance import Run, ingest_batches, record
 from kbconform.errors import NotFound
 from kbconform.identity import Principal
 
@@ -26,18 +26,13 @@ K = 10
 
 
 def _write(backend: Any, writer: Principal, contents: list[str], prefix: str, limit: int | None) -> list[str]:
-    """Ingest ``contents`` in batches of BATCH, or of the manifest's ``maxWriteBatch`` when smaller."""
-    ids: list[str] = []
-    size = min(BATCH, limit or BATCH)
-    for start in range(0, len(contents), size):
-        batch = contents[start : start + size]
-        records = [
-            record(f"docs/{prefix}-{start + n}.md", text, tenant=writer.tenant_id)
-            for n, text in enumerate(batch)
-        ]
-        written = list(backend.ingest(writer, records).ids)
-        assert len(set(written)) == len(batch), f"ingest returned {len(set(written))} ids for {len(batch)}"
-        ids += written
+    """Ingest ``contents`` in batches of BATCH, or of the manifest's ``maxWriteBatch`` when smaller;
+    one id for each."""
+    records = [
+        record(f"docs/{prefix}-{n}.md", text, tenant=writer.tenant_id) for n, text in enumerate(contents)
+    ]
+    ids = ingest_batches(backend, writer, records, min(BATCH, limit or BATCH))
+    assert len(set(ids)) == len(contents), f"ingest returned {len(set(ids))} ids for {len(contents)} records"
     return ids
 
 

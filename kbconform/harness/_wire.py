@@ -165,10 +165,7 @@ def session_to_wire(session: object) -> Any:
     ``str`` as its plain value, the empty string included; a number, a list as themselves: no
     identity, which the backend refuses); a value with no JSON form (an object, bytes, NaN) as
     ``None``, no identity too."""
-    try:
-        return json.loads(json.dumps(session, allow_nan=False))
-    except (TypeError, ValueError, RecursionError):
-        return None
+    return _json(session)
 
 
 #: A kb-grant caller crosses exactly as a project-pool session does.
