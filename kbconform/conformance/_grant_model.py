@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbconform.adapter import GRANT_INVALID, MAX_LIMIT, MODEL_MISMATCH
-from kbconform.conformance._model import Refused
+from kbconform.conformance._model import MayRefuse, Refused
 from kbconform.errors import ContractViolation, Forbidden, NotFound, Unauthenticated
 
 #: How far a backend's score may be from the exact one (vectors may be kept as float32), and
@@ -204,8 +204,13 @@ class GrantPolicy:
         self.grants.setdefault(kb, set()).add(grantee)
 
     def revoke_kb(self, caller: object, kb: object, grantee: object) -> Refused | None:
-        """G6: the owner withdraws a grant, at once; an unknown grantee: ``KB_GRANT_INVALID``."""
-        return self._administer(caller, kb) or self._grantee(grantee)
+        """G6: the owner withdraws a grant, at once; an unknown grantee: ``KB_GRANT_INVALID``. The
+        owner as grantee has no grant to withdraw: the call changes nothing, or is refused as
+        ``share_kb`` refuses it (``KB_GRANT_INVALID``); the contract lets the backend choose."""
+        refused = self._administer(caller, kb) or self._grantee(grantee)
+        if refused is None and grantee == caller:
+            return MayRefuse(ContractViolation, f"{GRANT_INVALID}: the owner holds no grant to withdraw")
+        return refused
 
     def commit_revoke_kb(self, caller: str, kb: str, grantee: str) -> None:
         self.grants.get(kb, set()).discard(grantee)

@@ -94,6 +94,12 @@ class Refused:
 
 
 @dataclass(frozen=True, slots=True)
+class MayRefuse(Refused):
+    """The call may raise this error (and change nothing) or land: where the contract leaves
+    the choice to the backend, both are judged conforming."""
+
+
+@dataclass(frozen=True, slots=True)
 class Ingest:
     """What an ingest that lands returns: an id per record (None: not known before the call, the
     model learns it), the guarded fields each record spoofed, and the rows it writes."""

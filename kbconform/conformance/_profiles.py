@@ -39,7 +39,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant
 from kbconform.adapter import MAX_LIMIT, POOL_READ_FACADES, BackendOptions, FaultPlan, FaultSwitch, Manifest
 from kbconform.conformance._data import TOPIC, Principals, record, seed_canaries
 from kbconform.conformance._grant_model import GrantPolicy
-from kbconform.conformance._model import Policy, Refused
+from kbconform.conformance._model import MayRefuse, Policy, Refused
 from kbconform.conformance._pool_model import PoolPolicy
 from kbconform.conformance._run import Run
 from kbconform.errors import BackendUnavailable, ContractViolation, KbconformError, NotFound, error_texts
@@ -172,8 +172,8 @@ def _judged(
     """The outcome of ``make()`` (``call``, in messages), judged by the model's ``expected``:
     what it returned, where ``expected`` is no refusal; else the error it raised, which must be
     that refusal (with ``may_fail``, a store fault armed, BackendUnavailable too: a call that
-    changed nothing). Any other outcome fails, and so does an error that carries a ``stored``
-    text the call did not send."""
+    changed nothing; with a :class:`MayRefuse`, an answer too). Any other outcome fails, and so
+    does an error that carries a ``stored`` text the call did not send."""
     try:
         outcome = make()
     except KbconformError as error:
@@ -187,7 +187,7 @@ def _judged(
         problem = _wrong_error(expected, outcome)
         assert problem is None, f"{call}: {problem}"
         return outcome
-    assert not isinstance(expected, Refused), (
+    assert not isinstance(expected, Refused) or isinstance(expected, MayRefuse), (
         f"{call} must raise {expected.error.__name__} ({expected.why}); it returned {returned(outcome)}"
     )
     return outcome
@@ -219,7 +219,8 @@ class _Driver:
         return expected, _judged(f"{operation}{_shown(args)}", expected, made, stored, _texts(args), may_fail)
 
     def call(self, operation: str, *args: Any) -> Any:
-        """A call the model allows: it must land; what it returned."""
+        """A call the model allows: it must land; what it returned. (A call the contract lets a
+        backend refuse or take, :class:`MayRefuse`, is the driver's ``attempt``.)"""
         expected = getattr(self.policy, operation)(*args)
         assert not isinstance(expected, Refused), (
             f"the suite's {operation}{_shown(args)} is refused: {expected}"

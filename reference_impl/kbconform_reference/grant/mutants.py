@@ -339,6 +339,40 @@ class DeleteKeepsGrants(KbGrantService):
         self.catalogue = _KeptGrants()
 
 
+class _OwnerAsGrant(Catalogue):
+    """The owner's own read access is one more grant row: a revoke naming the owner deletes it,
+    and the owner no longer reads its knowledge base."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ousted: set[int] = set()
+
+    def revoke(self, kb: int, grantee: int) -> None:
+        super().revoke(kb, grantee)
+        owner = self._db.execute("SELECT owner FROM kbs WHERE id = ?", (kb,)).fetchone()
+        if owner is not None and int(owner[0]) == grantee:
+            self._ousted.add(kb)
+
+    def _kept(self, tenant: int, rows: list[KbRow]) -> list[KbRow]:
+        return [row for row in rows if not (row.owner == tenant and row.id in self._ousted)]
+
+    def readable(self, tenant: int, externals: Sequence[str]) -> dict[str, KbRow]:
+        found = super().readable(tenant, externals)
+        return {row.external: row for row in self._kept(tenant, list(found.values()))}
+
+    def readable_by(self, tenant: int) -> list[KbRow]:
+        return self._kept(tenant, super().readable_by(tenant))
+
+
+class OwnerRevokesItself(KbGrantService):
+    """Ownership is kept as a grant row (:class:`_OwnerAsGrant`)."""
+
+    def __init__(self, stores: Mapping[str, VectorIndex], models: Mapping[str, int], **options: Any) -> None:
+        super().__init__(stores, models, **options)
+        self.catalogue.close()
+        self.catalogue = _OwnerAsGrant()
+
+
 class _ReusedIds(Catalogue):
     """Knowledge bases get ``INTEGER PRIMARY KEY`` ids without ``AUTOINCREMENT``, and a delete
     removes the row: the newest knowledge base's id is given again after it is deleted."""
@@ -632,6 +666,13 @@ MUTANTS: tuple[Mutant, ...] = (
         DeleteKeepsGrants,
         "a deleted knowledge base keeps its grants and its grantees still read it",
         ("grant-12", "grant-13", "iso-01[list-kbs]"),
+    ),
+    Mutant(
+        "grant-owner-revokes-itself",
+        OwnerRevokesItself,
+        "the owner's read access is a grant row: revoking the owner as grantee locks it out of "
+        "its own knowledge base",
+        ("grant-04",),
     ),
     Mutant(
         "grant-delete-reuses-ids",
