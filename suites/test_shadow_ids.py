@@ -127,7 +127,8 @@ def test_another_agent_never_overwrites_a_private_chunk(
     """A chunk private to acme's agent, and a record of another acme agent that hashes to the same
     id (its hashInputs leave out the content): the other agent's ingest is refused (Forbidden)
     with nothing of its batch written, and the chunk keeps its text, its visibility and its
-    reader. The same write onto a team chunk lands (control: the id does collide)."""
+    reader. The same write onto a team chunk lands (control: the id does collide). A private
+    chunk without an origin agent is written over by nobody: no agent, acme's or another."""
     principals = kbconform_principals
     acme, operator = principals.acme, principals.operator
     other = acme.with_agent("agent-other")
@@ -156,6 +157,19 @@ def test_another_agent_never_overwrites_a_private_chunk(
     [landed] = backend.ingest(other, [colliding("docs/team.md", "team notes, revised")]).ids
     assert landed == team_id
     assert backend.get(acme, team_id).document == "team notes, revised"
+
+    # A private chunk restored without an origin agent is nobody's: read by no principal
+    # (read-filter.md), so written over by none, with an agent identity or without one.
+    [orphan_id] = backend.ingest(acme, [colliding("docs/orphan.md", "nobody's notes")]).ids
+    orphan = {r["id"]: dict(r) for r in backend.export(operator)}[orphan_id]
+    kept = {k: v for k, v in orphan["metadata"].items() if k != "originAgentIdentity"}
+    assert backend.restore(operator, [{**orphan, "metadata": {**kept, "visibility": "private"}}]) == 1
+    for writer in (acme.with_agent(None), acme, other):
+        with pytest.raises(Forbidden):
+            backend.ingest(writer, [colliding("docs/orphan.md", f"written by {writer.agent_identity}")])
+    stored = {r["id"]: r for r in backend.export(operator)}[orphan_id]
+    assert stored["document"] == "nobody's notes"
+    assert stored["metadata"].get("visibility") == "private"
 
 
 SLUGS = st.from_regex(r"[a-z0-9]{1,6}(/[a-z0-9]{1,6})?", fullmatch=True)

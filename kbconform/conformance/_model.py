@@ -78,9 +78,14 @@ class Row:
         visibility = self.stamps.get("visibility")
         if visibility in READABLE:
             return True
+        return visibility == "private" and self.origin_is(principal)
+
+    def origin_is(self, principal: Principal) -> bool:
+        """Whether ``principal``'s agent is the row's origin agent: a principal without an agent
+        identity never matches a missing origin (read-filter.md). A private row is read and
+        written over only so (stamping.md)."""
         return (
-            visibility == "private"
-            and principal.agent_identity is not None
+            principal.agent_identity is not None
             and self.stamps.get("originAgentIdentity") == principal.agent_identity
         )
 
@@ -262,9 +267,7 @@ class Policy:
                 continue
             if row.tenant != principal.tenant_id:
                 return Refused(Forbidden, f"{chunk} belongs to another tenant")
-            if row.stamps.get("visibility") == "private" and row.stamps.get("originAgentIdentity") != (
-                principal.agent_identity
-            ):
+            if row.stamps.get("visibility") == "private" and not row.origin_is(principal):
                 return Refused(Forbidden, f"{chunk} is another agent's private chunk")
         return Ingest(principal, tuple(records), ids, keys, spoofed, mode == "overwrite")
 

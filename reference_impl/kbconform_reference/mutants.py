@@ -230,6 +230,18 @@ class PrivateOverwrittenByAnyAgent(KnowledgeBase):
         return True
 
 
+class AgentlessMatchesNoOrigin(KnowledgeBase):
+    """The origin agent compared as given: a principal without an agent identity matches a
+    private chunk without an origin agent, and writes over it."""
+
+    @staticmethod
+    def _may_overwrite(principal: Any, stored: Any) -> bool:
+        return (
+            stored.get("visibility") != "private"
+            or stored.get("originAgentIdentity") == principal.agent_identity
+        )
+
+
 class TenantlessIds(KnowledgeBase):
     def _id(self, record: Mapping[str, Any], tenant_id: str) -> str:
         return legacy_id(record)
@@ -514,6 +526,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "private-overwritten-by-any-agent",
         PrivateOverwrittenByAnyAgent,
         "another agent of the tenant writes over an agent's private chunk, which turns team-visible",
+        ("shadow-04",),
+    ),
+    Mutant(
+        "agentless-writes-over-originless-private",
+        AgentlessMatchesNoOrigin,
+        "a principal without an agent identity writes over a private chunk that has no origin agent",
         ("shadow-04",),
     ),
     Mutant(

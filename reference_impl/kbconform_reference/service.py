@@ -501,10 +501,11 @@ class KnowledgeBase:
     @staticmethod
     def _may_overwrite(principal: Principal, stored: Mapping[str, Any]) -> bool:
         """A private chunk is written over only by its origin agent (a team chunk by any agent of
-        the tenant): ids leave out the agent, so two agents' records can hash alike."""
-        return (
-            stored.get("visibility") != "private"
-            or stored.get("originAgentIdentity") == principal.agent_identity
+        the tenant): ids leave out the agent, so two agents' records can hash alike. One without
+        an origin agent is nobody's: a principal without an agent identity never matches it."""
+        return stored.get("visibility") != "private" or (
+            principal.agent_identity is not None
+            and stored.get("originAgentIdentity") == principal.agent_identity
         )
 
     def _id(self, record: Mapping[str, Any], tenant_id: str) -> str:
