@@ -36,6 +36,8 @@ _HARNESS = pytest.StashKey["dict[str, str] | None"]()
 _SELECTION = pytest.StashKey["frozenset[str] | None"]()
 #: Why suite tests were deselected, by reason, with how many (said after collection).
 _DESELECTED = pytest.StashKey[dict[str, int]]()
+#: Why the run ended before every test ran (the backend stopped answering), once it did.
+_STOPPED = pytest.StashKey[str]()
 #: Catalogue mode: the profile, its maximal manifest (every value of every axis) and the file.
 _CATALOGUE = pytest.StashKey["tuple[str, dict[str, Any], Path]"]()
 _PROPERTY = "kbconform"
@@ -591,10 +593,36 @@ def pytest_runtest_makereport(
         transcript = _transcript(item.config)
         if transcript is not None and transcript.exchanges:
             entry["transcript"] = transcript.lines()
+        _stop_if_dead(item, call)
     # The result travels with the report (to the pytest-xdist controller, when there is one) in
     # a list of its own: ``user_properties`` is shared by the item's reports.
     report.user_properties = [*report.user_properties, (_PROPERTY, entry)]
     return report
+
+
+def _stop_if_dead(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+    """A test ended by a call past its deadline (or a harness that broke): probe the adapter
+    (:meth:`~kbconform.conformance.Run.probe`). When it does not answer either, the run stops
+    here, and every test that did not run is an error saying why: a dead backend costs two
+    deadlines, not one per test."""
+    from kbconform.conformance import DeadlineExceeded
+    from kbconform.harness import HarnessBroken
+
+    if call.excinfo is None or not call.excinfo.errisinstance((DeadlineExceeded, HarnessBroken)):
+        return
+    if _STOPPED in item.config.stash:
+        return
+    silent = item.config.stash[_RUN].probe()
+    if silent is None:
+        return
+    mark = _case(item)
+    after = _stable_id(item, mark) if mark is not None else item.nodeid
+    why = (
+        f"not run: the backend stopped answering ({call.excinfo.value}; then opening a fresh "
+        f"backend failed too: {silent}), so the run ended after {after}"
+    )
+    item.config.stash[_STOPPED] = why
+    item.session.shouldstop = f"kbconform: {why}"
 
 
 class _Gatherer:
@@ -637,6 +665,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return  # a pytest-xdist worker's results go to the controller, which reports
     from kbconform import report as reports
 
+    stopped = config.stash.get(_STOPPED, None)
+    if stopped is not None:  # every test the run did not reach is an error saying why
+        results = config.stash[_RESULTS]
+        ran = {result["id"] for result in results.values()}
+        chosen = _applicable(run, config.stash[_SELECTION])
+        for entry in reports.expected(run.manifest.raw, run.level, chosen):
+            if entry["id"] not in ran:
+                results[f"not run: {entry['id']}"] = {**entry, "status": "error", "message": stopped}
     report = reports.build(
         adapter=config.stash[_SPEC],
         harness=config.stash[_HARNESS],

@@ -100,6 +100,22 @@ class Run:
         finally:
             self._caller.close()
 
+    def probe(self) -> str | None:
+        """After a call overran its deadline: whether the adapter still answers. A fresh backend
+        is opened and closed, each call within the deadline; None when both answered (an error
+        is an answer), else what did not (a hang, or a harness that broke again). A backend
+        where one facade hangs answers; one that stopped answering does not, and costs at most
+        this one deadline more."""
+        try:
+            self.close(self.open())
+        except Exception:  # an answer, if not a welcome one
+            return None
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as error:  # DeadlineExceeded, a broken harness
+            return str(error)
+        return None
+
     def take_output(self) -> str:
         """What the adapter printed since the last take, cut to a bounded head and tail."""
         return self._caller.output.take()

@@ -47,6 +47,23 @@ class HangingDeletion(KnowledgeBase):
         threading.Event().wait()
 
 
+class StopsAnswering(KnowledgeBase):
+    """Its first deletion signal hangs, and from then on the whole adapter does, in a harness
+    started again too: the file named by ``KBCONFORM_TEST_STOPPED`` says so (a backend whose
+    store stopped answering and that sets no timeout of its own)."""
+
+    def apply_deletion_signal(self, principal: Any, signal: Any) -> Any:
+        Path(os.environ["KBCONFORM_TEST_STOPPED"]).touch()
+        threading.Event().wait()
+
+
+class Dies(Tiny):
+    def open(self, options: Any) -> Any:
+        if Path(os.environ["KBCONFORM_TEST_STOPPED"]).exists():
+            threading.Event().wait()
+        return StopsAnswering(MemoryStore(), settings=Settings(spoof_mode=options.spoof_mode))
+
+
 class Chatty(KnowledgeBase):  # otherwise the reference: it passes
     """Prints 5 MB on every ingest, half through sys.stdout and half straight to file
     descriptor 2 (as C code or a child process would)."""
@@ -86,6 +103,10 @@ def exits_in_close() -> ExitsInClose:
 
 def hangs_in_deletion() -> Broken:
     return Broken(HangingDeletion)
+
+
+def stops_answering() -> Dies:
+    return Dies()
 
 
 def chatty() -> Broken:

@@ -174,6 +174,33 @@ def test_a_call_that_never_returns_fails_its_tests_and_names_the_call(
     assert report["execution"]["callTimeout"] == 0.5
 
 
+@pytest.mark.parametrize("transport", ["in-process", "stdio"])
+def test_a_backend_that_stops_answering_ends_the_run_in_two_deadlines(
+    project: Path, transport: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a call hangs and a fresh backend cannot be opened either, the run stops there:
+    two deadlines, not one per test left. The hung test fails naming the call; every test not
+    reached is an error saying the backend stopped answering and after which test. (The
+    backend whose deletion alone hangs, above, answers the probe and runs to the end.)"""
+    monkeypatch.setenv("KBCONFORM_TEST_STOPPED", str(project / "stopped"))
+    started = time.monotonic()
+    outcome = runner.run_suites(
+        "hostile_adapter:stops_answering", transport=transport, seed=3, call_timeout=2, level="L3"
+    )
+    elapsed = time.monotonic() - started
+    assert outcome.problems == (), outcome.output[-3000:]
+    tests = outcome.report["tests"]
+    hung = [t for t in tests if t["status"] == "fail"]
+    assert len(hung) == 1, [(t["id"], t["status"]) for t in tests if t["status"] != "pass"]
+    assert "apply" in hung[0]["message"].lower(), hung[0]["message"]
+    unrun = [t for t in tests if t["status"] == "error"]
+    assert unrun, "no test was left unrun"
+    assert all(t["message"].startswith("not run: the backend stopped answering") for t in unrun)
+    assert all(f"the run ended after {hung[0]['id']}" in t["message"] for t in unrun)
+    assert {t["status"] for t in tests} >= {"pass", "fail", "error"}  # tests before it ran
+    assert elapsed < 240, f"{elapsed:.0f} s: the run waited out more than the two deadlines"
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/status").read_text(encoding="utf-8")
