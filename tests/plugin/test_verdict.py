@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,7 +21,6 @@ from kbconform.cli import main
 #: Each test here runs the suites (or a whole tool) in child processes: the slow tier.
 pytestmark = pytest.mark.slow
 
-HERE = Path(__file__).parent
 #: Among the tests the leaky backend fails: list reads every tenant.
 LEAKY_FAILS = {"leak-01[list]", "closed-03"}
 #: What a run against a hostile adapter selects: the leaky failures, and tests it passes (the
@@ -42,15 +40,6 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = None
     return report
 """
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A directory holding the tiny and hostile adapters, as the working directory."""
-    for name in ("tiny_adapter.py", "hostile_adapter.py"):
-        shutil.copy(HERE / name, tmp_path / name)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def _run(*args: str) -> tuple[int, dict[str, Any]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
@@ -12,16 +11,7 @@ from kbconform import runner
 
 pytestmark = pytest.mark.skipif(not runner.WARM, reason="runs are forked warm on Linux only")
 
-HERE = Path(__file__).parent
 SAMPLE = ["leak-01[list]", "leak-01[get]", "closed-03", "contract-01"]
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in ("tiny_adapter.py", "hostile_adapter.py"):
-        shutil.copy(HERE / name, tmp_path / name)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def _statuses(outcome: runner.Outcome) -> dict[str, str]:
