@@ -235,8 +235,8 @@ class AgentlessMatchesNoOrigin(KnowledgeBase):
     private chunk without an origin agent, and writes over it."""
 
     @staticmethod
-    def _may_overwrite(principal: Any, stored: Any) -> bool:
-        return (
+    def _may_overwrite(principal: Principal, stored: Mapping[str, Any]) -> bool:
+        return bool(
             stored.get("visibility") != "private"
             or stored.get("originAgentIdentity") == principal.agent_identity
         )
