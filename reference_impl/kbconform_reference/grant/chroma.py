@@ -4,8 +4,11 @@ Chroma answers a query with a cosine *distance* ``1 - cos``, in [0, 2], lower is
 ``chroma``). Documents carry their knowledge base's internal id in the metadata key ``kb``;
 every query, read and delete filters on it with ``$in`` or ``$eq`` (positive matches only).
 
-Collections are created with a search breadth (``ef_search``) far above any page of results the
-suites ask, so the HNSW search ranks exactly at the sizes a conformance run holds. The client is
+A query over at most :data:`EXACT_LIMIT` documents ranks them exactly: it reads them with their
+embeddings and sorts by cosine distance (:func:`~kbconform_reference.stores.exact_top_k`, the
+tenant-namespace reference's small-scope rule). HNSW is approximate, and a collection reused after
+many deletes can miss a true neighbour even with a wide search breadth (``ef_search``); larger
+scopes go to the HNSW search. Either way the answer is Chroma's distance ``1 - cos``. The client is
 an ``EphemeralClient`` (in process, in memory). chromadb 1.5 keeps about 2.5 MB of every
 collection that held data after it is deleted, and a conformance run opens thousands of
 backends; so a closed store empties its collections and hands them to the next store opened in
@@ -20,10 +23,16 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from kbconform_reference.grant.index import Found, Point
+from kbconform_reference.stores import Rows, exact_top_k
 from kbconform_reference.stores.chroma import query_rows
 
 _CONFIGURATION: Any = {"hnsw": {"space": "cosine", "ef_search": 1024, "ef_construction": 200}}
+
+#: The most documents a query ranks exactly (more go to the HNSW search).
+EXACT_LIMIT = 2000
 
 
 class _Spare:
@@ -90,10 +99,21 @@ class ChromaIndex:
             )
 
     def query(self, model: str, vector: Sequence[float], kbs: Sequence[int], limit: int, /) -> list[Found]:
-        result = self._collections[model].query(
+        collection, where = self._collections[model], _any_of(kbs)
+        if len(collection.get(where=where, limit=EXACT_LIMIT + 1, include=[])["ids"]) <= EXACT_LIMIT:
+            rows = collection.get(where=where, include=["documents", "metadatas", "embeddings"])
+            scope = Rows(
+                tuple(rows["ids"]),
+                tuple(rows["documents"]),
+                tuple(rows["metadatas"]),
+                np.asarray(rows["embeddings"], dtype=np.float32).reshape(len(rows["ids"]), -1),
+            )
+            matches = exact_top_k(scope, np.asarray(vector, dtype=np.float32), limit)
+            return [Found(m.id, int(m.metadata["kb"]), str(m.document), m.distance) for m in matches]
+        result = collection.query(
             query_embeddings=[list(vector)],
             n_results=limit,
-            where=_any_of(kbs),
+            where=where,
             include=["documents", "metadatas", "distances"],
         )
         return [Found(str(i), int(m["kb"]), str(d), float(x)) for i, d, m, x in query_rows(result)]
