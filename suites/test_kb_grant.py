@@ -784,3 +784,39 @@ def test_interleaved_grants_writes_moves_and_faults_match_the_model(kbconform_ru
     machine = GrantMachine.bound(kbconform_run, "KbGrant")
     kbconform_run.run_machine(machine)
     assert machine.compared[0] > 0, "no step compared a scope that is neither empty nor everything"
+
+
+@pytest.mark.kbconform(id="grant-15", level="L2")
+def test_calls_spanning_the_backends_pages_do_exactly_their_work(
+    kbconform_run: Run, kbconform_open: Any
+) -> None:
+    """G1, G4, G8 and G12 across the backend's pages (schemas/pages.md): for each size, a fresh
+    backend where bob owns that many knowledge bases and shares every one with ann (the first
+    and the last two hold a document); carl owns two with a document each, shared with nobody.
+    ann's and carl's list_kbs are exactly what they read; ann's search naming all of
+    bob's is their exact ranking. ann writes that many documents into one knowledge base in one
+    ingest, copies it (up to the largest search limit, what a search can show whole) and
+    deletes it: the copy holds exactly its documents."""
+    store = kbconform_run.manifest.stores[-1]
+    for size in kbconform_run.page_sizes():
+        backend = kbconform_open()
+        d = _driver(kbconform_run, backend, f"grant-15 {size}")
+        ann, bob, carl = d.tenant(), d.tenant(), d.tenant()
+        shared = [d.kb(bob, store) for _ in range(size)]
+        for n in sorted({0, size - 2, size - 1} - {-1}):
+            d.ingest(bob, shared[n])
+        for kb in shared:
+            d.call("share_kb", bob, kb, ann)
+        d.kb(carl, documents=1)
+        d.kb(carl, documents=1)
+        for tenant in (ann, carl):
+            d.attempt("list_kbs", tenant)
+        assert d.search(ann, shared), "ann's search of bob's knowledge bases found none of their documents"
+        own = d.kb(ann)
+        d.ingest(ann, own, size)
+        if size <= MAX_LIMIT:
+            copy = str(d.call("copy_kb", ann, own, store))
+            d.call("delete_kb", ann, own)
+            d.learn()
+            assert len(d.search(ann, [copy])) == size, "the copy lacks documents"
+        kbconform_run.close(backend)

@@ -565,3 +565,32 @@ def test_interleaved_membership_changes_writes_and_searches_match_the_model(kbco
     machine = PoolMachine.bound(kbconform_run, "ProjectPool")
     kbconform_run.run_machine(machine)
     assert machine.compared[0] > 0, "no step compared a scope that is neither empty nor everything"
+
+
+@pytest.mark.kbconform(id="pool-11", level="L2")
+def test_a_project_with_more_sessions_than_a_page_searches_exactly_its_pool(
+    kbconform_run: Run, kbconform_open: Any
+) -> None:
+    """P13 across the backend's pages (schemas/pages.md): for each size, a fresh backend where
+    project alpha holds that many sessions, each with an episode; beta's two sessions and two
+    sessions in no project write episodes too. alpha's first and last sessions search exactly
+    alpha's episodes (a membership read a page at a time must read every page, each within
+    alpha), beta's and the shared pool's sessions exactly theirs."""
+    for size in kbconform_run.page_sizes():
+        backend = kbconform_open()
+        d = _driver(kbconform_run, backend, f"pool-11 {size}")
+        d.call("create_project", "alpha")
+        d.call("create_project", "beta")
+        alpha = [d.session_id() for _ in range(size)]
+        for session in alpha:
+            d.call("start_session", session, "alpha")
+            d.write(session)
+        others = [(d.session_id(), project) for project in ("beta", "beta", None, None)]
+        for session, project in others:
+            d.call("start_session", session, project)
+            d.write(session)
+        limit = min(MAX_LIMIT, len(d.policy.stored) + 1)
+        for session in (alpha[0], alpha[-1], others[0][0], others[2][0]):
+            hits = d.search(EPISODES, session, limit=limit)
+            assert hits, f"{session} found none of its pool's episodes"
+        kbconform_run.close(backend)

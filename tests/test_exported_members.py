@@ -147,6 +147,7 @@ SUBPACKAGES = {
     ],
     "kbconform.conformance": [
         "DEFAULT_CALL_TIMEOUT",
+        "DEFAULT_PAGE_SIZES",
         "ENVELOPE_CLAIMS",
         "ENVELOPE_REFUSALS",
         "PROFILES",

@@ -107,6 +107,13 @@ class Manifest:
         return int(value) if value is not None else None
 
     @property
+    def page_sizes(self) -> tuple[int, ...] | None:
+        """The sizes at which the backend pages the work of one call (``pageSizes``), or None:
+        undeclared."""
+        value = self.raw.get("pageSizes")
+        return tuple(sorted(int(size) for size in value)) if value is not None else None
+
+    @property
     def id_profile(self) -> str | None:
         value = self.raw.get("idProfile")
         return str(value) if value is not None else None

@@ -34,10 +34,11 @@ from kbconform.conformance._profiles import (
     isolation_for,
     not_principals,
 )
-from kbconform.conformance._run import PROFILES, ProfileName, Run
+from kbconform.conformance._run import DEFAULT_PAGE_SIZES, PROFILES, ProfileName, Run
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_PAGE_SIZES",
     "ENVELOPE_CLAIMS",
     "ENVELOPE_REFUSALS",
     "PROFILES",

@@ -23,6 +23,9 @@ PROFILES: dict[str, hypothesis.settings] = {
     "thorough": hypothesis.settings(max_examples=100, stateful_step_count=40),
 }
 
+#: The page sizes a backend that declares none is tried at (schemas/pages.md).
+DEFAULT_PAGE_SIZES = (10, 50, 100, 500, 1000)
+
 
 @dataclass
 class Run:
@@ -115,6 +118,18 @@ class Run:
         except BaseException as error:  # DeadlineExceeded, a broken harness
             return str(error)
         return None
+
+    def page_sizes(self) -> tuple[int, ...]:
+        """How many items the page tests put into one call (schemas/pages.md): 1, and for each
+        page size p the manifest declares (``pageSizes``; else :data:`DEFAULT_PAGE_SIZES`) p and
+        p + 1, the first size whose last page is partial; at the thorough profile also p - 1 and
+        2p + 1 (a second full page and a partial third). Ascending, each once."""
+        sizes = {1}
+        for page in self.manifest.page_sizes or DEFAULT_PAGE_SIZES:
+            sizes |= {page, page + 1}
+            if self.profile == "thorough":
+                sizes |= {max(1, page - 1), 2 * page + 1}
+        return tuple(sorted(sizes))
 
     def take_output(self) -> str:
         """What the adapter printed since the last take, cut to a bounded head and tail."""

@@ -22,6 +22,7 @@ from kbconform_reference._adapter import OpenBackends, version
 from kbconform_reference.service import MAINTENANCE, KnowledgeBase, Settings
 from kbconform_reference.stores import Match, MemoryStore, Rows, VectorStore
 from kbconform_reference.stores._protocol import Metadata, Where
+from kbconform_reference.stores.memory import MEMORY_MAX_BATCH
 
 Mode = Literal["memory", "chroma-embedded", "chroma-server"]
 SharedReaders = Literal["granted", "every-tenant"]
@@ -90,6 +91,9 @@ class ReferenceAdapter(OpenBackends):
     def manifest(self) -> dict[str, Any]:
         settings = Settings()
         backend_version = "exact numpy" if self.mode == "memory" else version("chromadb")
+        # The memory store's pages are small and declared; Chroma's are its maximum batch size
+        # (5,000 rows or more), past what a conformance run writes, so the default sizes stand.
+        pages = {"pageSizes": [MEMORY_MAX_BATCH]} if self.mode == "memory" else {}
         return {
             "manifestVersion": "1",
             "adapter": {"name": "kbconform-reference", "version": version("kbconform")},
@@ -100,6 +104,7 @@ class ReferenceAdapter(OpenBackends):
             "sharedNamespace": sorted(settings.shared_namespaces)[0],
             "sharedNamespaceReaders": self.shared_readers,
             "idProfile": settings.id_profile,
+            **pages,
             "features": {
                 "client-where": True,
                 "revision-boundary": True,

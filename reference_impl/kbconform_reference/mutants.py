@@ -26,6 +26,7 @@ from kbconform_reference import _mutants_envelope as _envelope
 from kbconform_reference import _mutants_faults as _faults
 from kbconform_reference import _mutants_lifecycle as _lifecycle
 from kbconform_reference import _mutants_maintenance as _maintenance
+from kbconform_reference import _mutants_pages as _pages
 from kbconform_reference import _mutants_proof as _proof
 from kbconform_reference import _mutants_read as _read
 from kbconform_reference import _mutants_state as _state
@@ -572,6 +573,7 @@ MUTANTS: tuple[Mutant, ...] = (
             *_faults.MUTANTS,
             *_state.MUTANTS,
             *_proof.MUTANTS,
+            *_pages.MUTANTS,
         )
     ),
 )

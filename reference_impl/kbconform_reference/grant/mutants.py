@@ -19,7 +19,7 @@ from kbconform.errors import BackendUnavailable, Forbidden, NotFound
 from kbconform_reference import _mutant_base
 from kbconform_reference._mutant_base import ServesMutant, factories
 from kbconform_reference.grant.adapter import GrantAdapter
-from kbconform_reference.grant.catalogue import _COLUMNS, Catalogue, KbRow, Tenant, _row
+from kbconform_reference.grant.catalogue import _COLUMNS, _READABLE, Catalogue, KbRow, Tenant, _row
 from kbconform_reference.grant.fanout import FanOut, GroupFailed
 from kbconform_reference.grant.index import Point, VectorIndex
 from kbconform_reference.grant.service import KbGrantService, _describe, _name
@@ -557,6 +557,61 @@ class NoAuthorizationAnywhere(KbGrantService):
 # -- the catalogue --------------------------------------------------------------------------------
 
 
+# -- pages (schemas/pages.md) -------------------------------------------------------------------
+
+#: The page the paged catalogue reads below read knowledge bases in.
+CATALOGUE_PAGE = 100
+
+
+class _ListPagesUnscoped(Catalogue):
+    """Lists a tenant's knowledge bases a page of :data:`CATALOGUE_PAGE` at a time; the pages
+    after the first are read without the tenant's access (every live knowledge base)."""
+
+    def readable_by(self, tenant: int) -> list[KbRow]:
+        rows: list[KbRow] = []
+        while True:
+            access = f"AND {_READABLE} " if not rows else ""  # the bug: page one only
+            page = self._db.execute(
+                f"SELECT {_COLUMNS} FROM kbs k JOIN tenants t ON t.id = k.owner "
+                f"WHERE k.state = 'live' {access}ORDER BY k.id LIMIT :size OFFSET :skip",
+                {"tenant": tenant, "size": CATALOGUE_PAGE, "skip": len(rows)},
+            ).fetchall()
+            rows += [_row(row) for row in page]
+            if len(page) < CATALOGUE_PAGE:
+                return rows
+
+
+class ListPagesUnscoped(KbGrantService):
+    """``list_kbs`` reads the catalogue in pages; the pages after the first ignore access."""
+
+    def __init__(self, stores: Mapping[str, VectorIndex], models: Mapping[str, int], **options: Any) -> None:
+        super().__init__(stores, models, **options)
+        self.catalogue.close()
+        self.catalogue = _ListPagesUnscoped()
+
+
+class _LookupDropsPartialPage(Catalogue):
+    """Looks named knowledge bases up in ``max(1, n // CATALOGUE_PAGE)`` full pages: the names
+    on the last, partial page are never looked up, so they read as unknown."""
+
+    def readable(self, tenant: int, externals: Sequence[str]) -> dict[str, KbRow]:
+        pages = max(1, len(externals) // CATALOGUE_PAGE)  # the bug: floor division
+        found: dict[str, KbRow] = {}
+        for start in range(0, pages * CATALOGUE_PAGE, CATALOGUE_PAGE):
+            found |= super().readable(tenant, externals[start : start + CATALOGUE_PAGE])
+        return found
+
+
+class LookupDropsPartialPage(KbGrantService):
+    """A search's knowledge bases are looked up in full pages only: past a page, the last ones
+    are unknown and the whole search is refused."""
+
+    def __init__(self, stores: Mapping[str, VectorIndex], models: Mapping[str, int], **options: Any) -> None:
+        super().__init__(stores, models, **options)
+        self.catalogue.close()
+        self.catalogue = _LookupDropsPartialPage()
+
+
 class Mutant(_mutant_base.Mutant[KbGrantService]):
     """A broken kb-grant backend, served by this module's ``by_name``."""
 
@@ -728,6 +783,18 @@ MUTANTS: tuple[Mutant, ...] = (
         LimitAndKbsUnchecked,
         "a search's limit goes through int() and repeated knowledge bases are deduplicated silently",
         ("grant-01",),
+    ),
+    Mutant(
+        "grant-list-pages-unscoped",
+        ListPagesUnscoped,
+        "list_kbs reads the catalogue in pages; the pages after the first ignore access",
+        ("grant-15",),
+    ),
+    Mutant(
+        "grant-lookup-drops-partial-page",
+        LookupDropsPartialPage,
+        "a search's knowledge bases are looked up in full pages only: the last partial page is unknown",
+        ("grant-15",),
     ),
     Mutant(
         "grant-no-authorization-anywhere",

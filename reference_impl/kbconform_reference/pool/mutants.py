@@ -414,6 +414,46 @@ class EntityFieldsDefaulted(ProjectPool):
 # -- the catalogue --------------------------------------------------------------------------------
 
 
+# -- pages (schemas/pages.md) -------------------------------------------------------------------
+
+#: The page the paged membership reads below read sessions in.
+MEMBERSHIP_PAGE = 50
+
+
+class MembershipPagesUnscoped(ProjectPool):
+    """Reads a project's sessions a page of :data:`MEMBERSHIP_PAGE` at a time; the pages after
+    the first are read without the project (every open membership)."""
+
+    def _episode_scope(self, caller: SessionRow, operation: str) -> list[int]:
+        if caller.project_id is None:
+            return super()._episode_scope(caller, operation)
+        sessions: list[int] = []
+        with self._store(operation):
+            while True:
+                project = "project_id = ? AND " if not sessions else ""  # the bug: page one only
+                rows = self.membership._db.execute(
+                    f"SELECT session_id FROM memberships WHERE {project}removed_at IS NULL "
+                    "ORDER BY session_id LIMIT ? OFFSET ?",
+                    (*([caller.project_id] if not sessions else []), MEMBERSHIP_PAGE, len(sessions)),
+                ).fetchall()
+                sessions += [int(row[0]) for row in rows]
+                if len(rows) < MEMBERSHIP_PAGE:
+                    return sessions
+
+
+class MembershipDropsPartialPage(ProjectPool):
+    """Reads a project's sessions in ``count // MEMBERSHIP_PAGE`` full pages (at least one): the
+    sessions of the last, partial page are left out."""
+
+    def _episode_scope(self, caller: SessionRow, operation: str) -> list[int]:
+        if caller.project_id is None:
+            return super()._episode_scope(caller, operation)
+        with self._store(operation):
+            everyone = self.membership.project_sessions(caller.project_id)
+        pages = max(1, len(everyone) // MEMBERSHIP_PAGE)  # the bug: floor division
+        return everyone[: pages * MEMBERSHIP_PAGE]
+
+
 class Mutant(_mutant_base.Mutant[ProjectPool]):
     """A broken project-pool backend, served by this module's ``by_name``."""
 
@@ -548,6 +588,18 @@ MUTANTS: tuple[Mutant, ...] = (
         "an entity missing a field, or with an empty or non-string one, is stored with the field "
         "defaulted instead of refused",
         ("pool-10",),
+    ),
+    Mutant(
+        "pool-membership-pages-unscoped",
+        MembershipPagesUnscoped,
+        "a project's sessions are read in pages; the pages after the first ignore the project",
+        ("pool-11",),
+    ),
+    Mutant(
+        "pool-membership-drops-partial-page",
+        MembershipDropsPartialPage,
+        "a project's sessions are read in full pages only: the last, partial page is left out",
+        ("pool-11",),
     ),
     Mutant(
         "pool-no-filter-anywhere",
