@@ -22,9 +22,11 @@ from kbconform.contract import load
 from kbconform.errors import BackendUnavailable, Forbidden, KbconformError, NotFound
 from kbconform.identity import Principal, legacy_id
 from kbconform_reference import _mutant_base, read_filter
+from kbconform_reference import _mutants_callers as _callers
 from kbconform_reference import _mutants_envelope as _envelope
 from kbconform_reference import _mutants_faults as _faults
 from kbconform_reference import _mutants_lifecycle as _lifecycle
+from kbconform_reference import _mutants_lifecycle_orders as _orders
 from kbconform_reference import _mutants_maintenance as _maintenance
 from kbconform_reference import _mutants_pages as _pages
 from kbconform_reference import _mutants_proof as _proof
@@ -574,6 +576,8 @@ MUTANTS: tuple[Mutant, ...] = (
             *_state.MUTANTS,
             *_proof.MUTANTS,
             *_pages.MUTANTS,
+            *_callers.MUTANTS,
+            *_orders.MUTANTS,
         )
     ),
 )

@@ -102,6 +102,8 @@ class ChromaIndex:
         collection, where = self._collections[model], _any_of(kbs)
         if len(collection.get(where=where, limit=EXACT_LIMIT + 1, include=[])["ids"]) <= EXACT_LIMIT:
             rows = collection.get(where=where, include=["documents", "metadatas", "embeddings"])
+            if not rows["ids"]:
+                return []
             scope = Rows(
                 tuple(rows["ids"]),
                 tuple(rows["documents"]),

@@ -557,6 +557,62 @@ class NoAuthorizationAnywhere(KbGrantService):
 # -- the catalogue --------------------------------------------------------------------------------
 
 
+# -- state shared between callers ------------------------------------------------------------------
+
+
+class SearchCacheWithoutCaller(KbGrantService):
+    """A search (knowledge bases, vector, limit) answered before is answered again from a cache
+    keyed by the request alone, whoever asks; every write and every grant change empties it."""
+
+    def __init__(self, stores: Mapping[str, VectorIndex], models: Mapping[str, int], **options: Any) -> None:
+        super().__init__(stores, models, **options)
+        self._answers: dict[str, list[GrantHit]] = {}
+
+    def search(self, caller: object, kbs: object, embedding: object, limit: object, /) -> list[GrantHit]:
+        with self._lock:
+            self._caller(caller, "search")  # identity is still checked
+            key = repr((kbs, embedding, limit))  # the bug: no caller
+            if key not in self._answers:
+                self._answers[key] = super().search(caller, kbs, embedding, limit)
+            return list(self._answers[key])
+
+    def _forget(self) -> None:
+        with self._lock:
+            self._answers.clear()
+
+    def create_tenant(self, tenant: object, /) -> None:
+        self._forget()
+        super().create_tenant(tenant)
+
+    def create_kb(self, caller: object, store: object, model: object, /) -> str:
+        self._forget()
+        return super().create_kb(caller, store, model)
+
+    def share_kb(self, caller: object, kb: object, grantee: object, /) -> None:
+        self._forget()
+        super().share_kb(caller, kb, grantee)
+
+    def revoke_kb(self, caller: object, kb: object, grantee: object, /) -> None:
+        self._forget()
+        super().revoke_kb(caller, kb, grantee)
+
+    def delete_kb(self, caller: object, kb: object, /) -> None:
+        self._forget()
+        super().delete_kb(caller, kb)
+
+    def ingest(self, caller: object, kb: object, documents: object, /) -> list[str]:
+        self._forget()
+        return super().ingest(caller, kb, documents)
+
+    def copy_kb(self, caller: object, source: object, store: object, /) -> str:
+        self._forget()
+        return super().copy_kb(caller, source, store)
+
+    def move_kb(self, caller: object, kb: object, store: object, /) -> None:
+        self._forget()
+        super().move_kb(caller, kb, store)
+
+
 # -- pages (schemas/pages.md) -------------------------------------------------------------------
 
 #: The page the paged catalogue reads below read knowledge bases in.
@@ -783,6 +839,12 @@ MUTANTS: tuple[Mutant, ...] = (
         LimitAndKbsUnchecked,
         "a search's limit goes through int() and repeated knowledge bases are deduplicated silently",
         ("grant-01",),
+    ),
+    Mutant(
+        "grant-search-cache-without-caller",
+        SearchCacheWithoutCaller,
+        "a search is cached by its knowledge bases, vector and limit, not by caller, until the next write",
+        ("grant-14",),
     ),
     Mutant(
         "grant-list-pages-unscoped",

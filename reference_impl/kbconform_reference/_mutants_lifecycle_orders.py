@@ -1,0 +1,104 @@
+"""Mutants of the reference that break only in one order of lifecycle steps.
+
+A store that deletes softly (rows marked gone, hidden from every read) and skips an upsert whose
+content is unchanged writes nothing when a deleted chunk is ingested again with the same
+content: the chunk stays deleted. Only a delete followed by the very same ingest shows it
+(state-01 starts every program with one). Each entry is ``(name, kind, breaks, killers)``
+(see ``mutants.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from kbconform_reference.service import KnowledgeBase
+from kbconform_reference.stores import Match, Rows, VectorStore
+from kbconform_reference.stores._protocol import Metadata, Where
+
+
+def _unstamped(metadata: Metadata) -> dict[str, Any]:
+    """A row's metadata but its ingest time: what an unchanged re-ingest leaves as it was."""
+    return {key: value for key, value in metadata.items() if key != "ingestedAt"}
+
+
+class _SoftDeleting:
+    """A store whose delete only marks rows gone (hidden from every read), and whose upsert
+    skips a row whose document and metadata (but its ingest time) are unchanged, gone or not."""
+
+    def __init__(self, inner: VectorStore) -> None:
+        self.inner = inner
+        self.description = inner.description
+        self.max_batch = inner.max_batch
+        self.gone: set[str] = set()
+
+    def upsert(
+        self,
+        ids: Sequence[str],
+        embeddings: npt.NDArray[np.float32],
+        documents: Sequence[str | None],
+        metadatas: Sequence[Metadata],
+    ) -> None:
+        stored = self.inner.get(ids=list(ids))
+        held = {
+            i: (d, _unstamped(m))
+            for i, d, m in zip(stored.ids, stored.documents, stored.metadatas, strict=True)
+        }
+        keep = [  # the bug: an unchanged row is skipped even when it is gone, so it stays gone
+            n for n, i in enumerate(ids) if held.get(i) != (documents[n], _unstamped(metadatas[n]))
+        ]
+        if keep:
+            self.inner.upsert(
+                [ids[n] for n in keep],
+                embeddings[keep],
+                [documents[n] for n in keep],
+                [metadatas[n] for n in keep],
+            )
+            self.gone -= {ids[n] for n in keep}
+
+    def get(
+        self,
+        *,
+        ids: Sequence[str] | None = None,
+        where: Where | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        embeddings: bool = False,
+    ) -> Rows:
+        rows = self.inner.get(ids=ids, where=where, embeddings=embeddings)
+        shown = [n for n, i in enumerate(rows.ids) if i not in self.gone][offset:]
+        shown = shown if limit is None else shown[:limit]
+        return Rows(
+            tuple(rows.ids[n] for n in shown),
+            tuple(rows.documents[n] for n in shown),
+            tuple(rows.metadatas[n] for n in shown),
+            None if rows.embeddings is None else rows.embeddings[shown],
+        )
+
+    def query(self, embedding: npt.NDArray[np.float32], n_results: int, where: Where | None) -> list[Match]:
+        found = self.inner.query(embedding, n_results + len(self.gone), where)
+        return [m for m in found if m.id not in self.gone][:n_results]
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self.gone |= set(ids)
+
+
+class SoftDeleteSkipsUnchanged(KnowledgeBase):
+    """The reference over a store that deletes softly and skips unchanged upserts."""
+
+    def __init__(self, store: VectorStore, **options: Any) -> None:
+        super().__init__(_SoftDeleting(store), **options)
+
+
+MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
+    (
+        "soft-delete-skips-unchanged",
+        SoftDeleteSkipsUnchanged,
+        "deletes mark rows gone, and an ingest of unchanged content writes nothing: a deleted "
+        "chunk ingested again stays deleted",
+        ("state-01[overwrite]", "state-01[reject]"),
+    ),
+)
