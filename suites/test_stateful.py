@@ -27,7 +27,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from kbconform.adapter import ENVELOPE_FIELDS, BackendOptions, FaultPlan, FaultSwitch, RevisionMap
 from kbconform.conformance import ENVELOPE_REFUSALS, Policy, Refused, Run, differences, record
-from kbconform.conformance.strategies import OUTSIDE, PATHS, World, worlds
+from kbconform.conformance.strategies import OUTSIDE, PATHS, World, unclean_spellings, worlds
 from kbconform.contract import is_valid
 from kbconform.errors import BackendUnavailable, KbconformError, NotFound
 from kbconform.identity import Principal
@@ -63,15 +63,17 @@ RESTORE_CHANGES = (
     "drop visibility",
     "private ownerless",
 )
-BOUNDARIES = (("1a2b3c4", "5d6e7f8"), ("0000aaa", "0000bbb"), ("deadbee", "feedbee"))
+#: Revision boundaries: the first three are in the machine's revision map, the last is not.
+BOUNDARIES = (("1a2b3c4", "5d6e7f8"), ("0000aaa", "0000bbb"), ("c0ffee1", "c0ffee2"), ("deadbee", "feedbee"))
 WORDS = "deploy billing config rotate keys service notes release"
 
 
 @dataclass(frozen=True, slots=True)
 class RecordSpec:
     """One record of a batch, by indices into the world: repo, path, hash inputs, and whether
-    its content is new or what that (repo, path) holds now; an optional spoof; customMeta keys
-    named like identity fields."""
+    its content is new or what that (repo, path) holds now; an optional spoof; fields inside the
+    data that look like identity (customMeta keys, and for new content header lines of the text
+    and names)."""
 
     repo: int
     path: int
@@ -199,11 +201,17 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         resolver = None
         if "revision-boundary" in self.features:
             paths = st.lists(st.sampled_from(world.paths), max_size=3, unique=True).map(tuple)
+            # the third boundary lists every path of the world as a file system would spell it
+            # (./a.md, x/../a.md): a resolver may, and each names nothing stored
+            unclean = tuple(spelling for path in world.paths for spelling in unclean_spellings(path))
             self.resolver = RevisionMap(
                 {
-                    (repo, base, head): deleted.draw(paths, label=f"deleted in {repo} {base}..{head}")
-                    for repo in world.repos
-                    for base, head in BOUNDARIES[:2]
+                    **{
+                        (repo, base, head): deleted.draw(paths, label=f"deleted in {repo} {base}..{head}")
+                        for repo in world.repos
+                        for base, head in BOUNDARIES[:2]
+                    },
+                    **{(repo, *BOUNDARIES[2]): unclean for repo in world.repos},
                 }
             )
             resolver = self.resolver
@@ -215,17 +223,29 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         self.backend = self.run.open(options)
         for index, specs in enumerate(population[: len(self.users)]):
             self.ingest(index, specs, None)
+        # each agent of the first tenant (a pair that collides under a common mistake) writes a
+        # plain record, so that both own a chunk whatever the population's spoofs left
+        for index in range(len(world.agents)):
+            self.ingest(index, [RecordSpec(repo=index, path=index, spoof=None)], None)
         self.delete_then_ingest_again(again, None)  # a lifecycle order every program starts with
+        if self.resolver is not None:  # and a boundary whose paths are spelled as a file system would
+            self.delete(0, SignalSpec(repo=0, boundary=2), None)
         operator = next(i for i, u in enumerate(self.users) if u.role == "operator")
         self.export(operator, None)
         if self.exported:
-            # Each tenant's first two rows become private and private without an owner, then
-            # the drawn picks change more: the corners of the visibility rule exist from step 0.
+            # In each tenant, each agent's first row becomes private (to that agent) and another
+            # row private without an owner, then the drawn picks change more: the corners of the
+            # visibility rule, and a private chunk of each of two colliding agents, exist from
+            # step 0.
             ordered = {r["id"]: n for n, r in enumerate(self.exported)}
             corners: list[tuple[int, str | None]] = []
             for tenant in world.tenants:
                 own = sorted(i for i, row in self.policy.rows.items() if row.tenant == tenant)
-                corners += zip((ordered[i] for i in own[:2]), ("private", "private ownerless"), strict=False)
+                agents = [row.stamps.get("originAgentIdentity") for row in map(self.policy.rows.get, own)]
+                firsts = [own[agents.index(a)] for a in world.agents if a in agents]
+                rest = [i for i in own if i not in firsts][:1]
+                corners += [(ordered[i], "private") for i in firsts]
+                corners += [(ordered[i], "private ownerless") for i in rest]
             self.restore(operator, [*corners, *private], None)
 
     def teardown(self) -> None:
@@ -233,6 +253,11 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
             self.run.close(self.backend)
 
     # -- helpers ---------------------------------------------------------------------------------
+
+    def _other_agent(self, principal: Principal) -> str:
+        """An agent of the world other than the principal's: its family twin when it has one."""
+        assert self.world is not None
+        return next(a for a in (*self.world.agents, "agent-3") if a != principal.agent_identity)
 
     def _principal(self, index: int) -> Principal:
         return self.users[index % len(self.users)].principal(self.shared)
@@ -309,6 +334,18 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
             hashInputs=HASH_INPUTS[spec.hash_inputs % len(HASH_INPUTS)],
         )
         custom: dict[str, Any] = {}
+        if spec.identity_keys and spec.new_content:
+            # claims inside the data: header lines of the text and names that look like scope
+            # (schemas/stamping.md: only the server's stamps say whose a chunk is)
+            claims = {
+                "tenantId": other,
+                "repoSlug": world.repos[(spec.repo + 1) % 3],
+                "visibility": "private",
+                "originAgentIdentity": self._other_agent(principal),
+            }
+            made["content"] += "".join(f"\n{key}: {value}" for key, value in claims.items())
+            made["className"] = f"tenantId={other}"
+            made["extends"] = f"{other}/{claims['repoSlug']}"
         if spec.identity_keys:
             custom.update(
                 {
@@ -325,7 +362,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
             custom[name] = {
                 "tenantId": other,
                 "repoSlug": world.repos[(spec.repo + 1) % 3],
-                "originAgentIdentity": "agent-2" if principal.agent_identity != "agent-2" else "agent",
+                "originAgentIdentity": self._other_agent(principal),
                 "visibility": "public",
                 "ingestedAt": "2001-01-01T00:00:00Z",
             }[name]
@@ -355,7 +392,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
             "tenantId": next(t for t in (*world.tenants, "other") if t != principal.tenant_id),
             "repoSlug": next((r for r in world.repos if r != repo), "elsewhere"),
             "visibility": "private",
-            "originAgentIdentity": "agent-2" if agent != "agent-2" else "agent",
+            "originAgentIdentity": self._other_agent(principal),
         }
         return ({name: (other if claims and spoofing else own)[name] for name, claims in spec},)
 
@@ -464,7 +501,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
             ),
             manifest=st.none()
             | st.tuples(st.integers(0, 2), st.lists(st.integers(0, 10), max_size=4).map(tuple)),
-            boundary=st.none() | st.integers(0, 2),
+            boundary=st.none() | st.integers(0, 3),
             files=st.lists(st.integers(0, 10), max_size=2).map(tuple),
         ),
         fault=st.none() | st.integers(0, 3),
@@ -660,12 +697,14 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         chosen.reads_shared = not chosen.reads_shared
         self.touched |= set(self.policy.rows)
 
-    @rule(user=st.integers(0, 11), agent=st.sampled_from(["agent", "agent-2", "agent-3", None]))
-    def change_agent(self, user: int, agent: str | None) -> None:
-        """An agent changed takes effect on the next call."""
+    @rule(user=st.integers(0, 11), agent=st.integers(0, 3))
+    def change_agent(self, user: int, agent: int) -> None:
+        """An agent changed takes effect on the next call: to one of the world's two agents (a
+        pair that collides under a common mistake), a third, or none."""
+        assert self.world is not None
         chosen = self.users[user % len(self.users)]
         if chosen.role == "member":
-            chosen.agent = agent
+            chosen.agent = (*self.world.agents, "agent-3", None)[agent]
             self.touched |= set(self.policy.rows)
 
     @rule(user=st.integers(0, 11), path=st.integers(0, 10), fault=st.none() | st.integers(0, 2))

@@ -2,10 +2,12 @@
 
 Real isolation bugs live where names collide under a common mistake: a tenant id that is a prefix
 of another (``acme``, ``acme-eu``), parts that join alike (tenant ``acme-x`` with repo ``y``, and
-``acme`` with ``x-y``), paths that differ only by case, normalization, a suffix or a directory, the
-same path in several repositories and tenants, and paths full of quote, SQL, regex, JSON-path and
-operator characters. Every value here is valid under the contract's schemas: a backend must keep
-them apart exactly.
+``acme`` with ``x-y``), paths that differ only by case, normalization, a suffix or a directory,
+the same path in several repositories and tenants, paths full of quote, SQL, regex, JSON-path and
+operator characters, and agent identities that differ only by case, normalization, a trailing
+space or a suffix. Every value here is valid under the contract's schemas: a backend must keep
+them apart exactly. A revision resolver's output is not a stored path, and may spell one as a
+file system would resolve it (``./a.md``): such a spelling names nothing stored.
 """
 
 from __future__ import annotations
@@ -36,6 +38,27 @@ PATHS: tuple[str, ...] = tuple(
     dict.fromkeys(p for family in (*PATH_FAMILIES, METACHARACTER_PATHS) for p in family)
 )
 
+
+def unclean_spellings(path: str) -> tuple[str, ...]:
+    """Spellings of ``path`` that a file system would resolve to it and no stored chunk can
+    have (a chunk's path has no empty, ``.`` or ``..`` segment and no leading or trailing
+    ``/``): a revision resolver may list them, and each names nothing stored, since paths match
+    code point for code point (``schemas/deletion-signaling.md``)."""
+    doubled = path.replace("/", "//", 1) if "/" in path else f"{path}/"
+    return (f"./{path}", f"/{path}", f"x/../{path}", doubled)
+
+
+#: Pairs of agent identities that collide under a common mistake: a suffix, case, a trailing
+#: space, the NFC and NFD forms of one name, a separator a key format splits on. Agent identities
+#: are any single line of text (``identity-tuple-v1``), compared exactly (``read-filter.md``).
+AGENT_FAMILIES: tuple[tuple[str, str], ...] = (
+    ("agent", "agent-2"),
+    ("agent", "Agent"),
+    ("agent", "agent "),
+    ("caf\u00e9", "cafe\u0301"),
+    ("agent:a", "agent"),
+)
+
 #: Query texts that name things outside the corpus: files a deployment holds (configuration,
 #: environment, credentials, its own sources and docs), system paths and a phrase of the seeded
 #: canaries. A backend that answers from anything but its stored chunks (files on its disk,
@@ -63,7 +86,7 @@ class World:
     tenants: tuple[str, ...]
     repos: tuple[str, ...]
     paths: tuple[str, ...] = PATHS
-    agents: tuple[str, ...] = ("agent", "agent-2")
+    agents: tuple[str, ...] = AGENT_FAMILIES[0]
 
 
 def _valid_tenant(name: str) -> bool:
@@ -75,7 +98,7 @@ def worlds(draw: st.DrawFn) -> World:
     """Three tenants and three repositories where ``tenant + '-' + repo`` collides across pairs
     and one tenant id is a prefix of another: ``b``, ``b-p``, ``bp`` (or ``p-b``), with repos
     ``app``, ``p-app`` and ``app/docs``; paths from two collision families and a metacharacter
-    path or two, so that colliding paths meet often."""
+    path or two, so that colliding paths meet often; two agents of one family."""
     base = draw(st.from_regex(r"[a-z][a-z0-9]{1,5}", fullmatch=True))
     part = draw(st.from_regex(r"[a-z0-9]{1,3}", fullmatch=True))
     third = draw(st.sampled_from([f"{base}{part}", f"{part}-{base}", f"{base}-{part}-{part}"]))
@@ -85,4 +108,5 @@ def worlds(draw: st.DrawFn) -> World:
     families = draw(st.lists(st.sampled_from(PATH_FAMILIES), min_size=2, max_size=2, unique=True))
     odd = draw(st.lists(st.sampled_from(METACHARACTER_PATHS), min_size=1, max_size=2, unique=True))
     paths = tuple(dict.fromkeys(p for family in (*families, odd) for p in family))
-    return World(tenants, ("app", f"{part}-app", "app/docs"), paths)
+    agents = draw(st.sampled_from(AGENT_FAMILIES))
+    return World(tenants, ("app", f"{part}-app", "app/docs"), paths, agents)

@@ -25,6 +25,7 @@ from kbconform_reference import _mutant_base, read_filter
 from kbconform_reference import _mutants_callers as _callers
 from kbconform_reference import _mutants_envelope as _envelope
 from kbconform_reference import _mutants_faults as _faults
+from kbconform_reference import _mutants_identifiers as _identifiers
 from kbconform_reference import _mutants_lifecycle as _lifecycle
 from kbconform_reference import _mutants_lifecycle_orders as _orders
 from kbconform_reference import _mutants_maintenance as _maintenance
@@ -578,6 +579,7 @@ MUTANTS: tuple[Mutant, ...] = (
             *_pages.MUTANTS,
             *_callers.MUTANTS,
             *_orders.MUTANTS,
+            *_identifiers.MUTANTS,
         )
     ),
 )

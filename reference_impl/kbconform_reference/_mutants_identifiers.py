@@ -1,0 +1,122 @@
+"""Mutants of the reference that loosen an identifier other than the tenant, or take a claim from
+inside the data.
+
+Every identifier compares exactly (schemas/read-filter.md, schemas/deletion-signaling.md): an
+agent identity is compared code point for code point, and a path a revision resolver lists is a
+string, not a file system location to resolve. And only the server's stamps say whose a chunk
+is (schemas/stamping.md): text inside a record that looks like a scope changes nothing. Each
+entry is ``(name, kind, breaks, killers)`` (see ``mutants.py``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import posixpath
+import unicodedata
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kbconform.identity import Principal
+from kbconform_reference._mutants_lifecycle import _Resolved
+from kbconform_reference._mutants_read import _MatchedStore
+from kbconform_reference.service import Hit, KnowledgeBase
+from kbconform_reference.stores import VectorStore
+from kbconform_reference.stores._protocol import Where
+from kbconform_reference.stores._where import matches
+
+
+def _folded(agent: object) -> object:
+    """An agent identity as a "forgiving" comparison sees it: NFKC, case-folded, trimmed."""
+    return unicodedata.normalize("NFKC", agent).casefold().strip() if isinstance(agent, str) else agent
+
+
+class PrivateAgentFolded(KnowledgeBase):
+    """Private chunks are matched to their agent after folding case, Unicode form and spaces, in
+    the store's filter and in the final check alike: ``Agent`` reads ``agent``'s private chunks."""
+
+    def __init__(self, store: VectorStore, **kwargs: Any) -> None:
+        super().__init__(_MatchedStore(store, self._matches), **kwargs)
+
+    def _matches(self, metadata: Mapping[str, Any], where: Where | None) -> bool:
+        for key, condition in (where or {}).items():
+            if key in ("$and", "$or"):
+                found = (self._matches(metadata, part) for part in condition)
+                if not (all(found) if key == "$and" else any(found)):
+                    return False
+            elif key == "originAgentIdentity" and isinstance(condition, Mapping) and "$eq" in condition:
+                if _folded(metadata.get(key)) != _folded(condition["$eq"]):
+                    return False
+            elif not matches(metadata, {key: condition}):
+                return False
+        return True
+
+    def _checked(self, principal: Principal, operation: str, found: Iterable[Hit]) -> builtins.list[Hit]:
+        agent = principal.agent_identity
+        return [
+            hit
+            for hit in found
+            if hit.metadata.get("tenantId") in principal.readable_tenants
+            and (
+                hit.metadata.get("visibility") != "private"
+                or (agent is not None and _folded(hit.metadata.get("originAgentIdentity")) == _folded(agent))
+            )
+        ]
+
+
+class _NormalizedPaths(_Resolved):
+    def deleted_paths(self, repo_slug: str, base: str, head: str) -> Any:
+        # the resolver's paths "cleaned" as file system paths: ./a.md and x/../a.md become a.md
+        return [posixpath.normpath(p) for p in self.inner.deleted_paths(repo_slug, base, head)]
+
+
+class RevisionPathsNormalized(KnowledgeBase):
+    """The paths a revision boundary resolves to are normalized as file system paths before they
+    are matched, so ``./docs/a.md`` deletes ``docs/a.md``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.resolver is not None:
+            self.resolver = _NormalizedPaths(self.resolver)
+
+
+#: The stamped fields a header line of the text may claim, in the mutant below.
+_CLAIMABLE = ("tenantId", "repoSlug", "visibility", "originAgentIdentity")
+
+
+class HeaderLinesClaimScope(KnowledgeBase):
+    """Lines of a chunk's text of the form ``key: value`` are read as metadata (as a front
+    matter or mail-header reader would) and laid over the stamps: a record whose text says
+    ``tenantId: beta`` lands in beta."""
+
+    @staticmethod
+    def _metadata(record: Mapping[str, Any], stamps: Mapping[str, Any], ingested_at: str) -> dict[str, Any]:
+        metadata = KnowledgeBase._metadata(record, stamps, ingested_at)
+        for line in str(record.get("content", "")).splitlines():
+            key, colon, value = line.partition(": ")
+            if colon and key in _CLAIMABLE and value:
+                metadata[key] = value
+        return metadata
+
+
+_MACHINE = ("state-01[overwrite]", "state-01[reject]")
+
+MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
+    (
+        "private-agent-folded",
+        PrivateAgentFolded,
+        "private chunks are matched to their agent ignoring case, Unicode form and spaces",
+        _MACHINE,
+    ),
+    (
+        "revision-paths-normalized",
+        RevisionPathsNormalized,
+        "a revision boundary's paths are resolved as file system paths (./a.md deletes a.md)",
+        _MACHINE,
+    ),
+    (
+        "header-lines-claim-scope",
+        HeaderLinesClaimScope,
+        "key: value lines of a chunk's text (tenantId, repoSlug, visibility, agent) override the stamps",
+        _MACHINE,
+    ),
+)
