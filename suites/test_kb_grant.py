@@ -22,13 +22,23 @@ from hypothesis.stateful import initialize, rule
 
 from kbconform.adapter import GRANT_INVALID, MAX_LIMIT, MODEL_MISMATCH, BackendOptions, FaultPlan, FaultSwitch
 from kbconform.conformance import DriverMachine, GrantDriver, Run
+from kbconform.conformance.strategies import names_of, with_twins
 from kbconform.errors import BackendUnavailable, Forbidden, KbconformError, NotFound
 
 #: The isolation profile these tests are written for (schemas/kb-grant.md).
 PROFILES = ("kb-grant",)
 
-#: Tenant names that collide under common mistakes: prefixes, case variants, digits.
-TENANT_NAMES = ("acme", "acme-2", "Acme", "acm", "1", "10", "beta")
+#: Pairs of tenant names (callers and grant subjects) that collide under common mistakes:
+#: prefixes, case and trailing-space variants, digits, the NFC and NFD forms of one name.
+TENANT_FAMILIES = (
+    ("acme", "acme-2"),
+    ("acme", "Acme"),
+    ("acm", "acme"),
+    ("beta", "beta "),
+    ("1", "10"),
+    ("caf\u00e9", "cafe\u0301"),
+)
+TENANT_NAMES = names_of(TENANT_FAMILIES)
 
 
 def _driver(run: Run, backend: Any, name: str) -> GrantDriver:
@@ -536,7 +546,7 @@ def test_random_programs_of_grants_copies_and_moves_leave_every_read_as_the_mode
     informative = [0]
 
     @kbconform_run.given(
-        tenants=st.lists(st.sampled_from(TENANT_NAMES), min_size=2, max_size=4, unique=True),
+        tenants=with_twins(TENANT_FAMILIES, 2, 4),
         program=st.lists(STEPS, min_size=1, max_size=20),
     )
     def check(tenants: list[str], program: list[Step]) -> None:
@@ -607,7 +617,7 @@ class GrantMachine(DriverMachine[GrantDriver]):
     machine to a run)."""
 
     @initialize(
-        tenants=st.lists(st.sampled_from(TENANT_NAMES), min_size=2, max_size=4, unique=True),
+        tenants=with_twins(TENANT_FAMILIES, 2, 4),
         seed=st.integers(0, 2**32 - 1),
     )
     def open_backend(self, tenants: list[str], seed: int) -> None:

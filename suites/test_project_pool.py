@@ -19,18 +19,40 @@ from hypothesis.stateful import initialize, rule
 
 from kbconform.adapter import MAX_LIMIT, POOL_INVALID, POOL_READ_FACADES
 from kbconform.conformance import DriverMachine, PoolDriver, Run
+from kbconform.conformance.strategies import names_of, with_twins
 from kbconform.errors import BackendUnavailable, ContractViolation
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).
 PROFILES = ("project-pool",)
 
 EPISODES, ENTITIES = POOL_READ_FACADES
-#: External session ids that collide under a common mistake: numbers a backend gives as internal
-#: ids (and one with a leading zero), prefixes of each other, case and trailing-space variants,
-#: and names of projects.
-SESSION_NAMES = ("1", "2", "3", "01", "10", "a", "A", "a ", "s-1", "s-10", "S-1", "alpha")
-#: Project names that collide likewise: numbers, a prefix, a case variant, a session's name.
-PROJECT_NAMES = ("1", "2", "alpha", "alpha-2", "Alpha", "a")
+#: Pairs of external session ids that collide under a common mistake: numbers a backend gives as
+#: internal ids (and one with a leading zero), prefixes of each other, case and trailing-space
+#: variants, the NFC and NFD forms of one name, separators a key format folds, names of projects.
+SESSION_FAMILIES = (
+    ("1", "01"),
+    ("1", "10"),
+    ("2", "3"),
+    ("a", "A"),
+    ("a", "a "),
+    ("s-1", "S-1"),
+    ("s-1", "s-10"),
+    ("caf\u00e9", "cafe\u0301"),
+    ("s/1", "s_1"),
+    ("alpha", "a"),
+)
+SESSION_NAMES = names_of(SESSION_FAMILIES)
+#: Project names that collide likewise: numbers, a prefix, a case variant, the NFC and NFD forms,
+#: a separator, a session's name.
+PROJECT_FAMILIES = (
+    ("1", "2"),
+    ("alpha", "alpha-2"),
+    ("alpha", "Alpha"),
+    ("caf\u00e9", "cafe\u0301"),
+    ("p/1", "p_1"),
+    ("a", "alpha"),
+)
+PROJECT_NAMES = names_of(PROJECT_FAMILIES)
 
 
 def _ids(hits: list[Any]) -> set[str]:
@@ -345,9 +367,10 @@ STEPS = st.builds(
 
 @st.composite
 def _names(draw: st.DrawFn) -> tuple[list[str], list[str], list[int]]:
-    """Project names, session names, and the project (or none: -1) each session starts in."""
-    projects = draw(st.lists(st.sampled_from(PROJECT_NAMES), min_size=1, max_size=3, unique=True))
-    sessions = draw(st.lists(st.sampled_from(SESSION_NAMES), min_size=4, max_size=8, unique=True))
+    """Project names, session names, and the project (or none: -1) each session starts in. The
+    first two of each are a pair that collides under a common mistake (sessions: both started)."""
+    projects = draw(with_twins(PROJECT_FAMILIES, 2, 3))
+    sessions = draw(with_twins(SESSION_FAMILIES, 4, 8))
     places = draw(
         st.lists(st.integers(-1, len(projects) - 1), min_size=len(sessions), max_size=len(sessions))
     )

@@ -224,9 +224,10 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         for index, specs in enumerate(population[: len(self.users)]):
             self.ingest(index, specs, None)
         # each agent of the first tenant (a pair that collides under a common mistake) writes a
-        # plain record, so that both own a chunk whatever the population's spoofs left
+        # record with no spoof, so that both own a chunk whatever the population's spoofs left;
+        # its text and names claim another scope (header lines a metadata reader might honour)
         for index in range(len(world.agents)):
-            self.ingest(index, [RecordSpec(repo=index, path=index, spoof=None)], None)
+            self.ingest(index, [RecordSpec(repo=index, path=index, identity_keys=True)], None)
         self.delete_then_ingest_again(again, None)  # a lifecycle order every program starts with
         if self.resolver is not None:  # and a boundary whose paths are spelled as a file system would
             self.delete(0, SignalSpec(repo=0, boundary=2), None)

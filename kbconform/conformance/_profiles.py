@@ -444,11 +444,25 @@ class PoolDriver(_Driver):
         return f"kbp{self.rng.getrandbits(48):012x} {what}"
 
     def entities(self, n: int = 1, what: str = "the billing service") -> list[dict[str, str]]:
-        """``n`` valid entities whose names start with a unique token, then ``what``."""
-        return [
-            {"name": f"kbe{self.rng.getrandbits(48):012x} {what}", "type": "concept", "notes": f"note {k}"}
-            for k in range(n)
-        ]
+        """``n`` valid entities whose names start with a unique token, then ``what``. Each claims
+        a scope inside its data, as extracted notes do (P15): its notes name a project and a
+        session the backend knows (or made-up ones), and so do keys beside the three an entity
+        has, which are dropped."""
+        projects = sorted(self.policy.projects) or ["alpha"]
+        sessions = sorted(self.policy.sessions) or ["1"]
+        made = []
+        for k in range(n):
+            project, session = self.rng.choice(projects), self.rng.choice(sessions)
+            made.append(
+                {
+                    "name": f"kbe{self.rng.getrandbits(48):012x} {what}",
+                    "type": "concept",
+                    "notes": f"note {k}; project: {project}; session: {session}",
+                    "project": project,
+                    "session": session,
+                }
+            )
+        return made
 
     def write(self, session: str, what: str = TOPIC) -> str:
         """An episode of ``session`` that must land; its id."""
@@ -682,8 +696,18 @@ class GrantDriver(_Driver):
         return f"kbg{self.rng.getrandbits(48):012x} {what}"
 
     def documents(self, model: str, n: int, what: str = TOPIC) -> list[dict[str, Any]]:
-        """``n`` valid documents of ``model``."""
-        return [{"text": self.text(what), "embedding": self.vector(model)} for _ in range(n)]
+        """``n`` valid documents of ``model``. Each claims a place inside its data (G17): keys
+        beside ``text`` and ``embedding``, which are dropped, name a stored document's id, a
+        knowledge base and a tenant the backend knows (when there are any)."""
+        texts, kbs = sorted(self.policy.texts), sorted(self.policy.kbs)
+        tenants = self.policy.tenants
+        made = []
+        for _ in range(n):
+            document: dict[str, Any] = {"text": self.text(what), "embedding": self.vector(model)}
+            claims = {"id": texts, "kb": kbs, "owner": tenants}
+            document.update({key: self.rng.choice(known) for key, known in claims.items() if known})
+            made.append(document)
+        return made
 
     def tenant_name(self, prefix: str = "t") -> str:
         return f"{prefix}-{self.rng.getrandbits(32):08x}"

@@ -78,6 +78,24 @@ OUTSIDE: tuple[str, ...] = (
 )
 
 
+def names_of(families: tuple[tuple[str, ...], ...]) -> tuple[str, ...]:
+    """Every name of ``families``, each once, in order."""
+    return tuple(dict.fromkeys(name for family in families for name in family))
+
+
+@st.composite
+def with_twins(
+    draw: st.DrawFn, families: tuple[tuple[str, ...], ...], min_size: int, max_size: int
+) -> list[str]:
+    """Distinct names of ``families``, between ``min_size`` (at least 2) and ``max_size``: the
+    first two are one family's pair, so two names that collide under a common mistake meet in
+    every example; the rest are drawn from every family."""
+    pair = list(draw(st.sampled_from(families))[:2])
+    others = [name for name in names_of(families) if name not in pair]
+    rest = draw(st.lists(st.sampled_from(others), min_size=min_size - 2, max_size=max_size - 2, unique=True))
+    return [*pair, *rest]
+
+
 @dataclass(frozen=True, slots=True)
 class World:
     """The names one state-machine run uses: tenants and repositories that collide under joins

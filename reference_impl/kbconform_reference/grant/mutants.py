@@ -11,6 +11,8 @@ Importing this module needs neither Chroma nor Qdrant: a mutant's stores are ope
 from __future__ import annotations
 
 import math
+import unicodedata
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -22,7 +24,7 @@ from kbconform_reference.grant.adapter import GrantAdapter
 from kbconform_reference.grant.catalogue import _COLUMNS, _READABLE, Catalogue, KbRow, Tenant, _row
 from kbconform_reference.grant.fanout import FanOut, GroupFailed
 from kbconform_reference.grant.index import Point, VectorIndex
-from kbconform_reference.grant.service import KbGrantService, _describe, _name
+from kbconform_reference.grant.service import KbGrantService, _describe, _documents, _name
 
 T = TypeVar("T")
 
@@ -304,6 +306,17 @@ class GranteeMayAdminister(KbGrantService):
         return self._readable(tenant, kb)
 
 
+class _OtherCatalogue(KbGrantService):
+    """The service over a broken catalogue: ``catalogue_kind``, in place of the reference's."""
+
+    catalogue_kind: type[Catalogue] = Catalogue
+
+    def __init__(self, stores: Mapping[str, VectorIndex], models: Mapping[str, int], **options: Any) -> None:
+        super().__init__(stores, models, **options)
+        self.catalogue.close()
+        self.catalogue = self.catalogue_kind()
+
+
 class _KeptGrants(Catalogue):
     """Deleting a knowledge base marks it gone for its owner; grants stay, and a grantee's
     reads go through the grants table without looking at the knowledge base's state."""
@@ -330,13 +343,10 @@ class _KeptGrants(Catalogue):
         return self._visible(tenant, "1 = 1", {})
 
 
-class DeleteKeepsGrants(KbGrantService):
+class DeleteKeepsGrants(_OtherCatalogue):
     """Deleting a knowledge base keeps its grants, and grantees still read it (empty)."""
 
-    def __init__(self, stores: Mapping[str, VectorIndex], models: Mapping[str, int], **options: Any) -> None:
-        super().__init__(stores, models, **options)
-        self.catalogue.close()
-        self.catalogue = _KeptGrants()
+    catalogue_kind = _KeptGrants
 
 
 class _OwnerAsGrant(Catalogue):
@@ -364,13 +374,10 @@ class _OwnerAsGrant(Catalogue):
         return self._kept(tenant, super().readable_by(tenant))
 
 
-class OwnerRevokesItself(KbGrantService):
+class OwnerRevokesItself(_OtherCatalogue):
     """Ownership is kept as a grant row (:class:`_OwnerAsGrant`)."""
 
-    def __init__(self, stores: Mapping[str, VectorIndex], models: Mapping[str, int], **options: Any) -> None:
-        super().__init__(stores, models, **options)
-        self.catalogue.close()
-        self.catalogue = _OwnerAsGrant()
+    catalogue_kind = _OwnerAsGrant
 
 
 class _ReusedIds(Catalogue):
@@ -392,14 +399,11 @@ class _ReusedIds(Catalogue):
             self._db.execute("DELETE FROM kbs WHERE id = ?", (kb,))
 
 
-class DeleteReusesIds(KbGrantService):
+class DeleteReusesIds(_OtherCatalogue):
     """Deleting a knowledge base drops its catalogue row and leaves its documents to a purge
     that never comes; ids are reused, so the next knowledge base made inherits them."""
 
-    def __init__(self, stores: Mapping[str, VectorIndex], models: Mapping[str, int], **options: Any) -> None:
-        super().__init__(stores, models, **options)
-        self.catalogue.close()
-        self.catalogue = _ReusedIds()
+    catalogue_kind = _ReusedIds
 
     def delete_kb(self, caller: object, kb: object, /) -> None:
         with self._lock:
@@ -637,13 +641,10 @@ class _ListPagesUnscoped(Catalogue):
                 return rows
 
 
-class ListPagesUnscoped(KbGrantService):
+class ListPagesUnscoped(_OtherCatalogue):
     """``list_kbs`` reads the catalogue in pages; the pages after the first ignore access."""
 
-    def __init__(self, stores: Mapping[str, VectorIndex], models: Mapping[str, int], **options: Any) -> None:
-        super().__init__(stores, models, **options)
-        self.catalogue.close()
-        self.catalogue = _ListPagesUnscoped()
+    catalogue_kind = _ListPagesUnscoped
 
 
 class _LookupDropsPartialPage(Catalogue):
@@ -658,14 +659,56 @@ class _LookupDropsPartialPage(Catalogue):
         return found
 
 
-class LookupDropsPartialPage(KbGrantService):
+class LookupDropsPartialPage(_OtherCatalogue):
     """A search's knowledge bases are looked up in full pages only: past a page, the last ones
     are unknown and the whole search is refused."""
 
-    def __init__(self, stores: Mapping[str, VectorIndex], models: Mapping[str, int], **options: Any) -> None:
-        super().__init__(stores, models, **options)
-        self.catalogue.close()
-        self.catalogue = _LookupDropsPartialPage()
+    catalogue_kind = _LookupDropsPartialPage
+
+
+# -- identifiers and claims inside the data -------------------------------------------------------
+
+
+def _folded(name: str) -> str:
+    """A name as an accent- and case-insensitive collation that pads spaces compares it."""
+    decomposed = unicodedata.normalize("NFKD", name)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold().rstrip(" ")
+
+
+class _FoldedTenants(Catalogue):
+    """Tenant names compare as a case- and accent-insensitive collation that pads spaces (a
+    database's default collation): ``Acme`` is ``acme``, and ``beta `` is ``beta``."""
+
+    def tenant(self, name: str) -> Tenant | None:
+        rows = self._db.execute("SELECT id, name FROM tenants ORDER BY id").fetchall()
+        return next((Tenant(int(i), str(n)) for i, n in rows if _folded(str(n)) == _folded(name)), None)
+
+
+class TenantNamesFolded(_OtherCatalogue):
+    """The catalogue's tenant names compare folded (:class:`_FoldedTenants`): a second tenant
+    whose name folds to a first one's cannot be created, and a caller or a grantee named so is
+    that first tenant."""
+
+    catalogue_kind = _FoldedTenants
+
+
+class DocumentIdHonoured(KbGrantService):
+    """An ingested document that carries an ``id`` is stored under it (an upsert, as a batch
+    import keeps its ids): a document naming another's id overwrites it, wherever it is."""
+
+    def ingest(self, caller: object, kb: object, documents: object, /) -> list[str]:
+        with self._lock:
+            tenant = self._caller(caller, "ingest")
+            checked = _documents(documents)
+            row = self._administered(tenant, kb, "ingest")
+            for index, (_, vector) in enumerate(checked):
+                self._dimension(row.model, vector, f"documents[{index}].embedding")
+            assert isinstance(documents, Sequence)
+            claimed = [d.get("id") for d in documents if isinstance(d, Mapping)]
+            ids = [i if isinstance(i, str) and i else str(uuid.uuid4()) for i in claimed]
+            points = [Point(i, row.id, text, vector) for i, (text, vector) in zip(ids, checked, strict=True)]
+            self._write(row.store, row.model, points, "ingest", visible=True)
+            return [point.id for point in points]
 
 
 class Mutant(_mutant_base.Mutant[KbGrantService]):
@@ -857,6 +900,18 @@ MUTANTS: tuple[Mutant, ...] = (
         LookupDropsPartialPage,
         "a search's knowledge bases are looked up in full pages only: the last partial page is unknown",
         ("grant-15",),
+    ),
+    Mutant(
+        "grant-tenant-names-folded",
+        TenantNamesFolded,
+        "tenant names (callers and grantees) compare case- and accent-insensitively, trailing spaces ignored",
+        ("grant-13", "grant-14"),
+    ),
+    Mutant(
+        "grant-document-id-honoured",
+        DocumentIdHonoured,
+        "an ingested document's own id key is its id: a document naming another's id overwrites it",
+        ("grant-13", "grant-14"),
     ),
     Mutant(
         "grant-no-authorization-anywhere",

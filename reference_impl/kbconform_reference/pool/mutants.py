@@ -10,6 +10,8 @@ mutant's backend imports ``qdrant_client`` when it is opened.
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +20,7 @@ from kbconform.errors import BackendUnavailable, NotFound, Unauthenticated
 from kbconform_reference import _mutant_base
 from kbconform_reference._mutant_base import ServesMutant, factories
 from kbconform_reference.pool.adapter import PoolAdapter
-from kbconform_reference.pool.membership import SessionRow
+from kbconform_reference.pool.membership import Membership, SessionRow
 from kbconform_reference.pool.qdrant import ENTITIES, EPISODES, any_of, equal, is_null, unchecked_any_of
 from kbconform_reference.pool.service import PoolHit, ProjectPool, _known
 
@@ -454,6 +456,57 @@ class MembershipDropsPartialPage(ProjectPool):
         return everyone[: pages * MEMBERSHIP_PAGE]
 
 
+# -- identifiers and claims inside the data -------------------------------------------------------
+
+
+def _cleaned(name: str) -> str:
+    """A name as a form layer "cleans" it on the way in: NFKC, trimmed."""
+    return unicodedata.normalize("NFKC", name).strip()
+
+
+class _CleanedNames(Membership):
+    """Session ids and project names are stored and looked up cleaned (:func:`_cleaned`)."""
+
+    def session(self, external_id: str) -> SessionRow | None:
+        return super().session(_cleaned(external_id))
+
+    def project(self, name: str) -> int | None:
+        return super().project(_cleaned(name))
+
+    def create_project(self, name: str) -> int:
+        return super().create_project(_cleaned(name))
+
+    def start_session(self, external_id: str, project_id: int | None) -> int:
+        return super().start_session(_cleaned(external_id), project_id)
+
+
+class NamesCleaned(ProjectPool):
+    """Session ids and project names are normalized (NFKC) and trimmed before the membership
+    database sees them: ``a `` is ``a``, and the NFC and NFD forms of a name are one session."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.membership.close()
+        self.membership = _CleanedNames()
+
+
+_NAMED_PROJECT = re.compile(r"project: ([^;]+)")
+
+
+class EntityProjectFromNotes(ProjectPool):
+    """An entity whose notes name a project that exists (``project: alpha``) is filed under
+    that project, as an extractor that links entities to the project they mention would."""
+
+    def _entity_payload(self, caller: SessionRow, entity: Mapping[str, str]) -> dict[str, Any]:
+        payload = super()._entity_payload(caller, entity)
+        named = _NAMED_PROJECT.search(entity.get("notes", ""))
+        if named is not None:
+            project_id = self.membership.project(named.group(1))
+            if project_id is not None:
+                payload["projectId"] = project_id
+        return payload
+
+
 class Mutant(_mutant_base.Mutant[ProjectPool]):
     """A broken project-pool backend, served by this module's ``by_name``."""
 
@@ -600,6 +653,18 @@ MUTANTS: tuple[Mutant, ...] = (
         MembershipDropsPartialPage,
         "a project's sessions are read in full pages only: the last, partial page is left out",
         ("pool-11",),
+    ),
+    Mutant(
+        "pool-names-cleaned",
+        NamesCleaned,
+        "session ids and project names are NFKC-normalized and trimmed: twins are one session or project",
+        ("pool-08", "pool-09"),
+    ),
+    Mutant(
+        "pool-entity-project-from-notes",
+        EntityProjectFromNotes,
+        "an entity whose notes name an existing project is filed under that project",
+        ("pool-08", "pool-09"),
     ),
     Mutant(
         "pool-no-filter-anywhere",
