@@ -535,9 +535,10 @@ STEPS = st.builds(
 def test_random_programs_of_grants_copies_and_moves_leave_every_read_as_the_model_says(
     kbconform_run: Run, kbconform_open: Any
 ) -> None:
-    """G1, G6, G8: after a random program of knowledge bases created, documents ingested,
-    grants given and revoked, reads, copies, moves and deletes, by tenants whose names collide
-    under common mistakes, every read of every tenant (list, get of every knowledge base, the
+    """G1, G6, G8, G17, G18: after a random program of knowledge bases created, documents
+    ingested (each claiming another's id, KB and owner in keys that are dropped), grants given
+    and revoked, reads, copies, moves and deletes, by tenants whose names collide under common
+    mistakes (the first two a colliding pair), every read of every tenant (list, get of every knowledge base, the
     exact search of all it reads, NotFound for the rest) equals the model. Each program starts
     with every tenant's knowledge base granted to the next tenant and read by every tenant, its
     revokes withdraw grants that exist, and its reads (a tenant's list, gets and searches) come
@@ -786,7 +787,7 @@ class GrantMachine(DriverMachine[GrantDriver]):
 
 @pytest.mark.kbconform(id="grant-14", level="L4")
 def test_interleaved_grants_writes_moves_and_faults_match_the_model(kbconform_run: Run) -> None:
-    """G1-G15: every step of every program (tenants and knowledge bases created, documents
+    """G1-G15, G17, G18: every step of every program (tenants and knowledge bases created, documents
     ingested, grants given and revoked, copies, moves and deletes by owners, grantees,
     strangers and no identity, malformed calls, searches with small limits, store faults from
     any store call of a call) and, after each, every read of every tenant equals the policy

@@ -381,7 +381,7 @@ def _names(draw: st.DrawFn) -> tuple[list[str], list[str], list[int]]:
 def test_random_programs_of_moves_and_writes_leave_every_search_as_the_model_says(
     kbconform_run: Run, kbconform_open: Any
 ) -> None:
-    """P1-P7, P13: after a random program of sessions started, added to and removed from
+    """P1-P7, P13, P15, P16: after a random program of sessions started, added to and removed from
     projects, episodes written and entities extracted, over ids that collide under common
     mistakes, every search of every session equals the model. Each program ends with a session
     in a project and one in none writing, so scopes that are neither empty nor everything are
@@ -580,7 +580,7 @@ class PoolMachine(DriverMachine[PoolDriver]):
 
 @pytest.mark.kbconform(id="pool-09", level="L4")
 def test_interleaved_membership_changes_writes_and_searches_match_the_model(kbconform_run: Run) -> None:
-    """P1-P13: every step of every program (projects and sessions created, sessions added and
+    """P1-P16: every step of every program (projects and sessions created, sessions added and
     removed, episodes written and entities extracted by sessions and by no identity, malformed
     calls, searches with small limits, store faults from any store call of a call) and, after
     each, every search of every session equals the policy model; the model compared scopes that

@@ -242,7 +242,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
             corners: list[tuple[int, str | None]] = []
             for tenant in world.tenants:
                 own = sorted(i for i, row in self.policy.rows.items() if row.tenant == tenant)
-                agents = [row.stamps.get("originAgentIdentity") for row in map(self.policy.rows.get, own)]
+                agents = [self.policy.rows[i].stamps.get("originAgentIdentity") for i in own]
                 firsts = [own[agents.index(a)] for a in world.agents if a in agents]
                 rest = [i for i in own if i not in firsts][:1]
                 corners += [(ordered[i], "private") for i in firsts]

@@ -445,7 +445,7 @@ class PoolDriver(_Driver):
 
     def entities(self, n: int = 1, what: str = "the billing service") -> list[dict[str, str]]:
         """``n`` valid entities whose names start with a unique token, then ``what``. Each claims
-        a scope inside its data, as extracted notes do (P15): its notes name a project and a
+        a scope inside its data, as extracted notes do (P16): its notes name a project and a
         session the backend knows (or made-up ones), and so do keys beside the three an entity
         has, which are dropped."""
         projects = sorted(self.policy.projects) or ["alpha"]
@@ -696,7 +696,7 @@ class GrantDriver(_Driver):
         return f"kbg{self.rng.getrandbits(48):012x} {what}"
 
     def documents(self, model: str, n: int, what: str = TOPIC) -> list[dict[str, Any]]:
-        """``n`` valid documents of ``model``. Each claims a place inside its data (G17): keys
+        """``n`` valid documents of ``model``. Each claims a place inside its data (G18): keys
         beside ``text`` and ``embedding``, which are dropped, name a stored document's id, a
         knowledge base and a tenant the backend knows (when there are any)."""
         texts, kbs = sorted(self.policy.texts), sorted(self.policy.kbs)
