@@ -538,12 +538,13 @@ def test_random_programs_of_grants_copies_and_moves_leave_every_read_as_the_mode
     """G1, G6, G8, G17, G18: after a random program of knowledge bases created, documents
     ingested (each claiming another's id, KB and owner in keys that are dropped), grants given
     and revoked, reads, copies, moves and deletes, by tenants whose names collide under common
-    mistakes (the first two a colliding pair), every read of every tenant (list, get of every knowledge base, the
-    exact search of all it reads, NotFound for the rest) equals the model. Each program starts
-    with every tenant's knowledge base granted to the next tenant and read by every tenant, its
-    revokes withdraw grants that exist, and its reads (a tenant's list, gets and searches) come
-    between steps: a revoke follows reads of what it withdraws. Each program ends with a grant,
-    so a tenant reads some documents but not all (the guard below is the control)."""
+    mistakes (the first two a colliding pair), every read of every tenant (list, get of every
+    knowledge base, the exact search of all it reads, NotFound for the rest) equals the model.
+    Each program starts with every tenant's knowledge base granted to the next tenant and read
+    by every tenant, its revokes withdraw grants that exist, and its reads (a tenant's list,
+    gets and searches) come between steps: a revoke follows reads of what it withdraws. Each
+    program ends with a grant, so a tenant reads some documents but not all (the guard below is
+    the control)."""
     informative = [0]
 
     @kbconform_run.given(
