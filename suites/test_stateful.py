@@ -248,6 +248,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
                 corners += [(ordered[i], "private") for i in firsts]
                 corners += [(ordered[i], "private ownerless") for i in rest]
             self.restore(operator, [*corners, *private], None)
+            self.export(operator, None)  # an export taken after chunks became private
 
     def teardown(self) -> None:
         if self.backend is not None:

@@ -3,18 +3,23 @@
 A store that deletes softly (rows marked gone, hidden from every read) and skips an upsert whose
 content is unchanged writes nothing when a deleted chunk is ingested again with the same
 content: the chunk stays deleted. Only a delete followed by the very same ingest shows it
-(state-01 starts every program with one). Each entry is ``(name, kind, breaks, killers)``
-(see ``mutants.py``).
+(state-01 starts every program with one). An export kept until the next write, where a restore
+does not count as one, answers an export after a restore with what the store held before it:
+only an export, a restore and an export again show it (state-01's set-up ends so). Each entry
+is ``(name, kind, breaks, killers)`` (see ``mutants.py``).
 """
 
 from __future__ import annotations
 
+import builtins
+import copy
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from kbconform.identity import Principal
 from kbconform_reference.service import KnowledgeBase
 from kbconform_reference.stores import Match, Rows, VectorStore
 from kbconform_reference.stores._protocol import Metadata, Where
@@ -93,12 +98,39 @@ class SoftDeleteSkipsUnchanged(KnowledgeBase):
         super().__init__(_SoftDeleting(store), **options)
 
 
+class ExportKeptPastRestore(KnowledgeBase):
+    """An export is kept and served again until the next ingest, deletion, sync or maintenance;
+    a restore, which operators run rarely, does not drop it."""
+
+    _kept: builtins.list[dict[str, Any]] | None = None
+
+    def _apply(
+        self, operation: str, prior: Rows, write: Rows | None = None, delete: Sequence[str] = ()
+    ) -> None:
+        if operation != "restore":  # the bug: a restore leaves the kept export in place
+            self._kept = None
+        super()._apply(operation, prior, write, delete)
+
+    def export(self, principal: Principal) -> builtins.list[dict[str, Any]]:
+        if self._kept is None:
+            self._kept = super().export(principal)
+        else:
+            self._operator(self._authenticated(principal, "export"), "export")
+        return copy.deepcopy(self._kept)
+
+
 MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
     (
         "soft-delete-skips-unchanged",
         SoftDeleteSkipsUnchanged,
         "deletes mark rows gone, and an ingest of unchanged content writes nothing: a deleted "
         "chunk ingested again stays deleted",
+        ("state-01[overwrite]", "state-01[reject]"),
+    ),
+    (
+        "export-kept-past-restore",
+        ExportKeptPastRestore,
+        "an export is kept until the next write, and a restore does not count as one",
         ("state-01[overwrite]", "state-01[reject]"),
     ),
 )
