@@ -18,11 +18,8 @@ from typing import Any
 
 from kbconform.identity import Principal
 from kbconform_reference._mutants_lifecycle import _Resolved
-from kbconform_reference._mutants_read import _MatchedStore
+from kbconform_reference._mutants_read import _LooseTenant
 from kbconform_reference.service import Hit, KnowledgeBase
-from kbconform_reference.stores import VectorStore
-from kbconform_reference.stores._protocol import Where
-from kbconform_reference.stores._where import matches
 
 
 def _folded(agent: object) -> object:
@@ -30,25 +27,14 @@ def _folded(agent: object) -> object:
     return unicodedata.normalize("NFKC", agent).casefold().strip() if isinstance(agent, str) else agent
 
 
-class PrivateAgentFolded(KnowledgeBase):
+class PrivateAgentFolded(_LooseTenant):
     """Private chunks are matched to their agent after folding case, Unicode form and spaces, in
     the store's filter and in the final check alike: ``Agent`` reads ``agent``'s private chunks."""
 
-    def __init__(self, store: VectorStore, **kwargs: Any) -> None:
-        super().__init__(_MatchedStore(store, self._matches), **kwargs)
-
-    def _matches(self, metadata: Mapping[str, Any], where: Where | None) -> bool:
-        for key, condition in (where or {}).items():
-            if key in ("$and", "$or"):
-                found = (self._matches(metadata, part) for part in condition)
-                if not (all(found) if key == "$and" else any(found)):
-                    return False
-            elif key == "originAgentIdentity" and isinstance(condition, Mapping) and "$eq" in condition:
-                if _folded(metadata.get(key)) != _folded(condition["$eq"]):
-                    return False
-            elif not matches(metadata, {key: condition}):
-                return False
-        return True
+    def _holds(self, metadata: Mapping[str, Any], key: str, condition: Any) -> bool:
+        if key == "originAgentIdentity" and isinstance(condition, Mapping) and "$eq" in condition:
+            return _folded(metadata.get(key)) == _folded(condition["$eq"])
+        return super()._holds(metadata, key, condition)
 
     def _checked(self, principal: Principal, operation: str, found: Iterable[Hit]) -> builtins.list[Hit]:
         agent = principal.agent_identity

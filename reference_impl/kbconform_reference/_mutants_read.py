@@ -102,12 +102,15 @@ class _LooseTenant(KnowledgeBase):
                 found = (self._matches(metadata, part) for part in condition)
                 if not (all(found) if key == "$and" else any(found)):
                     return False
-            elif key == "tenantId" and isinstance(condition, Mapping) and "$in" in condition:
-                if not self._in_scope(metadata, condition["$in"]):
-                    return False
-            elif not matches(metadata, {key: condition}):
+            elif not self._holds(metadata, key, condition):
                 return False
         return True
+
+    def _holds(self, metadata: Mapping[str, Any], key: str, condition: Any) -> bool:
+        """Whether one clause of the store's filter holds: the tenant's by :meth:`_in_scope`."""
+        if key == "tenantId" and isinstance(condition, Mapping) and "$in" in condition:
+            return self._in_scope(metadata, condition["$in"])
+        return matches(metadata, {key: condition})
 
     def _checked(self, principal: Principal, operation: str, found: Iterable[Hit]) -> builtins.list[Hit]:
         return [

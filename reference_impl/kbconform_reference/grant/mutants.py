@@ -24,7 +24,7 @@ from kbconform_reference.grant.adapter import GrantAdapter
 from kbconform_reference.grant.catalogue import _COLUMNS, _READABLE, Catalogue, KbRow, Tenant, _row
 from kbconform_reference.grant.fanout import FanOut, GroupFailed
 from kbconform_reference.grant.index import Point, VectorIndex
-from kbconform_reference.grant.service import KbGrantService, _describe, _documents, _name
+from kbconform_reference.grant.service import KbGrantService, _describe, _name
 
 T = TypeVar("T")
 
@@ -696,19 +696,10 @@ class DocumentIdHonoured(KbGrantService):
     """An ingested document that carries an ``id`` is stored under it (an upsert, as a batch
     import keeps its ids): a document naming another's id overwrites it, wherever it is."""
 
-    def ingest(self, caller: object, kb: object, documents: object, /) -> list[str]:
-        with self._lock:
-            tenant = self._caller(caller, "ingest")
-            checked = _documents(documents)
-            row = self._administered(tenant, kb, "ingest")
-            for index, (_, vector) in enumerate(checked):
-                self._dimension(row.model, vector, f"documents[{index}].embedding")
-            assert isinstance(documents, Sequence)
-            claimed = [d.get("id") for d in documents if isinstance(d, Mapping)]
-            ids = [i if isinstance(i, str) and i else str(uuid.uuid4()) for i in claimed]
-            points = [Point(i, row.id, text, vector) for i, (text, vector) in zip(ids, checked, strict=True)]
-            self._write(row.store, row.model, points, "ingest", visible=True)
-            return [point.id for point in points]
+    def _document_ids(self, documents: object, count: int) -> list[str]:
+        assert isinstance(documents, Sequence)
+        claimed = [d.get("id") for d in documents if isinstance(d, Mapping)]
+        return [i if isinstance(i, str) and i else str(uuid.uuid4()) for i in claimed]
 
 
 class Mutant(_mutant_base.Mutant[KbGrantService]):

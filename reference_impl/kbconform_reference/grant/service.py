@@ -276,9 +276,15 @@ class KbGrantService:
             row = self._administered(tenant, kb, "ingest")
             for index, (_, vector) in enumerate(checked):
                 self._dimension(row.model, vector, f"documents[{index}].embedding")
-            points = [Point(str(uuid.uuid4()), row.id, text, vector) for text, vector in checked]
+            ids = self._document_ids(documents, len(checked))
+            points = [Point(i, row.id, text, vector) for i, (text, vector) in zip(ids, checked, strict=True)]
             self._write(row.store, row.model, points, "ingest", visible=True)
             return [point.id for point in points]
+
+    def _document_ids(self, documents: object, count: int) -> list[str]:
+        """The ids of ``count`` new documents (of the checked batch ``documents``): fresh ones,
+        whatever a document carries (its other keys are dropped)."""
+        return [str(uuid.uuid4()) for _ in range(count)]
 
     def _write(
         self, store: str, model: str, points: Sequence[Point], operation: str, *, visible: bool
