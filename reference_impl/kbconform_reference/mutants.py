@@ -36,6 +36,7 @@ from kbconform_reference import _mutants_state as _state
 from kbconform_reference._mutant_base import ServesMutant, factories
 from kbconform_reference.adapter import ReferenceAdapter
 from kbconform_reference.service import Answer, DeletionResult, Hit, IngestResult, KnowledgeBase, Settings
+from kbconform_reference.stamping import SpoofMonitor
 
 
 def _all_hits(
@@ -221,6 +222,20 @@ class NoEscalation(KnowledgeBase):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.monitor.escalated = lambda principal: False  # type: ignore[method-assign]
+
+
+class _PerRequestMonitor(SpoofMonitor):
+    def record(self, principal: Principal, count: int) -> bool:
+        return super().record(principal, min(count, 1))  # the bug: a request, not its records
+
+
+class EscalationCountsRequests(KnowledgeBase):
+    """The spoof monitor counts requests that spoofed, not spoofed records."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        monitor = self.monitor
+        self.monitor = _PerRequestMonitor(monitor.threshold, monitor.window, monitor._clock)
 
 
 class MemberWritesShared(KnowledgeBase):
@@ -520,6 +535,12 @@ MUTANTS: tuple[Mutant, ...] = (
         ("spoof-03",),
     ),
     Mutant("no-escalation", NoEscalation, "repeated spoofers are never switched to reject", ("spoof-04",)),
+    Mutant(
+        "escalation-counts-requests",
+        EscalationCountsRequests,
+        "the escalation threshold counts spoofing requests, not spoofed records",
+        ("spoof-04",),
+    ),
     Mutant(
         "member-writes-shared",
         MemberWritesShared,
