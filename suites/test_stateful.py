@@ -30,7 +30,7 @@ from kbconform.conformance import ENVELOPE_REFUSALS, Policy, Refused, Run, diffe
 from kbconform.conformance.strategies import OUTSIDE, PATHS, World, unclean_spellings, worlds
 from kbconform.contract import is_valid
 from kbconform.errors import BackendUnavailable, KbconformError, NotFound
-from kbconform.identity import Principal
+from kbconform.identity import DEFAULT_NAMESPACE, Principal
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).
 PROFILES = ("tenant-namespace",)
@@ -228,6 +228,17 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         # its text and names claim another scope (header lines a metadata reader might honour)
         for index in range(len(world.agents)):
             self.ingest(index, [RecordSpec(repo=index, path=index, identity_keys=True)], None)
+        if self.shared == DEFAULT_NAMESPACE.tenant_id:
+            # the default namespace's legacy repository keeps pre-tenancy ids (content hashes
+            # anyone can compute): its curator writes one there, read by id by every principal
+            curator = next(i for i, u in enumerate(self.users) if u.agent == "curator")
+            legacy = record(
+                "docs/legacy.md",
+                self._content(self.shared, DEFAULT_NAMESPACE.repo_slug, "docs/legacy.md", True),
+                tenant=self.shared,
+                repo=DEFAULT_NAMESPACE.repo_slug,
+            )
+            self.seen |= set(self._ingest(self._principal(curator), [legacy], None))
         self.delete_then_ingest_again(again, None)  # a lifecycle order every program starts with
         if self.resolver is not None:  # and a boundary whose paths are spelled as a file system would
             self.delete(0, SignalSpec(repo=0, boundary=2), None)

@@ -16,7 +16,8 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kbconform.identity import Principal
+from kbconform.errors import NotFound
+from kbconform.identity import DEFAULT_NAMESPACE, Principal
 from kbconform_reference._mutants_lifecycle import _Resolved
 from kbconform_reference._mutants_read import _LooseTenant
 from kbconform_reference.service import Hit, KnowledgeBase
@@ -84,6 +85,29 @@ class HeaderLinesClaimScope(KnowledgeBase):
         return metadata
 
 
+class LegacyIdsServedToAll(KnowledgeBase):
+    """An id get does not find in the caller's scope is looked up again in the default shared
+    namespace's legacy repository, unfiltered (a fallback kept for links made before tenancy,
+    whose ids are content hashes anyone can compute)."""
+
+    def get(self, principal: Principal, chunk_id: str) -> Hit:
+        try:
+            return super().get(principal, chunk_id)
+        except NotFound:
+            self._authenticated(principal, "get")
+            legacy = {
+                "$and": [
+                    {"tenantId": {"$eq": DEFAULT_NAMESPACE.tenant_id}},
+                    {"repoSlug": {"$eq": DEFAULT_NAMESPACE.repo_slug}},
+                ]
+            }
+            with self._store_call("get"):
+                rows = self.store.get(ids=[chunk_id], where=legacy)
+            if not rows.ids:
+                raise
+            return Hit(rows.ids[0], rows.documents[0], dict(rows.metadatas[0]))
+
+
 _MACHINE = ("state-01[overwrite]", "state-01[reject]")
 
 MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
@@ -97,6 +121,12 @@ MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
         "revision-paths-normalized",
         RevisionPathsNormalized,
         "a revision boundary's paths are resolved as file system paths (./a.md deletes a.md)",
+        _MACHINE,
+    ),
+    (
+        "legacy-ids-served-to-all",
+        LegacyIdsServedToAll,
+        "get falls back to the default namespace's legacy repository, unfiltered, for an id not in scope",
         _MACHINE,
     ),
     (
