@@ -225,9 +225,10 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
             self.ingest(index, specs, None)
         # each agent of the first tenant (a pair that collides under a common mistake) writes a
         # record with no spoof, so that both own a chunk whatever the population's spoofs left;
-        # its text and names claim another scope (header lines a metadata reader might honour)
+        # its text and names claim another scope (header lines a metadata reader might honour);
+        # the two paths are the first two of a collision family, in one repository
         for index in range(len(world.agents)):
-            self.ingest(index, [RecordSpec(repo=index, path=index, identity_keys=True)], None)
+            self.ingest(index, [RecordSpec(repo=0, path=index, identity_keys=True)], None)
         if self.shared == DEFAULT_NAMESPACE.tenant_id:
             # the default namespace's legacy repository keeps pre-tenancy ids (content hashes
             # anyone can compute): its curator writes one there, read by id by every principal
@@ -240,8 +241,10 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
             )
             self.seen |= set(self._ingest(self._principal(curator), [legacy], None))
         self.delete_then_ingest_again(again, None)  # a lifecycle order every program starts with
-        if self.resolver is not None:  # and a boundary whose paths are spelled as a file system would
-            self.delete(0, SignalSpec(repo=0, boundary=2), None)
+        # then a tombstone aimed at the first of those two paths (its twin stays), with a boundary
+        # whose paths are spelled as a file system would (naming nothing stored)
+        boundary = 2 if self.resolver is not None else None
+        self.delete(0, SignalSpec(repo=0, tombstones=((None, 0),), boundary=boundary), None)
         operator = next(i for i, u in enumerate(self.users) if u.role == "operator")
         self.export(operator, None)
         if self.exported:

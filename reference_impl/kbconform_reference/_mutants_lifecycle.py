@@ -651,7 +651,7 @@ MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
         "tombstone-matches-prefix",
         TombstoneMatchesPrefix,
         "a tombstone deletes every path it is a prefix of (docs/a deletes docs/a.md, docs/a/x.md)",
-        ("delete-11", "delete-14"),
+        ("delete-11", "delete-14", "state-01[overwrite]", "state-01[reject]"),
     ),
     (
         "tombstone-matches-suffix",
@@ -663,13 +663,13 @@ MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
         "tombstone-ignores-case",
         TombstoneIgnoresCase,
         "a tombstone matches paths case-insensitively (Docs/A.md deletes docs/a.md)",
-        ("delete-11",),
+        ("delete-11", "state-01[overwrite]", "state-01[reject]"),
     ),
     (
         "paths-compared-in-nfc",
         PathsComparedInNfc,
         "a tombstone matches paths after NFC normalization (the NFD name deletes the NFC one)",
-        ("delete-11",),
+        ("delete-11", "state-01[overwrite]", "state-01[reject]"),
     ),
     (
         "manifest-across-repos",
