@@ -263,6 +263,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
                 corners += [(ordered[i], "private ownerless") for i in rest]
             self.restore(operator, [*corners, *private], None)
             self.export(operator, None)  # an export taken after chunks became private
+            self._collide(operator)
 
     def teardown(self) -> None:
         if self.backend is not None:
@@ -570,6 +571,23 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         self.policy.commit_deletion(expected)
         self.touched |= expected
 
+    def _collide(self, operator: int) -> None:
+        """An aimed id collision: the operator restores a chunk's id as another tenant's chunk,
+        with another text and path; its writer then ingests the very record again, and is
+        refused (the id is taken), with no word of the chunk that holds it (schemas/stamping.md)."""
+        assert self.world is not None
+        held = next((chunk for chunk in sorted(self.written) if chunk in self.policy.rows), None)
+        exported = {r["id"]: r for r in self.exported}
+        if held is None or held not in exported:
+            return
+        writer, made = self.written[held]
+        holder = next(t for t in self.world.tenants if t != writer.tenant_id)
+        forged = dict(exported[held])
+        forged["document"] = f"kbt{next(self.tokens):05d} held by {holder}"
+        forged["metadata"] = {**forged["metadata"], "tenantId": holder, "sourcePath": "elsewhere/held.md"}
+        self.restore_records(operator, [forged], None)
+        self.seen |= set(self._ingest(writer, [made], None))
+
     def delete_then_ingest_again(self, pick: int, fault: int | None) -> None:
         """A lifecycle order every program starts with: a stored chunk is tombstoned by the
         principal that wrote it, which then ingests the very record again (schemas/deletion-signaling.md: a
@@ -683,7 +701,6 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         fault=st.none() | st.integers(0, 3),
     )
     def restore(self, user: int, picks: list[tuple[int, str | None]], fault: int | None) -> None:
-        principal = self._principal(user)
         records = []
         for index, change in picks:
             chosen = self.exported[index % len(self.exported)]
@@ -696,6 +713,11 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
             elif change is not None:
                 metadata.pop(change.removeprefix("drop "), None)
             records.append({**chosen, "metadata": metadata})
+        self.restore_records(user, records, fault)
+
+    def restore_records(self, user: int, records: list[dict[str, Any]], fault: int | None) -> None:
+        """Restore ``records`` as ``user``, compare with the model, and commit."""
+        principal = self._principal(user)
         expected = self.policy.restore(principal, records)
         outcome = self._call(principal, fault, records, lambda: self.backend.restore(principal, records))
         if self._failed(outcome, fault, expected):

@@ -1,5 +1,5 @@
-"""Mutants of the reference that loosen an identifier other than the tenant, or take a claim from
-inside the data.
+"""Mutants of the reference that loosen an identifier other than the tenant, take a claim from
+inside the data, or treat an id as more than a name.
 
 Every identifier compares exactly (schemas/read-filter.md, schemas/deletion-signaling.md): an
 agent identity is compared code point for code point, and a path a revision resolver lists is a
@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import builtins
 import posixpath
+import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kbconform.errors import NotFound
+from kbconform.errors import Forbidden, NotFound
 from kbconform.identity import DEFAULT_NAMESPACE, Principal
 from kbconform_reference._mutants_lifecycle import _Resolved
 from kbconform_reference._mutants_read import _LooseTenant
-from kbconform_reference.service import Hit, KnowledgeBase
+from kbconform_reference.service import Hit, IngestResult, KnowledgeBase
 
 
 def _folded(agent: object) -> object:
@@ -66,6 +67,9 @@ class RevisionPathsNormalized(KnowledgeBase):
             self.resolver = _NormalizedPaths(self.resolver)
 
 
+#: The reference's refusal of a write whose id another tenant's chunk holds.
+_TAKEN = re.compile(r"chunk id (\S+) is taken")
+
 #: The stamped fields a header line of the text may claim, in the mutant below.
 _CLAIMABLE = ("tenantId", "repoSlug", "visibility", "originAgentIdentity")
 
@@ -108,6 +112,32 @@ class LegacyIdsServedToAll(KnowledgeBase):
             return Hit(rows.ids[0], rows.documents[0], dict(rows.metadatas[0]))
 
 
+class RefusalNamesHolder(KnowledgeBase):
+    """A write refused because a chunk id is taken says whose chunk holds it, where, and what it
+    begins with (a helpful message for an operator, returned to the caller)."""
+
+    def ingest(
+        self,
+        principal: Principal,
+        records: Sequence[Mapping[str, Any]],
+        envelope: Mapping[str, Any] | None = None,
+        *,
+        visibility: Any = None,
+    ) -> IngestResult:
+        try:
+            return super().ingest(principal, records, envelope, visibility=visibility)
+        except Forbidden as error:
+            taken = _TAKEN.search(error.reason)
+            if taken is None:
+                raise
+            rows = self.store.get(ids=[taken.group(1)])
+            held = "; ".join(
+                f"held by {m.get('tenantId')} at {m.get('sourcePath')}: {(d or '')[:40]!r}"
+                for d, m in zip(rows.documents, rows.metadatas, strict=True)
+            )
+            raise Forbidden(error.operation, f"{error.reason} ({held})") from None
+
+
 _MACHINE = ("state-01[overwrite]", "state-01[reject]")
 
 MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
@@ -127,6 +157,12 @@ MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
         "legacy-ids-served-to-all",
         LegacyIdsServedToAll,
         "get falls back to the default namespace's legacy repository, unfiltered, for an id not in scope",
+        _MACHINE,
+    ),
+    (
+        "refusal-names-holder",
+        RefusalNamesHolder,
+        "a write refused for a taken id says whose chunk holds it, where, and what it begins with",
         _MACHINE,
     ),
     (
