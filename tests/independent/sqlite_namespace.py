@@ -26,8 +26,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import rfc8785
-
 from kbconform.adapter import (
     BackendOptions,
     RevisionResolver,
@@ -78,7 +76,8 @@ MANIFEST: dict[str, Any] = {
         "maintenance": ["reembed"],
     },
 }
-_OPTIONAL = ("line_start", "line_end", "className", "extends")
+#: The record fields the server stamps: never taken from the record.
+_STAMPED = ("tenantId", "repoSlug", "visibility", "originAgentIdentity", "ingestedAt", "tenantConfigVersion")
 _WORD = re.compile(r"\w+")
 
 
@@ -341,20 +340,16 @@ class SqliteNamespace:
 
     @staticmethod
     def _metadata(record: Mapping[str, Any], stamps: Mapping[str, Any]) -> dict[str, Any]:
-        custom = record.get("customMeta") or {}
-        metadata: dict[str, Any] = {
-            "rootKind": record["rootKind"],
-            "sourcePath": record["sourcePath"],
-            "kind": record["kind"],
-            "name": record["name"],
-            "parserId": record["parserId"],
-            "parserVersion": record["parserVersion"],
-            "hashInputs": json.dumps(record["hashInputs"]),
-            "customMeta": rfc8785.dumps(custom).decode("utf-8"),
+        """The stored metadata: the record's own scalar fields (customMeta as one JSON string
+        under ``meta``, the hash inputs joined), then the server's stamps over everything."""
+        kept = {
+            key: value
+            for key, value in record.items()
+            if key not in ("content", "customMeta", "hashInputs", "schemaVersion", *_STAMPED)
         }
-        metadata.update({key: record[key] for key in _OPTIONAL if key in record})
-        metadata.update(stamps)  # the server's stamps last: no client value lands on them
-        return metadata
+        kept["meta"] = json.dumps(record.get("customMeta") or {}, sort_keys=True, ensure_ascii=False)
+        kept["hashInputs"] = "+".join(record["hashInputs"])
+        return {**kept, **stamps}
 
     def ingest(
         self, principal: Principal, records: Sequence[Mapping[str, Any]], envelope: object = None, /
