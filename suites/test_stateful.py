@@ -226,9 +226,12 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         # each agent of the first tenant (a pair that collides under a common mistake) writes a
         # record with no spoof, so that both own a chunk whatever the population's spoofs left;
         # its text and names claim another scope (header lines a metadata reader might honour);
-        # the two paths are the first two of a collision family, in one repository
+        # the two paths are the first two of a collision family, in one repository, and each
+        # agent writes its path in a second repository too (so that after the tombstone below
+        # the tenant still holds a row of each agent and one more, for the visibility corners)
         for index in range(len(world.agents)):
-            self.ingest(index, [RecordSpec(repo=0, path=index, identity_keys=True)], None)
+            specs = [RecordSpec(repo=repo, path=index, identity_keys=True) for repo in (0, 1)]
+            self.ingest(index, specs, None)
         if self.shared == DEFAULT_NAMESPACE.tenant_id:
             # the default namespace's legacy repository keeps pre-tenancy ids (content hashes
             # anyone can compute): its curator writes one there, read by id by every principal
