@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from kbconform._levels import LEVELS
-from kbconform.profiles import DEFAULT, profile, profile_of
+from kbconform.profiles import DEFAULT, names, profile, profile_of
 
 Feature = Literal[
     "client-where",
@@ -105,6 +105,21 @@ def skip_reason(manifest: Mapping[str, Any], required: Iterable[str]) -> str | N
         if reason is not None:
             reasons.append(f"{capability} not offered: {reason}")
     return "; ".join(reasons) or None
+
+
+def declined(manifest: Mapping[str, Any], required: Iterable[str]) -> tuple[str, ...]:
+    """The capabilities of ``required`` that ``manifest`` declines, in order."""
+    return tuple(capability for capability in required if declines(manifest, capability) is not None)
+
+
+def caps(manifest: Mapping[str, Any], required: Iterable[str]) -> bool:
+    """Whether a test requiring ``required``, skipped against ``manifest``, counts against its
+    level: when no declined capability explains the skip, or one of them is a probe of the
+    manifest's profile (``Profile.probes``). A skip for a design's declined capability never
+    caps a level; the level's verdict names it instead (``report.levels``)."""
+    name = profile_of(manifest)
+    found = declined(manifest, required)
+    return not found or name not in names() or bool(set(found) & set(profile(name).probes))
 
 
 def applies(entry: Mapping[str, Any], manifest: Mapping[str, Any], level: str) -> bool:

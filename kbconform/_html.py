@@ -19,7 +19,7 @@ from typing import Any
 
 from kbconform._levels import LEVELS
 from kbconform.profiles import profile_of
-from kbconform.report import FAILED, earned, selection
+from kbconform.report import FAILED, earned, rests_on, selection
 
 #: The most characters of one string shown; the rest is counted, not shown.
 MAX_TEXT = 20_000
@@ -106,6 +106,10 @@ def _verdict(report: Mapping[str, Any]) -> str:
     chosen = selection(report)
     if chosen is not None:
         notes.append(f"A partial run of {len(chosen)} selected tests: it earns no level.")
+    if rests_on(report):
+        notes.append(
+            f"{level} rests on the capabilities the manifest declines: {', '.join(rests_on(report))}."
+        )
     missing, unknown = report["completeness"]["missing"], report["completeness"]["unknown"]
     if missing:
         notes.append(f"Incomplete: {len(missing)} suite tests did not run.")
@@ -114,7 +118,9 @@ def _verdict(report: Mapping[str, Any]) -> str:
     if not tests:
         notes.append("No tests ran.")
     levels = "".join(
-        f"<tr><td>{text(name)}</td><td>{'earned' if verdict['earned'] else 'not earned'}</td>"
+        f"<tr><td>{text(name)}</td><td>{'earned' if verdict['earned'] else 'not earned'}"
+        + (f" (declined: {text(', '.join(verdict['declined']))})" if verdict.get("declined") else "")
+        + "</td>"
         + "".join(f'<td class="n">{text(verdict[s])}</td>' for s in ("pass", "fail", "error", "skip"))
         + "</tr>"
         for name, verdict in report["levels"].items()

@@ -203,11 +203,12 @@ fail naming it. Each docstring below says what to take, what to return and which
 kbconform.errors error to raise; the full specification is kbconform.adapter.Backend and the
 adapter guide (docs/adapter-guide.md). What the backend offers is declared in
 @module@.manifest.json: widen it as you implement more (a declined capability skips its tests,
-with your reason, and costs the levels above). Its spoofModes is ["reject"], the smallest
-honest start: a record claiming another identity is refused whole (SpoofRejected), which needs
-no warnings; add "overwrite" (stamp the server's values and return a warning per spoofed field,
-as the guide's example does) when the backend does that too. Check the types against the
-protocol with
+with your reason, and is named beside the level it never caps; but fault-injection, which the
+suites need to see a store fail, costs L2 and above until you offer it). Its spoofModes is
+["reject"], the smallest honest start: a record claiming another identity is refused whole
+(SpoofRejected), which needs no warnings; add "overwrite" (stamp the server's values and
+return a warning per spoofed field, as the guide's example does) when the backend does that
+too. Check the types against the protocol with
 
     mypy --strict @module@.py
 """

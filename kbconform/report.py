@@ -27,7 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import rfc8785
 
-from kbconform._capabilities import applies
+from kbconform._capabilities import applies, caps, declined
 from kbconform._levels import LEVELS
 from kbconform._resources import data_dir
 from kbconform.errors import ContractViolation, Problem
@@ -332,21 +332,32 @@ def _scrubbed(value: Any, hidden: list[str]) -> Any:
     return value
 
 
-def levels(tests: Iterable[Mapping[str, Any]], *, partial: bool = False) -> dict[str, dict[str, Any]]:
-    """Counts per level; a level is earned when it has tests and every test in it and in every
-    lower level passed (a declined feature's skip counts against it). A ``partial`` run (of a
-    selection of tests) earns no level."""
+def levels(
+    tests: Iterable[Mapping[str, Any]], manifest: Mapping[str, Any], *, partial: bool = False
+) -> dict[str, dict[str, Any]]:
+    """Counts per level; a level is earned when it has a passing test and every test in it and in
+    every lower level passed or was skipped for a capability ``manifest`` declines by design.
+    Such a capability never caps a level: the level names it (``declined``), for the verdict
+    rests on that design. A skip for a declined probe (``Profile.probes``) or for no declined
+    capability counts against the level (:func:`kbconform._capabilities.caps`). A ``partial``
+    run (of a selection of tests) earns no level."""
     counts: dict[str, Counter[str]] = {level: Counter() for level in LEVELS}
+    designed: dict[str, set[str]] = {level: set() for level in LEVELS}
     for test in tests:
-        counts[test["level"]][test["status"]] += 1
+        level, status, required = test["level"], test["status"], test.get("requires", ())
+        counts[level][status] += 1
+        if status == "skip" and not caps(manifest, required):
+            counts[level]["by design"] += 1
+            designed[level] |= set(declined(manifest, required))
     verdicts: dict[str, dict[str, Any]] = {}
     clean_below = not partial
     for level in LEVELS:
         count = counts[level]
-        clean = sum(count.values()) == count["pass"]
+        clean = count["pass"] + count["by design"] == sum(count[s] for s in ("pass", "fail", "error", "skip"))
         verdicts[level] = {
             "earned": clean_below and clean and count["pass"] > 0,
             **{status: count[status] for status in ("pass", "fail", "error", "skip")},
+            "declined": sorted(designed[level]),
         }
         clean_below = clean_below and clean
     return verdicts
@@ -417,7 +428,7 @@ def build(
             **{name: importlib.metadata.version(name) for name in ("pytest", "hypothesis")},
         },
         "execution": {**execution, "selection": None if chosen is None else sorted(set(chosen))},
-        "levels": levels(listed, partial=chosen is not None),
+        "levels": levels(listed, manifest, partial=chosen is not None),
         "completeness": {"missing": missing, "unknown": sorted(set(tests) - known)},
         "tests": listed,
     }
@@ -494,7 +505,13 @@ def verify(report: object) -> None:
         if entry is not None and (test["suite"], test["level"]) != (entry["suite"], entry["level"]):
             want = f"suite {entry['suite']} at {entry['level']}"
             differs(f"/tests/{index}", "tests", want, f"suite {test['suite']} at {test['level']}")
-    earned = levels(report["tests"], partial=chosen is not None)
+    # each test's capabilities as the catalogue lists them, not as the report says
+    catalogued = [
+        {**test, "requires": wanted[test["id"]].get("requires", [])}
+        for test in report["tests"]
+        if test["id"] in wanted
+    ]
+    earned = levels(catalogued, report["manifest"], partial=chosen is not None)
     if report["levels"] != earned:
         changed = [lv for lv in LEVELS if report["levels"].get(lv) != earned[lv]]
         differs(
@@ -512,7 +529,32 @@ def _verdict(level: str, verdict: Mapping[str, Any] | None) -> str:
     if not isinstance(verdict, Mapping):
         return f"{level} absent"
     counts = ", ".join(f"{status} {verdict.get(status)}" for status in _SHOWN)
-    return f"{level} {'earned' if verdict.get('earned') is True else 'not earned'} ({counts})"
+    said = "earned" if verdict.get("earned") is True else "not earned"
+    return f"{level} {said} ({counts}){_by_design(verdict)}"
+
+
+def _word(level: str, verdict: Mapping[str, Any]) -> str:
+    """``L3 earned``, ``L3 not earned``, or ``L3 earned (declined: workspace-scan)``."""
+    chosen = verdict.get("declined") or ()
+    said = f"{level} {'earned' if verdict['earned'] else 'not earned'}"
+    return f"{said} (declined: {', '.join(chosen)})" if chosen else said
+
+
+def rests_on(report: Mapping[str, Any]) -> tuple[str, ...]:
+    """The capabilities the manifest declines that skipped a test at or below the highest level
+    earned: the design that level's verdict rests on (none when no level is earned)."""
+    verdicts = level_verdicts(report)
+    top = earned(report)
+    if top is None:
+        return ()
+    below = (verdicts[lv] for lv in LEVELS[: LEVELS.index(top) + 1] if lv in verdicts)
+    return tuple(sorted({name for verdict in below for name in verdict["declined"]}))
+
+
+def _by_design(verdict: Mapping[str, Any]) -> str:
+    """``; declined: workspace-scan`` for a level whose verdict rests on declined capabilities."""
+    chosen = verdict.get("declined") or ()
+    return f"; declined: {', '.join(chosen)}" if chosen else ""
 
 
 # -- rendering --------------------------------------------------------------------------------
@@ -551,12 +593,11 @@ def level_verdicts(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     read from the report's ``levels``: a level with no catalogue test is never named, let alone
     earned."""
     wanted = {
-        entry["id"]: entry["level"]
-        for entry in expected(report["manifest"], report["level"], selection(report))
+        entry["id"]: entry for entry in expected(report["manifest"], report["level"], selection(report))
     }
     given = {test.get("id"): test.get("status") for test in report.get("tests", ())}
-    tests = [{"level": level, "status": given.get(stable, "error")} for stable, level in wanted.items()]
-    verdicts = levels(tests, partial=selection(report) is not None)
+    tests = [{**entry, "status": given.get(stable, "error")} for stable, entry in wanted.items()]
+    verdicts = levels(tests, report["manifest"], partial=selection(report) is not None)
     return {level: verdicts[level] for level in catalogued_levels(report)}
 
 
@@ -581,9 +622,16 @@ def design_line(report: Mapping[str, Any]) -> str:
 
 
 def level_line(report: Mapping[str, Any]) -> str:
-    """One line: what each level of this run means, and how a level is earned."""
+    """One line: what each level of this run means, and how a level is earned (with what a
+    declined capability does to it, and the profile's probes that are the exception)."""
     shown = "; ".join(f"{level} {LEVEL_MEANINGS[level]}" for level in catalogued_levels(report))
-    return f"levels: {shown}. A level is earned when every test in it and below passes."
+    name = profile_of(report["manifest"])
+    probes = profile(name).probes if name in names() else ()
+    but = f" (but {', '.join(probes)}, without which a rule cannot be observed)" if probes else ""
+    return (
+        f"levels: {shown}. A level is earned when every test in it and below passes; a capability"
+        f" the manifest declines skips its tests, is named beside the level and never caps it{but}."
+    )
 
 
 def table(report: Mapping[str, Any]) -> str:
@@ -593,9 +641,7 @@ def table(report: Mapping[str, Any]) -> str:
     for level, suite in groups:
         lines.append(f"{level:<6} {suite:<20} " + " ".join(f"{counts[(level, suite, s)]:>5}" for s in _SHOWN))
     verdicts = ", ".join(
-        f"{level} {'earned' if v['earned'] else 'not earned'}"
-        for level, v in report["levels"].items()
-        if sum(v[s] for s in _SHOWN)
+        _word(level, v) for level, v in report["levels"].items() if sum(v[s] for s in _SHOWN)
     )
     lines.append(f"\nlevels: {verdicts or 'no tests ran'}; highest earned: {earned(report) or 'none'}")
     if design(report):
@@ -634,10 +680,7 @@ def summary(report: Mapping[str, Any]) -> str:
         "",
         "Levels: "
         + (
-            ", ".join(
-                f"{level} {'earned' if verdict['earned'] else 'not earned'}"
-                for level, verdict in level_verdicts(report).items()
-            )
+            ", ".join(_word(level, verdict) for level, verdict in level_verdicts(report).items())
             or "none with tests in this run"
         )
         + ".",
@@ -687,11 +730,14 @@ def _plain(text: str) -> str:
 
 
 def badge(report: Mapping[str, Any]) -> dict[str, Any]:
-    """A shields.io endpoint badge: the highest level earned and any failures; red on a
-    failure, yellow when a declined feature skipped a test, green otherwise."""
+    """A shields.io endpoint badge: the highest level earned, the declined capabilities its
+    verdict rests on (:func:`rests_on`) and any failures; red on a failure, yellow when a
+    declined feature skipped a test, green otherwise."""
     failing = sum(1 for t in report["tests"] if t["status"] in FAILED)
     level = earned(report)
     message = f"{level}" if level else "no level"
+    if rests_on(report):
+        message += f" (declined: {', '.join(rests_on(report))})"
     if failing:
         message += f" | {failing} failing"
     skipped = any(t["status"] == "skip" for t in report["tests"])

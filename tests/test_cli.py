@@ -494,8 +494,9 @@ def test_a_run_ends_saying_what_the_levels_mean_and_after_the_reference_how_to_t
     assert code == 0, out[-2000:]
     tail = out.splitlines()[-3:]
     assert tail[0].startswith("every test passed or was declined; highest level earned: L0")
-    earning = "A level is earned when every test in it and below passes."
-    assert tail[1] == f"levels: L0 contract (invalid input refused). {earning}"
+    earning = "A level is earned when every test in it and below passes; a capability"
+    assert tail[1].startswith(f"levels: L0 contract (invalid input refused). {earning}")
+    assert tail[1].endswith("never caps it (but fault-injection, without which a rule cannot be observed).")
     taught = ("kbconform new-adapter NAME", "--adapter module:factory", "--harness CMD", "adapter-guide.md")
     assert all(part in tail[2] for part in taught), tail[2]
     monkeypatch.undo()  # the default is the reference on Chroma again: memory is a named adapter

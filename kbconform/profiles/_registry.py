@@ -58,6 +58,10 @@ class Profile:
     names when it crosses the wire (None: the operation's own name). ``design(manifest)`` says,
     one phrase each, the policy choices the manifest declares where the contract lets a design
     choose (a report shows them beside the level: the backend is judged against them).
+    ``probes`` are the capabilities the kit needs to observe a rule rather than features a design
+    may lack (``fault-injection``: without a store that can fail on cue, failing closed cannot be
+    seen): a test skipped for a declined probe counts against its level, while a test skipped
+    for any other declined capability is reported beside the level and never caps it.
 
     The rest name ``module:attribute`` and are imported on first use (:meth:`load`):
     ``facades``, a function taking the :class:`~kbconform.adapter.Manifest` and returning the
@@ -84,6 +88,7 @@ class Profile:
     facade_ids: Mapping[str, str] = field(default_factory=dict)
     contract: str | None = None
     design: Callable[[Mapping[str, Any]], tuple[str, ...]] = _no_design
+    probes: tuple[str, ...] = ("fault-injection",)
     suites: str | None = None
     catalogue: str | None = None
 

@@ -49,3 +49,7 @@ def test_an_independent_backend_passes_every_test_it_does_not_decline(
     assert bool(skipped) == bool(declined)
     assert len(tests) - len(skipped) > 15
     assert outcome.verdict == "pass"
+    # a declined capability never caps a level: every level is earned, and names what it rests on
+    verdicts = outcome.report["levels"]
+    assert all(v["earned"] for v in verdicts.values() if v["pass"]), verdicts
+    assert {name for v in verdicts.values() for name in v["declined"]} == declined

@@ -90,7 +90,7 @@ def test_the_schema_allows_a_message_only_on_a_failing_or_erroring_test() -> Non
         entry["message"] = "made up"
         if stable == "spoof-03":
             entry.update(status="skip", reason="spoof-reject not offered")
-            tampered["levels"] = reports.levels(tampered["tests"])
+            tampered["levels"] = reports.levels(tampered["tests"], tampered["manifest"])
         assert not is_valid(tampered, "report-v1")
         with pytest.raises(ContractViolation) as raised:
             reports.verify(tampered)
@@ -148,7 +148,9 @@ def test_a_message_never_changes_the_verdict_or_the_test_list() -> None:
     assert reports.badge(told) == reports.badge(plain)
     assert told["testListHash"] == plain["testListHash"]
     assert reports.catalogue_from(told) == reports.catalogue_from(plain)
-    assert reports.levels(told["tests"]) != reports.levels(_report()["tests"])  # control: statuses count
+    assert reports.levels(told["tests"], told["manifest"]) != reports.levels(
+        _report()["tests"], told["manifest"]
+    )  # control: statuses count
 
 
 def test_a_message_is_cleaned_redacted_and_cut_before_it_reaches_the_report() -> None:

@@ -352,7 +352,7 @@ def test_chromium_renders_a_real_runs_page_with_its_verdict_and_failures(
     passing = copy.deepcopy(report)  # control: the same run, passing, shows a green verdict
     for test in passing["tests"]:
         test["status"] = "pass"
-    passing["levels"] = reports.levels(passing["tests"])
+    passing["levels"] = reports.levels(passing["tests"], passing["manifest"])
     (tmp_path / "passing.html").write_text(render(passing), encoding="utf-8")
     _chromium(tmp_path, tmp_path / "passing.html", f"--screenshot={shot}", "--window-size=1280,2000")
     colours = _pixels(shot.read_bytes(), TOP)[2]

@@ -52,7 +52,7 @@ def test_a_consistent_but_false_report_verifies_and_fails_its_replay(
     forged = json.loads(json.dumps(memory_report))
     [entry] = [t for t in forged["tests"] if t["id"] == "leak-04"]
     entry["status"] = "fail"
-    forged["levels"] = report.levels(forged["tests"])
+    forged["levels"] = report.levels(forged["tests"], forged["manifest"])
     path = _write(tmp_path, forged)
     assert main(["verify", path]) == 0
     capsys.readouterr()

@@ -121,17 +121,66 @@ def test_the_verifier_rejects_a_tampered_report(tamper: Any, expected: str) -> N
     assert expected.format(first=first["id"], suite=first["suite"]) in _rejection(report)
 
 
+def _earned(report: dict[str, Any]) -> list[str]:
+    return [level for level, verdict in report["levels"].items() if verdict["earned"]]
+
+
 def test_a_level_is_earned_only_when_it_and_every_lower_level_pass() -> None:
-    """A declined test at L1 costs L1 and every level above it; a level with no tests is never earned."""
-    assert [lv for lv, v in _report()["levels"].items() if v["earned"]] == WITH_TESTS
-    skipped = _report(**{"spoof-03": "skip"})
-    assert [lv for lv, v in skipped["levels"].items() if v["earned"]] == ["L0"]
-    assert skipped["levels"]["L1"]["skip"] == 1
+    """A test skipped for no declined capability costs its level and every level above it; a
+    failure does too; a level with no tests is never earned."""
+    assert _earned(_report()) == WITH_TESTS
+    skipped = _report(**{"leak-04": "skip"})  # leak-04 requires nothing the manifest declines
+    assert _earned(skipped) == ["L0", "L1"]
+    assert skipped["levels"]["L2"]["skip"] == 1
+    assert skipped["levels"]["L2"]["declined"] == []
     failing_l3 = _report(**{"backup-01": "fail"})
-    assert [lv for lv, v in failing_l3["levels"].items() if v["earned"]] == ["L0", "L1", "L2"]
+    assert _earned(failing_l3) == ["L0", "L1", "L2"]
     failing_l0 = _report(**{"contract-01": "fail"})
-    assert [lv for lv, v in failing_l0["levels"].items() if v["earned"]] == []
+    assert _earned(failing_l0) == []
     assert not _report(level="L1")["levels"]["L2"]["earned"]  # no L2 tests in an L1 run
+
+
+def _declining(**features: str) -> dict[str, Any]:
+    """The report of a run where every test passes but those a manifest declining ``features``
+    (and offering both spoof modes) skips."""
+    manifest = {
+        **TINY_MANIFEST,
+        "spoofModes": ["overwrite", "reject"],
+        "features": {**TINY_MANIFEST["features"], **features},
+    }
+    results = [
+        {**entry, "status": "skip" if set(entry.get("requires", ())) & set(features) else "pass"}
+        for entry in reports.expected(manifest, "L4")
+    ]
+    return _build(results, manifest=manifest)
+
+
+def test_a_capability_declined_by_design_is_named_beside_its_level_and_never_caps_it() -> None:
+    """A store that parses nothing declines workspace-scan: bytes-02 and bytes-03 are skipped,
+    L4 is earned, and the level, the table, the badge and the verifier all say what it rests on.
+    A declined probe (fault-injection: failing closed cannot be seen without it) caps its level."""
+    offered = _declining()  # control: nothing declined, nothing named
+    assert _earned(offered) == WITH_TESTS
+    assert all(verdict["declined"] == [] for verdict in offered["levels"].values())
+    assert reports.badge(offered)["message"] == "L4"
+    assert reports.rests_on(offered) == ()
+
+    store = _declining(**{"workspace-scan": "a store: it parses nothing"})
+    assert _earned(store) == WITH_TESTS
+    assert store["levels"]["L3"]["skip"] == 3
+    assert store["levels"]["L3"]["declined"] == ["workspace-scan"]
+    assert reports.rests_on(store) == ("workspace-scan",)
+    assert reports.badge(store)["message"] == "L4 (declined: workspace-scan)"
+    assert "L3 earned (declined: workspace-scan)" in reports.table(store)
+    assert "L3 earned (declined: workspace-scan)" in reports.summary(store)
+    reports.verify(store)
+
+    blind = _declining(**{"fault-injection": "no switch on the store"})
+    assert _earned(blind) == ["L0", "L1"]
+    assert blind["levels"]["L2"]["declined"] == []
+    assert blind["levels"]["L2"]["skip"] > 0
+    assert reports.badge(blind)["message"] == "L1"
+    reports.verify(blind)
 
 
 def test_secrets_in_the_adapter_config_are_redacted() -> None:
@@ -182,7 +231,8 @@ def test_a_skip_reason_in_the_summary_is_plain_text() -> None:
     ("changes", "message", "color"),
     [
         ({}, WITH_TESTS[-1], "brightgreen"),
-        ({"spoof-03": "skip"}, "L0", "yellow"),
+        ({"spoof-03": "skip"}, f"{WITH_TESTS[-1]} (declined: spoof-reject)", "yellow"),
+        ({"leak-04": "skip"}, "L1", "yellow"),
         ({"contract-02": "error"}, "no level | 1 failing", "red"),
         ({"backup-01": "fail", "backup-02": "error"}, "L2 | 2 failing", "red"),
     ],
