@@ -28,11 +28,21 @@ from typing import Any
 import pytest
 import rfc8785
 
-from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch
-from kbconform.conformance import Principals, Run, ingest_batches, record, seed_canaries
+from kbconform.adapter import BackendOptions
+from kbconform.conformance import (
+    COUNTING,
+    FAULT_KINDS,
+    Fault,
+    Principals,
+    Run,
+    fault_points,
+    ingest_batches,
+    record,
+    seed_canaries,
+)
 from kbconform.errors import BackendUnavailable, NotFound
 
-#: The isolation profile these tests are written for (schemas/project-pool.md).
+#: The isolation profile these tests are written for (schemas/stamping.md and its siblings).
 PROFILES = ("tenant-namespace",)
 
 #: Records per big write: enough that a backend that pages its writes makes several pages.
@@ -45,29 +55,7 @@ def _batch(run: Run) -> int:
     return min(BATCH, run.manifest.max_write_batch or BATCH)
 
 
-FAULTS = ("lasting", "transient")
 _PAGE = 100  # list page size the suite reads with
-
-
-class Fault:
-    """The ``store_fails`` switch: closed until :meth:`open_at` k, then failing the k-th store
-    call from then on (0-based; ``lasting``) or that call only (``transient``)."""
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-        self.switch = FaultSwitch()
-        self.at: int | None = None
-
-    def open_at(self, k: int) -> None:
-        self.at = k
-        self.switch.set(FaultPlan(k, None if self.kind == "lasting" else 1))
-
-    def close(self) -> bool:
-        """Close the switch; True when it failed a store call since :meth:`open_at`."""
-        consulted = self.switch.set(None)
-        fired = self.at is not None and consulted > self.at
-        self.at = None
-        return fired
 
 
 def _readers(principals: Principals) -> list[Any]:
@@ -154,27 +142,11 @@ class Attempt:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-#: The most faulted attempts of one write: one at each of its store calls when it makes at most
-#: this many, else at the first half of them and at calls spread evenly over the rest.
-ATTEMPTS = 50
 #: Of the stored ids a write leaves as they were, how many a faulted attempt reads back with
 #: get (spread over them in id order), beside every id the control's write changed: list and
 #: export read every row already, and a get per row per attempt was most of this suite's time.
 GETS = 8
-#: A plan that fails no call: the control write counts its store calls under it.
-_COUNTING = FaultPlan(2**62)
-
 Check = Callable[[Attempt, Any, View, View], None]
-
-
-def _fault_points(calls: int) -> list[int]:
-    """The store calls (0-based) to fail a write at, of the ``calls`` it makes: every one, or at
-    most :data:`ATTEMPTS` of them (the first ones, then spread to the last)."""
-    if calls <= ATTEMPTS:
-        return list(range(calls))
-    head = ATTEMPTS // 2
-    spread = ATTEMPTS - head - 1
-    return sorted({*range(head), *(head + round(i * (calls - 1 - head) / spread) for i in range(spread + 1))})
 
 
 def _compared(owners: dict[str, Any], changed: set[str]) -> dict[str, Any]:
@@ -199,7 +171,7 @@ def _every_fault(
 ) -> None:
     """The write once with no fault, counting its store calls (the control: ``check`` sees its
     whole effect, once the faulted writes are judged); then, on a fresh backend (``prepare``
-    seeds it and says what to write) for each of those calls (:func:`_fault_points`), the write
+    seeds it and says what to write) for each of those calls (:func:`fault_points`), the write
     with the store failing there. A write that raises KB_BACKEND_UNAVAILABLE must leave
     everything reading as before it; one that succeeds all the same (a retry, a failing call it
     could do without) must have its whole effect (``check`` again). The kit never assumes how
@@ -216,7 +188,7 @@ def _every_fault(
     counter = Fault(kind)
     control = opened(counter)
     unfaulted = View(run, control.backend, principals, control.owners)
-    counter.switch.set(_COUNTING)
+    counter.switch.set(COUNTING)
     try:
         landed = control.write()
     finally:
@@ -224,7 +196,7 @@ def _every_fault(
     assert calls > 0, "the write made no store call: the backend never consulted its fault switch"
     whole = View(run, control.backend, principals, control.owners)
     changed = {i for i, hit in unfaulted.gets.items() if whole.gets[i] != hit}
-    for k in _fault_points(calls):
+    for k in fault_points(calls):
         fault = Fault(kind)
         attempt = opened(fault)
         compared = _compared(attempt.owners, changed)
@@ -263,7 +235,7 @@ def _owners(backend: Any, principals: Principals) -> dict[str, Any]:
 
 
 @pytest.mark.kbconform(id="atomic-01", level="L3", requires="fault-injection")
-@pytest.mark.parametrize("kind", FAULTS)
+@pytest.mark.parametrize("kind", FAULT_KINDS)
 def test_an_ingest_the_store_fails_part_way_writes_nothing(
     kind: str, kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
@@ -306,7 +278,7 @@ def test_an_ingest_the_store_fails_part_way_writes_nothing(
 
 
 @pytest.mark.kbconform(id="atomic-02", level="L3", requires="fault-injection")
-@pytest.mark.parametrize("kind", FAULTS)
+@pytest.mark.parametrize("kind", FAULT_KINDS)
 def test_a_restore_the_store_fails_part_way_writes_nothing(
     kind: str, kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
@@ -342,7 +314,7 @@ def test_a_restore_the_store_fails_part_way_writes_nothing(
 
 
 @pytest.mark.kbconform(id="atomic-03", level="L3", requires="fault-injection")
-@pytest.mark.parametrize("kind", FAULTS)
+@pytest.mark.parametrize("kind", FAULT_KINDS)
 def test_a_deletion_signal_the_store_fails_part_way_deletes_nothing(
     kind: str, kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
@@ -378,7 +350,7 @@ def test_a_deletion_signal_the_store_fails_part_way_deletes_nothing(
 
 
 @pytest.mark.kbconform(id="atomic-04", level="L3", requires=("fault-injection", "sync"))
-@pytest.mark.parametrize("kind", FAULTS)
+@pytest.mark.parametrize("kind", FAULT_KINDS)
 def test_a_sync_the_store_fails_part_way_writes_and_deletes_nothing(
     kind: str, kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:

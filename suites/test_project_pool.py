@@ -17,8 +17,8 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, rule
 
-from kbconform.adapter import MAX_LIMIT, POOL_INVALID, POOL_READ_FACADES
-from kbconform.conformance import DriverMachine, PoolDriver, Run
+from kbconform.adapter import MAX_LIMIT, POOL_INVALID, POOL_READ_FACADES, BackendOptions
+from kbconform.conformance import COUNTING, FAULT_KINDS, DriverMachine, Fault, PoolDriver, Run, fault_points
 from kbconform.conformance.strategies import names_of, with_twins
 from kbconform.errors import BackendUnavailable, ContractViolation
 
@@ -617,3 +617,102 @@ def test_a_project_with_more_sessions_than_a_page_searches_exactly_its_pool(
             hits = d.search(EPISODES, session, limit=limit)
             assert hits, f"{session} found none of its pool's episodes"
         kbconform_run.close(backend)
+
+
+#: The most store calls of one write or membership change pool-12 fails it at (every one, when
+#: it makes no more; else the first ones and some spread to the last): a pool call is small.
+POOL_ATTEMPTS = 12
+
+
+def _atomic_world(d: PoolDriver) -> dict[str, str]:
+    """Projects alpha and beta; session a in alpha, b in beta, c in none, each with an episode,
+    a and b with an entity each."""
+    d.call("create_project", "alpha")
+    d.call("create_project", "beta")
+    sessions = {"a": d.session_id(), "b": d.session_id(), "c": d.session_id()}
+    for name, project in (("a", "alpha"), ("b", "beta"), ("c", None)):
+        d.call("start_session", sessions[name], project)
+        d.write(sessions[name])
+    d.extract(sessions["a"])
+    d.extract(sessions["b"])
+    return sessions
+
+
+WRITES = ("write_episode", "extract_entities")
+#: Each write and membership change pool-12 faults, as a call on :func:`_atomic_world`.
+CHANGES: dict[str, Any] = {
+    "create_project": lambda d, s: ("create_project", "gamma"),
+    "start_session": lambda d, s: ("start_session", d.session_id(), "alpha"),
+    "assign_session (a move)": lambda d, s: ("assign_session", s["a"], "beta"),
+    "assign_session (from no project)": lambda d, s: ("assign_session", s["c"], "alpha"),
+    "remove_session": lambda d, s: ("remove_session", s["a"]),
+    "write_episode": lambda d, s: ("write_episode", s["a"], d.text()),
+    "extract_entities": lambda d, s: ("extract_entities", s["b"], d.entities(3)),
+}
+
+
+def _opened(run: Run, open_backend: Any, label: str, fault: Fault) -> tuple[PoolDriver, tuple[Any, ...]]:
+    """A fresh backend whose store fails as ``fault`` says, seeded with :func:`_atomic_world`
+    (the same for every attempt of ``label``), and the call of :data:`CHANGES` to make on it."""
+    d = PoolDriver(open_backend(BackendOptions(store_fails=fault.switch)), run.rng(f"pool-12 {label}"))
+    return d, CHANGES[label](d, _atomic_world(d))
+
+
+@pytest.mark.kbconform(id="pool-12", level="L3", requires="fault-injection")
+def test_a_write_or_membership_change_whose_store_fails_changes_nothing(
+    kbconform_run: Run, kbconform_open: Any
+) -> None:
+    """P17: each write and membership change (a project created, a session started, moved,
+    added, removed, an episode written, three entities extracted) made once unfaulted, counting
+    its store calls, then on a fresh backend for each of those calls with the store failing
+    there, from that call on (lasting) or at it only (transient): the call raises
+    BackendUnavailable and changes nothing, or lands whole (a failing call it could do
+    without); afterwards every search of every session, and of a session the call would have
+    started, equals the model, and the same call with the store back lands. A call whose first
+    store call fails for good fails. The kit never assumes how many store calls a call makes:
+    its last one (a commit) fails too, and a membership change that makes none (membership kept
+    in the process) has nothing to fault. Control: some faulted call failed."""
+    failed = 0
+    for label in CHANGES:
+        counter = Fault("lasting")
+        d, (operation, *args) = _opened(kbconform_run, kbconform_open, label, counter)
+        counter.switch.set(COUNTING)
+        try:
+            d.call(operation, *args)
+        finally:
+            calls = counter.switch.set(None)
+        # an episode or an entity lives in the store; membership may live in the process
+        assert calls > 0 or operation not in WRITES, (
+            f"{label}: the write made no store call: the backend never consulted its fault switch"
+        )
+        d.check()
+        kbconform_run.close(d.backend)
+        for kind in FAULT_KINDS:
+            for k in fault_points(calls, POOL_ATTEMPTS):
+                fault = Fault(kind)
+                d, (operation, *args) = _opened(kbconform_run, kbconform_open, label, fault)
+                where = f"{label} {tuple(args)!r} with the store failing at its call {k} ({kind})"
+                fault.open_at(k)
+                try:
+                    outcome = d.attempt(operation, *args, may_fail=True)
+                finally:
+                    fired = fault.close()
+                failed_now = isinstance(outcome, BackendUnavailable)
+                if failed_now:
+                    failed += 1
+                    assert fired, f"{where}: KB_BACKEND_UNAVAILABLE with no store call failing"
+                elif kind == "lasting":
+                    assert k > 0, f"{where}: every store call failed, and the call returned {outcome!r}"
+                said = "raised KB_BACKEND_UNAVAILABLE" if failed_now else f"returned {outcome!r}"
+                try:
+                    d.check()
+                    if operation == "start_session":  # a session it left half started is found
+                        for facade in POOL_READ_FACADES:
+                            d.attempt_search(facade, args[0])
+                    if failed_now:
+                        d.call(operation, *args)  # the store back: the same call lands
+                        d.check()
+                except AssertionError as error:
+                    raise AssertionError(f"{where}, which {said}; once the store was back: {error}") from None
+                kbconform_run.close(d.backend)
+    assert failed, "control: no faulted call failed"

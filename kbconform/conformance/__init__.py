@@ -20,6 +20,7 @@ from kbconform.conformance._effects import (
     stored_in_full,
     unrefused,
 )
+from kbconform.conformance._faults import ATTEMPTS, COUNTING, FAULT_KINDS, Fault, fault_points
 from kbconform.conformance._grant_model import GrantPolicy
 from kbconform.conformance._model import ENVELOPE_REFUSALS, Ingest, Policy, Refused, Row, differences
 from kbconform.conformance._pool_model import PoolPolicy
@@ -37,6 +38,11 @@ from kbconform.conformance._profiles import (
 from kbconform.conformance._run import DEFAULT_PAGE_SIZES, PROFILES, ProfileName, Run
 
 __all__ = [
+    "ATTEMPTS",
+    "COUNTING",
+    "FAULT_KINDS",
+    "Fault",
+    "fault_points",
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_PAGE_SIZES",
     "ENVELOPE_CLAIMS",

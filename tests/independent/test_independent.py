@@ -2,9 +2,11 @@
 catalogue it does not decline, and declines only what its manifest declines with a reason.
 
 They are not the references: ``sqlite_namespace.py`` (tenant-namespace: one SQLite table, the
-read filter in SQL, a transaction per write) is written from the spec docs, and so are the
-in-memory doubles ``tests/plugin/pool_adapter.py`` (project-pool: dictionaries of internal ids)
-and ``tests/plugin/grant_adapter.py`` (kb-grant: held to every kb-grant test by
+read filter in SQL, a transaction per write) and ``sqlite_pool.py`` (project-pool: membership as
+SQLite tables, every search one scoped SQL statement, every write and membership change one
+transaction) are written from the spec docs, and so are the in-memory doubles
+``tests/plugin/pool_adapter.py`` (project-pool: dictionaries of internal ids) and
+``tests/plugin/grant_adapter.py`` (kb-grant: held to every kb-grant test by
 ``tests/plugin/test_kb_grant_suite.py``). They are the control that keeps the suites' model
 honest: a test one fails is a disagreement between the model and the spec, settled in the spec.
 The thorough profile at several seeds is the nightly command of ``tests/README.md``."""
@@ -14,7 +16,7 @@ from __future__ import annotations
 import pytest
 
 from kbconform import runner
-from tests.independent import sqlite_namespace
+from tests.independent import sqlite_namespace, sqlite_pool
 from tests.plugin import pool_adapter
 
 #: Each test here runs the suites in a child process: the slow tier.
@@ -31,6 +33,7 @@ def _declined(manifest: dict[str, object]) -> set[str]:
     ("factory", "manifest", "declined"),
     [
         ("tests.independent.sqlite_namespace:make", sqlite_namespace.MANIFEST, {"workspace-scan"}),
+        ("tests.independent.sqlite_pool:make", sqlite_pool.MANIFEST, set()),
         ("tests.plugin.pool_adapter:make", pool_adapter.MANIFEST, set()),
     ],
 )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,7 @@ from kbconform_reference._mutant_base import ServesMutant, factories
 from kbconform_reference.pool.adapter import PoolAdapter
 from kbconform_reference.pool.membership import Membership, SessionRow
 from kbconform_reference.pool.qdrant import ENTITIES, EPISODES, any_of, equal, is_null, unchecked_any_of
-from kbconform_reference.pool.service import PoolHit, ProjectPool, _known
+from kbconform_reference.pool.service import PoolHit, ProjectPool, _entities, _known
 
 if TYPE_CHECKING:
     from qdrant_client.http.models import Filter
@@ -507,6 +508,47 @@ class EntityProjectFromNotes(ProjectPool):
         return payload
 
 
+# -- writes a failing store leaves half made -----------------------------------------------------
+
+
+class EntitiesStoredOneByOne(ProjectPool):
+    """Each extracted entity is its own upsert, one store call each: a store that fails at the
+    second leaves the first stored while the call raises BackendUnavailable."""
+
+    def extract_entities(self, session: object, entities: object, /) -> list[str]:
+        with self._lock:
+            caller = self._caller(session, "extract_entities")
+            ids = []
+            for entity in _entities(entities):
+                (vector,) = self._embed([f"{entity['name']} ({entity['type']}): {entity['notes']}"])
+                entity_id = str(uuid.uuid4())
+                with self._store("extract_entities"):
+                    self.vectors.upsert(ENTITIES, [(entity_id, vector, self._entity_payload(caller, entity))])
+                ids.append(entity_id)
+            return ids
+
+
+class MoveInTwoSteps(ProjectPool):
+    """A move out of one project into another is two store calls, a leave then a join: a store
+    that fails at the join leaves the session in no project (the shared pool)."""
+
+    def assign_session(self, session: object, project: object, /) -> None:
+        external, name = _known(session), _known(project)
+        with self._lock:
+            with self._store("assign_session"):
+                row = self.membership.session(external)
+                project_id = self.membership.project(name)
+                if row is None or project_id is None:
+                    raise NotFound(external if row is None else name)
+                if row.project_id is None or row.project_id == project_id:
+                    if row.project_id != project_id:
+                        self.membership.assign(row.id, project_id)
+                    return
+                self.membership.remove(row.id)
+            with self._store("assign_session"):
+                self.membership.assign(row.id, project_id)
+
+
 class Mutant(_mutant_base.Mutant[ProjectPool]):
     """A broken project-pool backend, served by this module's ``by_name``."""
 
@@ -665,6 +707,20 @@ MUTANTS: tuple[Mutant, ...] = (
         EntityProjectFromNotes,
         "an entity whose notes name an existing project is filed under that project",
         ("pool-08", "pool-09"),
+    ),
+    Mutant(
+        "pool-entities-stored-one-by-one",
+        EntitiesStoredOneByOne,
+        "each extracted entity is its own store call: a store failing midway leaves the first "
+        "entities stored while the call raises",
+        ("pool-12",),
+    ),
+    Mutant(
+        "pool-move-in-two-steps",
+        MoveInTwoSteps,
+        "a move between projects is a leave then a join, two store calls: a store failing at the "
+        "join leaves the session in the shared pool",
+        ("pool-12",),
     ),
     Mutant(
         "pool-no-filter-anywhere",
