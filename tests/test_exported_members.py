@@ -146,6 +146,11 @@ SUBPACKAGES = {
         "spoofed_fields",
     ],
     "kbconform.conformance": [
+        "ATTEMPTS",
+        "COUNTING",
+        "FAULT_KINDS",
+        "Fault",
+        "fault_points",
         "DEFAULT_CALL_TIMEOUT",
         "DEFAULT_PAGE_SIZES",
         "ENVELOPE_CLAIMS",
