@@ -31,7 +31,7 @@ from kbconform._capabilities import applies, caps, declined
 from kbconform._levels import LEVELS
 from kbconform._resources import data_dir
 from kbconform.errors import ContractViolation, Problem
-from kbconform.profiles import names, profile, profile_of
+from kbconform.profiles import LEVEL_MEANINGS, names, profile, profile_of
 
 FAILED = ("fail", "error")
 REDACTED = "[redacted]"
@@ -569,16 +569,6 @@ def _rows(report: Mapping[str, Any]) -> tuple[list[tuple[str, str]], Counter[tup
     return sorted({(level, suite) for level, suite, _ in counts}), counts
 
 
-#: What each level asks (the README's "Levels"), shown after a run's verdict.
-LEVEL_MEANINGS = {
-    "L0": "contract (invalid input refused)",
-    "L1": "write isolation",
-    "L2": "read isolation (every facade, fail closed)",
-    "L3": "lifecycle (deletion, backup, atomic writes)",
-    "L4": "robustness (state machine, scale)",
-}
-
-
 def catalogued_levels(report: Mapping[str, Any]) -> tuple[str, ...]:
     """The levels the catalogue has tests at for this run (its isolation profile, manifest and
     level, and of a partial run its selection): the only levels a report may name."""
@@ -624,9 +614,11 @@ def design_line(report: Mapping[str, Any]) -> str:
 def level_line(report: Mapping[str, Any]) -> str:
     """One line: what each level of this run means, and how a level is earned (with what a
     declined capability does to it, and the profile's probes that are the exception)."""
-    shown = "; ".join(f"{level} {LEVEL_MEANINGS[level]}" for level in catalogued_levels(report))
     name = profile_of(report["manifest"])
-    probes = profile(name).probes if name in names() else ()
+    known = profile(name) if name in names() else None
+    meanings = known.levels if known is not None else LEVEL_MEANINGS
+    shown = "; ".join(f"{level} {meanings[level]}" for level in catalogued_levels(report))
+    probes = known.probes if known is not None else ()
     but = f" (but {', '.join(probes)}, without which a rule cannot be observed)" if probes else ""
     return (
         f"levels: {shown}. A level is earned when every test in it and below passes; a capability"

@@ -218,6 +218,7 @@ SUBPACKAGES = {
     "kbconform.profiles": [
         "DEFAULT",
         "ENTRY_POINTS",
+        "LEVEL_MEANINGS",
         "Profile",
         "built_in",
         "capabilities",

@@ -7,6 +7,7 @@ asked (:meth:`Profile.load`).
 from kbconform.profiles._registry import (
     DEFAULT,
     ENTRY_POINTS,
+    LEVEL_MEANINGS,
     Profile,
     built_in,
     capabilities,
@@ -19,6 +20,7 @@ from kbconform.profiles._registry import (
 __all__ = [
     "DEFAULT",
     "ENTRY_POINTS",
+    "LEVEL_MEANINGS",
     "Profile",
     "built_in",
     "capabilities",

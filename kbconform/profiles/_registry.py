@@ -31,6 +31,16 @@ ENTRY_POINTS = "kbconform.profiles"
 DEFAULT = "tenant-namespace"
 
 
+#: What each level asks, in words any profile's levels fit (a profile says its own).
+LEVEL_MEANINGS: Mapping[str, str] = {
+    "L0": "contract (invalid calls refused)",
+    "L1": "identity and write isolation",
+    "L2": "read isolation (every facade, fail closed)",
+    "L3": "lifecycle (programs of writes, failed writes)",
+    "L4": "robustness (state machine)",
+}
+
+
 def _no_design(manifest: Mapping[str, Any]) -> tuple[str, ...]:
     return ()
 
@@ -62,6 +72,7 @@ class Profile:
     may lack (``fault-injection``: without a store that can fail on cue, failing closed cannot be
     seen): a test skipped for a declined probe counts against its level, while a test skipped
     for any other declined capability is reported beside the level and never caps it.
+    ``levels`` says in a few words what each level of this profile asks (shown after a run).
 
     The rest name ``module:attribute`` and are imported on first use (:meth:`load`):
     ``facades``, a function taking the :class:`~kbconform.adapter.Manifest` and returning the
@@ -89,6 +100,7 @@ class Profile:
     contract: str | None = None
     design: Callable[[Mapping[str, Any]], tuple[str, ...]] = _no_design
     probes: tuple[str, ...] = ("fault-injection",)
+    levels: Mapping[str, str] = field(default_factory=lambda: LEVEL_MEANINGS)
     suites: str | None = None
     catalogue: str | None = None
 

@@ -17,6 +17,7 @@ from kbconform import report as reports
 from kbconform.cli import main
 from kbconform.contract import is_valid
 from kbconform.errors import ContractViolation
+from tests.plugin import grant_adapter, pool_adapter
 
 TINY_MANIFEST: dict[str, Any] = {
     "manifestVersion": "1",
@@ -420,3 +421,19 @@ def test_a_failing_tests_transcript_is_kept_with_the_configs_secrets_redacted() 
     assert scrubbed["response"]["id"] == 3
     assert scrubbed["response"]["error"]["message"] == "see http://u:[redacted]@127.0.0.1:9/x"
     reports.verify(report)
+
+
+def test_the_level_line_says_what_each_level_of_the_runs_profile_asks() -> None:
+    """A project-pool run's level line speaks of sessions and memberships, a kb-grant run's of
+    owners and stores, neither of the tenant-namespace words (control: a tenant-namespace run's
+    line has them)."""
+    words = "L1 write isolation"
+    assert words in reports.level_line(_report())
+    for manifest, said in (
+        (pool_adapter.MANIFEST, "L2 membership isolation"),
+        (grant_adapter.MANIFEST, "L1 ownership and grants"),
+    ):
+        results = [{**entry, "status": "pass"} for entry in reports.expected(manifest, "L4")]
+        line = reports.level_line(_build(results, manifest=manifest))
+        assert said in line
+        assert words not in line

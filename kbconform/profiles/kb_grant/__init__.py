@@ -44,4 +44,11 @@ PROFILE = Profile(
     # get and list would otherwise give ids the tenant-namespace profile has (iso-01[get])
     facade_ids={"search": "search-kbs", "get": "get-kb", "list": "list-kbs"},
     contract="kb-grant",
+    levels={
+        "L0": "contract (malformed calls refused)",
+        "L1": "ownership and grants (owner, grantee, stranger on every facade)",
+        "L2": "stores (searches across stores and models, fail closed, copies and moves)",
+        "L3": "lifecycle (programs of grants, writes, copies, moves and deletes)",
+        "L4": "robustness (state machine)",
+    },
 )

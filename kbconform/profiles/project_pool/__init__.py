@@ -24,4 +24,11 @@ PROFILE = Profile(
     isolation="kbconform.conformance._profiles:PoolIsolation",
     wire="kbconform.profiles.project_pool._wire:WIRE",
     contract="project-pool",
+    levels={
+        "L0": "contract (malformed calls refused)",
+        "L1": "identity (unknown sessions, no identity, exact searches in scope)",
+        "L2": "membership isolation (moves, immutable tags, internal ids, fail closed)",
+        "L3": "lifecycle (programs of moves and writes, failed writes change nothing)",
+        "L4": "robustness (state machine)",
+    },
 )

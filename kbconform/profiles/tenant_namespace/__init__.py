@@ -82,4 +82,11 @@ PROFILE = Profile(
     isolation="kbconform.conformance._profiles:TenantIsolation",
     wire="kbconform.profiles.tenant_namespace._wire:WIRE",
     design=_design,
+    levels={
+        "L0": "contract (invalid input refused)",
+        "L1": "write isolation",
+        "L2": "read isolation (every facade, fail closed)",
+        "L3": "lifecycle (deletion, backup, atomic writes)",
+        "L4": "robustness (state machine, scale)",
+    },
 )
