@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, rule
 
 from kbconform.adapter import GRANT_INVALID, MAX_LIMIT, MODEL_MISMATCH, BackendOptions, FaultPlan, FaultSwitch
-from kbconform.conformance import DriverMachine, GrantDriver, Run
+from kbconform.conformance import COUNTING, FAULT_KINDS, DriverMachine, Fault, GrantDriver, Run, fault_points
 from kbconform.conformance.strategies import names_of, with_twins
 from kbconform.errors import BackendUnavailable, Forbidden, KbconformError, NotFound
 
@@ -832,3 +832,103 @@ def test_calls_spanning_the_backends_pages_do_exactly_their_work(
             d.learn()
             assert len(d.search(ann, [copy])) == size, "the copy lacks documents"
         kbconform_run.close(backend)
+
+
+#: The most store calls of one write grant-16 fails it at (every one, when it makes no more; else
+#: the first ones and some spread to the last).
+GRANT_ATTEMPTS = 12
+
+
+def _atomic_world(d: GrantDriver) -> dict[str, str]:
+    """Tenants owner, grantee and stranger; the owner's knowledge base a on the first store with
+    three documents, shared with the grantee, and b on the last store with two, shared with
+    nobody; the stranger's own c with a document."""
+    owner, grantee, stranger = d.tenant(), d.tenant(), d.tenant()
+    first, last = d.policy.stores[0], d.policy.stores[-1]
+    a, b = d.kb(owner, first, documents=3), d.kb(owner, last, documents=2)
+    d.call("share_kb", owner, a, grantee)
+    c = d.kb(stranger, first, documents=1)
+    return {"owner": owner, "grantee": grantee, "stranger": stranger, "a": a, "b": b, "c": c, "last": last}
+
+
+def _batch(d: GrantDriver, kb: str, run: Run) -> list[dict[str, Any]]:
+    """Documents for one ingest into ``kb``: three, or one more than the manifest's smallest
+    page size (a write that spans two of the backend's pages)."""
+    declared = run.manifest.page_sizes
+    return d.documents(d.policy.kbs[kb].model, min(declared) + 1 if declared else 3)
+
+
+#: Each write grant-16 faults, as a call on :func:`_atomic_world`.
+GRANT_CHANGES: dict[str, Any] = {
+    "create_kb": lambda d, w, run: ("create_kb", w["owner"], w["last"], d.policy.kbs[w["a"]].model),
+    "share_kb": lambda d, w, run: ("share_kb", w["owner"], w["b"], w["grantee"]),
+    "revoke_kb": lambda d, w, run: ("revoke_kb", w["owner"], w["a"], w["grantee"]),
+    "ingest": lambda d, w, run: ("ingest", w["owner"], w["a"], _batch(d, w["a"], run)),
+    "delete_kb": lambda d, w, run: ("delete_kb", w["owner"], w["a"]),
+    "copy_kb": lambda d, w, run: ("copy_kb", w["grantee"], w["a"], w["last"]),
+    "move_kb": lambda d, w, run: ("move_kb", w["owner"], w["a"], w["last"]),
+}
+
+
+def _opened_grants(
+    run: Run, open_backend: Any, label: str, fault: Fault
+) -> tuple[GrantDriver, tuple[Any, ...]]:
+    """A fresh backend whose stores fail as ``fault`` says, seeded with :func:`_atomic_world`
+    (the same for every attempt of ``label``), and the call of :data:`GRANT_CHANGES` to make."""
+    backend = open_backend(BackendOptions(store_fails=fault.switch))
+    d = GrantDriver(backend, run.manifest, run.rng(f"grant-16 {label}"))
+    return d, GRANT_CHANGES[label](d, _atomic_world(d), run)
+
+
+@pytest.mark.kbconform(id="grant-16", level="L2", requires="fault-injection")
+def test_a_write_whose_store_fails_at_any_call_changes_nothing(
+    kbconform_run: Run, kbconform_open: Any
+) -> None:
+    """G19: each write (a knowledge base created, shared, revoked, written to, deleted, copied by
+    a grantee, moved; the copy and the move to another store when the manifest lists two) made
+    once unfaulted, counting its store calls, then on a fresh backend for each of those calls
+    with every store failing there, from that call on (lasting) or at it only (transient): the
+    call raises BackendUnavailable and changes nothing, or lands whole; afterwards every view
+    of every tenant (lists, gets, searches) equals the model, and the same call with the stores
+    back lands. The kit never assumes how many store calls a write makes: its last one fails
+    too, and a write that makes none (a catalogue kept in the process) has nothing to fault.
+    Control: some faulted write failed."""
+    failed = 0
+    for label in GRANT_CHANGES:
+        counter = Fault("lasting")
+        d, (operation, *args) = _opened_grants(kbconform_run, kbconform_open, label, counter)
+        counter.switch.set(COUNTING)
+        try:
+            d.call(operation, *args)
+        finally:
+            calls = counter.switch.set(None)
+        d.check()
+        kbconform_run.close(d.backend)
+        for kind in FAULT_KINDS:
+            for k in fault_points(calls, GRANT_ATTEMPTS):
+                fault = Fault(kind)
+                d, (operation, *args) = _opened_grants(kbconform_run, kbconform_open, label, fault)
+                where = f"{label} with the stores failing at its store call {k} ({kind})"
+                fault.open_at(k)
+                try:
+                    outcome = d.attempt(operation, *args, may_fail=True, learn=False)
+                finally:
+                    fired = fault.close()
+                failed_now = isinstance(outcome, BackendUnavailable)
+                if failed_now:
+                    failed += 1
+                    assert fired, f"{where}: KB_BACKEND_UNAVAILABLE with no store call failing"
+                elif kind == "lasting":
+                    assert k > 0, f"{where}: every store call failed, and the call returned {outcome!r}"
+                said = "raised KB_BACKEND_UNAVAILABLE" if failed_now else f"returned {outcome!r}"
+                try:
+                    d.check()
+                    if failed_now:
+                        d.call(operation, *args)  # the stores back: the same call lands
+                        d.check()
+                except AssertionError as error:
+                    raise AssertionError(
+                        f"{where}, which {said}; once the stores were back: {error}"
+                    ) from None
+                kbconform_run.close(d.backend)
+    assert failed, "control: no faulted write failed"

@@ -123,11 +123,11 @@ def test_every_test_fails_a_mutant_as_on_stdio_over_http_and_in_process(transpor
 def test_every_kb_grant_mutant_is_killed_by_its_killers_in_process() -> None:
     """The kb-grant reference's set, in process (each mutant's killers alone, the smoke against
     every test): each broken backend fails every test named for it and the smoke fails the run.
-    Between them the set names every kb-grant test id (grant-01 to grant-15, iso-01 to iso-03)."""
+    Between them the set names every kb-grant test id (grant-01 to grant-16, iso-01 to iso-03)."""
     assert len([m for m in GRANT if not m.smoke]) >= 20
     assert {m.name for m in GRANT if m.smoke} == {"grant-no-authorization-anywhere"}
     named = {killer.split("[")[0] for m in GRANT for killer in m.killers}
-    assert named == {f"grant-{n:02d}" for n in range(1, 16)} | {"iso-01", "iso-02", "iso-03"}
+    assert named == {f"grant-{n:02d}" for n in range(1, 17)} | {"iso-01", "iso-02", "iso-03"}
     results = {r.name: r for r in runner.run_mutants(sets=["reference-grant"], transport="in-process")}
     assert set(results) == {m.name for m in GRANT}
     for mutant in GRANT:

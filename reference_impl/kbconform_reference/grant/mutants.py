@@ -509,6 +509,33 @@ class FailedCopyLeavesEmptyKb(KbGrantService):
         self._write(target, row.model, self._copies(row, copy), "copy_kb", visible=True)
 
 
+class DeleteCatalogueFirst(KbGrantService):
+    """A delete drops the knowledge base from the catalogue first and then deletes its documents
+    from the store: a store that fails leaves the knowledge base gone for everyone while the
+    call raises BackendUnavailable (and its documents orphaned on the store)."""
+
+    def delete_kb(self, caller: object, kb: object, /) -> None:
+        with self._lock:
+            tenant = self._caller(caller, "delete_kb")
+            row = self._administered(tenant, kb, "delete_kb")
+            self.catalogue.discard(row.id)
+            self._call(row.store, "delete_kb", lambda index: index.delete_kb(row.model, row.id))
+
+
+class IngestWritesEachDocument(KbGrantService):
+    """An ingest writes its documents one store call each, with no undo: a store that fails
+    midway keeps the documents written before it while the call raises."""
+
+    def _write(
+        self, store: str, model: str, points: Sequence[Point], operation: str, *, visible: bool
+    ) -> None:
+        if operation != "ingest":
+            super()._write(store, model, points, operation, visible=visible)
+            return
+        for point in points:
+            self._call(store, operation, lambda index, point=point: index.upsert(model, [point]))  # type: ignore[misc]
+
+
 # -- the call contract ---------------------------------------------------------------------------
 
 
@@ -861,6 +888,20 @@ MUTANTS: tuple[Mutant, ...] = (
         FailedCopyLeavesEmptyKb,
         "a copy creates its knowledge base before filling it: a failed copy leaves it behind",
         ("grant-11",),
+    ),
+    Mutant(
+        "grant-delete-catalogue-first",
+        DeleteCatalogueFirst,
+        "a delete drops the catalogue row before the store's documents: a failing store leaves "
+        "the knowledge base gone while the call raises",
+        ("grant-16",),
+    ),
+    Mutant(
+        "grant-ingest-writes-each-document",
+        IngestWritesEachDocument,
+        "an ingest writes each document in its own store call with no undo: a store failing "
+        "midway keeps the first documents while the call raises",
+        ("grant-16",),
     ),
     Mutant(
         "grant-ingest-stores-valid-prefix",
