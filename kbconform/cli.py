@@ -336,6 +336,12 @@ def _add_run(commands: Any) -> None:
         "partial, and it earns no level",
     )
     run.add_argument(
+        "--fail-fast",
+        action="store_true",
+        help="stop at the first failing test (pytest's -x): the tests not reached are reported as "
+        "not run, and the run earns no level",
+    )
+    run.add_argument(
         "--no-shrink",
         action="store_true",
         help="report the first failing example Hypothesis finds, without shrinking it (faster)",
@@ -640,6 +646,7 @@ def _run(arguments: argparse.Namespace) -> int:
     extra = [
         "-q",
         "--tb=short",
+        *(["--exitfirst"] if arguments.fail_fast else []),
         *(["--junitxml", str(Path(arguments.junitxml).resolve())] if arguments.junitxml else []),
     ]
     try:
@@ -695,14 +702,20 @@ def _run(arguments: argparse.Namespace) -> int:
         + f"; seed {report['seed']}; {time.perf_counter() - started:.1f} s"
     )
     print(reports.level_line(report))
-    shown = [t for t in report["tests"] if t["status"] in reports.FAILED]
+    unreached = set(report["completeness"]["missing"])
+    ran = [t for t in report["tests"] if t["id"] not in unreached]
+    halted = reports.stopped(report["execution"], ran)
+    shown = [t for t in (ran if halted else report["tests"]) if t["status"] in reports.FAILED]
     for test in shown[:FAILURES_SHOWN]:
         where = f"{test['level']} {test['suite']}"
-        print(f"  {test['status'].upper()} {test['id']} ({where}): {reports.first_line(test)}")
+        said = reports.first_line(test) or str(test.get("reason", ""))
+        print(f"  {test['status'].upper()} {test['id']} ({where}): {said}")
     if len(shown) > FAILURES_SHOWN:
         print(
             f"  and {len(shown) - FAILURES_SHOWN} more failing tests: the report (--report) has every message"
         )
+    if halted and unreached:
+        print(f"  stopped at the first failure (--fail-fast): {len(unreached)} tests not reached")
     if target == {"adapter": runner.DEFAULT_ADAPTER}:  # a first run, against the reference
         print(
             "your own backend: 'kbconform new-adapter NAME' writes an adapter to fill in, then "

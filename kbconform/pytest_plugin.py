@@ -704,8 +704,9 @@ def _applicable(run: Any, chosen: frozenset[str] | None) -> frozenset[str] | Non
 
 def _execution(config: pytest.Config, call_timeout: float, chosen: frozenset[str] | None) -> dict[str, Any]:
     """How the suites ran: every plugin pytest loaded besides its own, whether installed plugins
-    were loaded automatically, the number of pytest-xdist workers, the call deadline, and the
-    tests a partial run selected (None: all)."""
+    were loaded automatically, the number of pytest-xdist workers, the call deadline, after how
+    many failing tests the run stops (pytest's ``--maxfail``, 0: never), and the tests a partial
+    run selected (None: all)."""
     plugins: set[str] = set()
     distributed = set()
     for plugin, dist in config.pluginmanager.list_plugin_distinfo():
@@ -727,6 +728,7 @@ def _execution(config: pytest.Config, call_timeout: float, chosen: frozenset[str
         "plugins": sorted(plugins),
         "workers": int(workers or 0),
         "callTimeout": call_timeout,
+        "maxfail": int(getattr(config.option, "maxfail", 0) or 0),
         "selection": None if chosen is None else sorted(chosen),
     }
 
@@ -742,7 +744,15 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     from kbconform import report as reports
 
     completeness = report["completeness"]
-    if completeness["missing"]:
+    ran = [t for t in report["tests"] if t["id"] not in set(completeness["missing"])]
+    if completeness["missing"] and reports.stopped(report["execution"], ran):
+        terminalreporter.section("kbconform: stopped", sep="=", red=True)
+        terminalreporter.line(
+            f"the run stopped after {report['execution']['maxfail']} failing tests (--maxfail); "
+            f"{len(completeness['missing'])} suite tests were not reached: "
+            + _listing(completeness["missing"])
+        )
+    elif completeness["missing"]:
         terminalreporter.section("kbconform: incomplete run", sep="=", red=True)
         terminalreporter.line(
             f"{len(completeness['missing'])} suite tests did not run (deselected, renamed, removed, "

@@ -399,13 +399,14 @@ def build(
     tests = {entry["id"]: _with_message(entry, hidden) for entry in results}
     wanted = expected(manifest, level, chosen)
     missing = sorted(entry["id"] for entry in wanted if entry["id"] not in tests)
+    why = (
+        f"did not run: the run stopped after {execution['maxfail']} failing tests (--maxfail)"
+        if stopped(execution, tests.values())
+        else "did not run: not collected, deselected, or the run stopped before it"
+    )
     for entry in wanted:
         if entry["id"] in missing:
-            tests[entry["id"]] = {
-                **entry,
-                "status": "error",
-                "reason": "did not run: not collected, deselected, or the run stopped before it",
-            }
+            tests[entry["id"]] = {**entry, "status": "error", "reason": why}
     known = {entry["id"] for entry in catalogue()}
     listed = sorted(tests.values(), key=lambda entry: entry["id"])
     shown = {**manifest, **({"config": redact(manifest["config"])} if "config" in manifest else {})}
@@ -432,6 +433,14 @@ def build(
         "completeness": {"missing": missing, "unknown": sorted(set(tests) - known)},
         "tests": listed,
     }
+
+
+def stopped(execution: Mapping[str, Any], tests: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether a run stopped at its ``maxfail`` (pytest's ``--maxfail``; ``kbconform run
+    --fail-fast`` is 1): it has that many failing ``tests`` (those that ran), so the tests it did
+    not reach are missing by design, not by accident."""
+    limit = execution.get("maxfail") or 0
+    return limit > 0 and sum(1 for test in tests if test.get("status") in FAILED) >= limit
 
 
 def verify(report: object) -> None:
@@ -493,6 +502,9 @@ def verify(report: object) -> None:
         )
         differs("/tests", "completeness", want, f"unknown: {', '.join(unknown)}")
     recorded = report["completeness"]["missing"] + report["completeness"]["unknown"]
+    ran = [test for test in report["tests"] if test["id"] not in set(report["completeness"]["missing"])]
+    if stopped(report["execution"], ran):  # a run that stopped at its maxfail is evidence of failing
+        recorded = report["completeness"]["unknown"]
     if recorded:
         differs(
             "/completeness",
@@ -639,7 +651,12 @@ def table(report: Mapping[str, Any]) -> str:
     if design(report):
         lines.append(design_line(report))
     missing = report["completeness"]["missing"]
-    if missing:
+    ran = [t for t in report["tests"] if t["id"] not in set(missing)]
+    if missing and stopped(report["execution"], ran):
+        lines.append(
+            f"stopped after {report['execution']['maxfail']} failing tests: {len(missing)} not reached"
+        )
+    elif missing:
         lines.append(f"incomplete: {len(missing)} suite tests did not run")
     chosen = selection(report)
     if chosen is not None:

@@ -551,3 +551,40 @@ def test_an_only_id_the_shell_split_at_its_spaces_is_joined_again(
     """An unquoted id with spaces reaches ``--only`` whole; other arguments (and an id whose
     bracket never closes) are left as typed."""
     assert _bracketed(typed) == parsed
+
+
+@pytest.mark.slow
+def test_fail_fast_stops_at_the_first_failure_and_its_report_is_sound_evidence(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """kbconform run --fail-fast against a backend that fails many tests: one failing test ran,
+    every other is reported as not reached (an error saying why, not a failure the backend
+    made), the report verifies as complete evidence of a failing run, the run earns no level
+    above the failure, and the terminal says the run stopped; without it the same backend fails
+    many tests (control)."""
+    from kbconform import report as reports
+
+    smoke = "kbconform_reference.pool.mutants:by_name.pool_no_filter_anywhere"
+    path = tmp_path / "r.json"
+    code, out, err = _run(
+        capsys, "run", "--adapter", smoke, "--fail-fast", "--seed", "5", "--report", str(path)
+    )
+    assert code == 1, out[-3000:] + err[-2000:]
+    report = json.loads(path.read_text(encoding="utf-8"))
+    reports.verify(report)  # evidence all the same
+    assert report["execution"]["maxfail"] == 1
+    unreached = report["completeness"]["missing"]
+    ran = [t for t in report["tests"] if t["id"] not in unreached]
+    assert [t["status"] for t in ran].count("fail") == 1, [(t["id"], t["status"]) for t in ran]
+    assert unreached
+    assert all(
+        "stopped after 1 failing tests" in t["reason"] for t in report["tests"] if t["id"] in unreached
+    )
+    assert "stopped at the first failure (--fail-fast)" in out
+    assert "no sound verdict" not in out
+    code, out, _ = _run(capsys, "run", "--adapter", smoke, "--seed", "5", "--report", str(path))
+    assert code == 1
+    everything = json.loads(path.read_text(encoding="utf-8"))
+    assert everything["execution"]["maxfail"] == 0
+    assert sum(t["status"] == "fail" for t in everything["tests"]) > 1
+    assert everything["completeness"]["missing"] == []
