@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, rule
 
 from kbconform.adapter import MAX_LIMIT, POOL_INVALID, POOL_READ_FACADES, BackendOptions
-from kbconform.conformance import COUNTING, FAULT_KINDS, DriverMachine, Fault, PoolDriver, Run, fault_points
+from kbconform.conformance import DriverMachine, Fault, PoolDriver, Run, every_fault
 from kbconform.conformance.strategies import names_of, with_twins
 from kbconform.errors import BackendUnavailable, ContractViolation
 
@@ -638,6 +639,8 @@ def _atomic_world(d: PoolDriver) -> dict[str, str]:
     return sessions
 
 
+#: The calls of :data:`CHANGES` that must make a store call: an episode or an entity lives in
+#: the store, membership may live in the process.
 WRITES = ("write_episode", "extract_entities")
 #: Each write and membership change pool-12 faults, as a call on :func:`_atomic_world`.
 CHANGES: dict[str, Any] = {
@@ -651,11 +654,21 @@ CHANGES: dict[str, Any] = {
 }
 
 
-def _opened(run: Run, open_backend: Any, label: str, fault: Fault) -> tuple[PoolDriver, tuple[Any, ...]]:
+def _opened(run: Run, open_backend: Any, label: str, fault: Fault) -> tuple[PoolDriver, str, tuple[Any, ...]]:
     """A fresh backend whose store fails as ``fault`` says, seeded with :func:`_atomic_world`
     (the same for every attempt of ``label``), and the call of :data:`CHANGES` to make on it."""
     d = PoolDriver(open_backend(BackendOptions(store_fails=fault.switch)), run.rng(f"pool-12 {label}"))
-    return d, CHANGES[label](d, _atomic_world(d))
+    operation, *args = CHANGES[label](d, _atomic_world(d))
+    return d, operation, tuple(args)
+
+
+def _after(d: PoolDriver, operation: str, args: tuple[Any, ...]) -> None:
+    """Every search of every session equals the model, and of a session the call would have
+    started (one it left half started is found)."""
+    d.check()
+    if operation == "start_session":
+        for facade in POOL_READ_FACADES:
+            d.attempt_search(facade, args[0])
 
 
 @pytest.mark.kbconform(id="pool-12", level="L3", requires="fault-injection")
@@ -674,45 +687,12 @@ def test_a_write_or_membership_change_whose_store_fails_changes_nothing(
     in the process) has nothing to fault. Control: some faulted call failed."""
     failed = 0
     for label in CHANGES:
-        counter = Fault("lasting")
-        d, (operation, *args) = _opened(kbconform_run, kbconform_open, label, counter)
-        counter.switch.set(COUNTING)
-        try:
-            d.call(operation, *args)
-        finally:
-            calls = counter.switch.set(None)
-        # an episode or an entity lives in the store; membership may live in the process
-        assert calls > 0 or operation not in WRITES, (
-            f"{label}: the write made no store call: the backend never consulted its fault switch"
+        failed += every_fault(
+            label,
+            partial(_opened, kbconform_run, kbconform_open, label),
+            kbconform_run.close,
+            attempts=POOL_ATTEMPTS,
+            must_call=label in WRITES,
+            after=_after,
         )
-        d.check()
-        kbconform_run.close(d.backend)
-        for kind in FAULT_KINDS:
-            for k in fault_points(calls, POOL_ATTEMPTS):
-                fault = Fault(kind)
-                d, (operation, *args) = _opened(kbconform_run, kbconform_open, label, fault)
-                where = f"{label} {tuple(args)!r} with the store failing at its call {k} ({kind})"
-                fault.open_at(k)
-                try:
-                    outcome = d.attempt(operation, *args, may_fail=True)
-                finally:
-                    fired = fault.close()
-                failed_now = isinstance(outcome, BackendUnavailable)
-                if failed_now:
-                    failed += 1
-                    assert fired, f"{where}: KB_BACKEND_UNAVAILABLE with no store call failing"
-                elif kind == "lasting":
-                    assert k > 0, f"{where}: every store call failed, and the call returned {outcome!r}"
-                said = "raised KB_BACKEND_UNAVAILABLE" if failed_now else f"returned {outcome!r}"
-                try:
-                    d.check()
-                    if operation == "start_session":  # a session it left half started is found
-                        for facade in POOL_READ_FACADES:
-                            d.attempt_search(facade, args[0])
-                    if failed_now:
-                        d.call(operation, *args)  # the store back: the same call lands
-                        d.check()
-                except AssertionError as error:
-                    raise AssertionError(f"{where}, which {said}; once the store was back: {error}") from None
-                kbconform_run.close(d.backend)
     assert failed, "control: no faulted call failed"

@@ -150,6 +150,7 @@ SUBPACKAGES = {
         "COUNTING",
         "FAULT_KINDS",
         "Fault",
+        "every_fault",
         "fault_points",
         "DEFAULT_CALL_TIMEOUT",
         "DEFAULT_PAGE_SIZES",

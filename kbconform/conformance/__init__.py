@@ -20,7 +20,7 @@ from kbconform.conformance._effects import (
     stored_in_full,
     unrefused,
 )
-from kbconform.conformance._faults import ATTEMPTS, COUNTING, FAULT_KINDS, Fault, fault_points
+from kbconform.conformance._faults import ATTEMPTS, COUNTING, FAULT_KINDS, Fault, every_fault, fault_points
 from kbconform.conformance._grant_model import GrantPolicy
 from kbconform.conformance._model import ENVELOPE_REFUSALS, Ingest, Policy, Refused, Row, differences
 from kbconform.conformance._pool_model import PoolPolicy
@@ -42,6 +42,7 @@ __all__ = [
     "COUNTING",
     "FAULT_KINDS",
     "Fault",
+    "every_fault",
     "fault_points",
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_PAGE_SIZES",

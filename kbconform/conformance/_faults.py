@@ -3,12 +3,17 @@
 A write judged for atomicity is made once with no fault, counting its store calls (under
 :data:`COUNTING`), then again with the store failing at each of them (:func:`fault_points`),
 from that call on (``lasting``) or at that call only (``transient``). The kit never assumes how
-many store calls a write takes: the last one (a commit) fails too.
+many store calls a write takes: the last one (a commit) fails too. :func:`every_fault` is the
+whole judgement for a profile whose driver holds the model (pool-12, grant-16).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from kbconform.adapter import FaultPlan, FaultSwitch
+from kbconform.errors import BackendUnavailable
 
 #: The two kinds of fault: from the k-th store call on, or at that call only.
 FAULT_KINDS = ("lasting", "transient")
@@ -48,3 +53,74 @@ def fault_points(calls: int, attempts: int = ATTEMPTS) -> list[int]:
     head = attempts // 2
     spread = attempts - head - 1
     return sorted({*range(head), *(head + round(i * (calls - 1 - head) / spread) for i in range(spread + 1))})
+
+
+#: A fresh backend's driver for one attempt, whose store fails as the given :class:`Fault`
+#: says, with the call to make on it: ``(driver, operation, args)``.
+Opened = Callable[[Fault], tuple[Any, str, tuple[Any, ...]]]
+
+
+def every_fault(
+    label: str,
+    opened: Opened,
+    close: Callable[[Any], None],
+    *,
+    attempts: int = ATTEMPTS,
+    must_call: bool = False,
+    attempt: Callable[[Any, str, tuple[Any, ...]], Any] | None = None,
+    after: Callable[[Any, str, tuple[Any, ...]], None] | None = None,
+) -> int:
+    """One write judged at every store call it makes, for a profile whose driver (a
+    :class:`~kbconform.conformance.PoolDriver` or :class:`~kbconform.conformance.GrantDriver`)
+    holds the model: ``call``, ``attempt(op, *args, may_fail=True)`` and ``check()``.
+
+    The write is made once unfaulted on a fresh backend, counting its store calls (``must_call``:
+    it must make one); then, on a fresh backend for each of those calls (:func:`fault_points`,
+    at most ``attempts``), of each kind, with the store failing there: ``attempt`` (default the
+    driver's, which takes KB_BACKEND_UNAVAILABLE as a call that changed nothing and commits one
+    that landed) must raise BackendUnavailable only when a store call failed, and not return
+    when the first failed for good; then ``after`` (default the driver's ``check``: every read
+    equals the model) and, when it raised, the same call again with the store back must land.
+    A failure names the write, the call it failed at and what the write did. How many faulted
+    attempts raised (the caller's control)."""
+    attempt = attempt or (lambda d, operation, args: d.attempt(operation, *args, may_fail=True))
+    after = after or (lambda d, operation, args: d.check())
+    counter = Fault("lasting")
+    d, operation, args = opened(counter)
+    counter.switch.set(COUNTING)
+    try:
+        d.call(operation, *args)
+    finally:
+        calls = counter.switch.set(None)
+    assert calls > 0 or not must_call, (
+        f"{label}: the write made no store call: the backend never consulted its fault switch"
+    )
+    after(d, operation, args)
+    close(d.backend)
+    failed = 0
+    for kind in FAULT_KINDS:
+        for k in fault_points(calls, attempts):
+            fault = Fault(kind)
+            d, operation, args = opened(fault)
+            where = f"{label} {args!r} with the store failing at its call {k} ({kind})"
+            fault.open_at(k)
+            try:
+                outcome = attempt(d, operation, args)
+            finally:
+                fired = fault.close()
+            raised = isinstance(outcome, BackendUnavailable)
+            if raised:
+                failed += 1
+                assert fired, f"{where}: KB_BACKEND_UNAVAILABLE with no store call failing"
+            elif kind == "lasting":
+                assert k > 0, f"{where}: every store call failed, and the call returned {outcome!r}"
+            said = "raised KB_BACKEND_UNAVAILABLE" if raised else f"returned {outcome!r}"
+            try:
+                after(d, operation, args)
+                if raised:
+                    d.call(operation, *args)  # the store back: the same call lands
+                    after(d, operation, args)
+            except AssertionError as error:
+                raise AssertionError(f"{where}, which {said}; once the store was back: {error}") from None
+            close(d.backend)
+    return failed
