@@ -539,12 +539,15 @@ def test_every_facade_counts_and_quotes_private_chunks_for_their_agent_only(
     """Through the facade (count's number and ask's text included), acme's origin agent reads its
     private and team chunks (control); then another agent of acme, and acme without an agent,
     read only the team chunks, and beta only its own. The agent is the call's, never the one an
-    earlier call of the tenant had."""
+    earlier call of the tenant had: acme without an agent reads right after the origin agent
+    (what a call leaves on a pooled connection or in a cache meets it) and right after the other
+    agent."""
     backend, world = _private_world(
         kbconform_run, kbconform_backend, kbconform_open, kbconform_principals.operator
     )
     readers = (
         Principal("acme", "agent-acme"),
+        Principal("acme"),
         Principal("acme", "agent-other"),
         Principal("acme"),
         Principal("beta", "agent-beta"),

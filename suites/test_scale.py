@@ -15,13 +15,16 @@ from kbconform.conformance import Run, ingest_batches, record
 from kbconform.errors import NotFound
 from kbconform.identity import Principal
 
-#: The isolation profile these tests are written for (schemas/project-pool.md).
+#: The isolation profile these tests are written for (schemas/read-filter.md).
 PROFILES = ("tenant-namespace",)
 
 #: More rows than common exact-search thresholds (1,000; 2,000), written in batches.
 BIG = 2_500
 BATCH = 500
-SMALL = 5
+#: acme's rows: twice what an approximate index's candidate list holds by default (pgvector's
+#: hnsw.ef_search is 40), so that a filter applied after that list leaves bulk next to nothing
+#: near acme's texts (pgvector's iterative scans exist for this).
+SMALL = 80
 K = 10
 
 
@@ -40,11 +43,13 @@ def _write(backend: Any, writer: Principal, contents: list[str], prefix: str, li
 def test_a_tenant_past_the_exact_search_threshold_changes_no_ones_scope(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
-    """bulk holds 2,500 chunks, acme 5 near-identical ones. acme's query (its exact top-k, each
+    """bulk holds 2,500 chunks, acme 80 near-identical ones. acme's query (its exact top-k, each
     canary first for its own text), list, count and get return exactly its rows and no bulk id
     reads for it; bulk's top-k for acme's own texts is k of bulk's chunks (none of acme's, none
     missing), its own texts find k of its own chunks (an approximate search ranks as it may, scope
-    is exact), and bulk counts and lists all of its rows."""
+    is exact), and bulk counts and lists all of its rows. acme's 80 are twice what a filtered
+    approximate search's candidate list holds by default: one that filters after that list
+    gives bulk fewer than k for acme's texts."""
     rng = kbconform_run.rng("scale-01")
     backend = kbconform_backend
     facades = kbconform_run.manifest.read_facades

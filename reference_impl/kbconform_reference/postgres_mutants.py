@@ -34,10 +34,6 @@ class ViewAsOwner(Database):
     view_options = ""  # a view runs with its owner's rights unless it says security_invoker
 
 
-class TenantFolded(Database):
-    tenant_match = "lower(tenant_id) = ANY (SELECT lower(t) FROM unnest(kb_tenants()) AS t)"
-
-
 class TenantAsPattern(Database):
     tenant_match = "EXISTS (SELECT 1 FROM unnest(kb_tenants()) AS t WHERE tenant_id LIKE t || '%')"
 
@@ -57,38 +53,32 @@ MUTANTS: tuple[Mutant, ...] = (
         SessionSettings,
         "the principal is set with a session-level SET (set_config(..., false)), and the agent only "
         "when there is one: a pooled connection carries the last agent to the next principal",
-        ("state-01",),
+        ("leak-11[list]", "state-01[overwrite]"),
     ),
     Mutant(
         "pg-app-connects-as-owner",
         ConnectsAsOwner,
         "the application connects as the table's owner, which row-level security does not apply to",
-        ("leak-01",),
+        ("iso-01[list]", "leak-01[list]", "leak-11[list]", "page-01"),
     ),
     Mutant(
         "pg-app-role-bypasses-rls",
         BypassingRole,
         "the application's role has BYPASSRLS",
-        ("leak-01",),
+        ("iso-01[list]", "leak-01[list]", "leak-11[list]", "page-01"),
     ),
     Mutant(
         "pg-read-view-runs-as-owner",
         ViewAsOwner,
         "the view the reads go through is owned by the table's owner and not security_invoker",
-        ("leak-01",),
-    ),
-    Mutant(
-        "pg-tenant-compared-case-blind",
-        TenantFolded,
-        "the policy compares tenants with lower(): a tenant reads another whose id differs by case",
-        ("leak-01",),
+        ("iso-01[list]", "leak-01[list]", "leak-11[list]", "page-01"),
     ),
     Mutant(
         "pg-tenant-matched-as-pattern",
         TenantAsPattern,
         "the policy matches a row's tenant with LIKE the principal's tenant and '%': a prefix "
         "reads every tenant it begins, and _ or % in an id match any character",
-        ("leak-01",),
+        ("leak-08[list]", "state-01[overwrite]"),
     ),
     Mutant(
         "pg-no-iterative-scan",

@@ -17,12 +17,14 @@ from kbconform_reference.mutants import MUTANTS as TENANT
 pytestmark = pytest.mark.slow
 
 #: Every mutant of the installed sets: the tenant-namespace reference's (``reference``), the
-#: project-pool reference's (``reference-pool``) and the kb-grant reference's (``reference-grant``).
+#: project-pool reference's (``reference-pool``), the kb-grant reference's (``reference-grant``) and
+#: the PostgreSQL reference's (``reference-postgres``).
 ALL = mutants.discover()
 #: The sets run on every transport; the kb-grant set is run in process (its own test below).
 SERVED = ("reference", "reference-pool")
 MUTANTS = tuple(m for m in ALL if m.source in SERVED)
 GRANT = tuple(m for m in ALL if m.source == "reference-grant")
+POSTGRES = tuple(m for m in ALL if m.source == "reference-postgres")
 SMOKES = {"accepts-everything", "rejects-everything", "pool-no-filter-anywhere"}
 
 
@@ -38,7 +40,7 @@ def test_every_mutant_is_killed_by_its_killers_and_the_smokes_fail(
     naming none, fail a run of every test. A mutant whose bug cannot cross harness-v1 is not
     applicable there, and says why."""
     assert len([m for m in TENANT if not m.smoke]) >= 15
-    assert {m.source for m in ALL} == {"reference", "reference-pool", "reference-grant"}
+    assert {m.source for m in ALL} == {"reference", "reference-pool", "reference-grant", "reference-postgres"}
     assert len([m for m in MUTANTS if m.source == "reference-pool" and not m.smoke]) >= 10
     assert {m.name for m in MUTANTS if m.smoke} == SMOKES
     sets = [arg for name in SERVED for arg in ("--set", name)]
@@ -140,6 +142,22 @@ def test_every_kb_grant_mutant_is_killed_by_its_killers_in_process() -> None:
             assert len(result.killed_by) > 10, mutant.name
         else:
             assert result.killed_by == sorted(set(mutant.killers)), mutant.name
+
+
+def test_every_postgres_mutant_is_killed_by_its_killers_in_process() -> None:
+    """The PostgreSQL reference's set, in process: each deployment mistake (the application's
+    role, a view, a policy, the principal's settings, the index scan) fails every test named
+    for it, each run starting its own server."""
+    assert len(POSTGRES) >= 6
+    results = {r.name: r for r in runner.run_mutants(sets=["reference-postgres"], transport="in-process")}
+    assert set(results) == {m.name for m in POSTGRES}
+    for mutant in POSTGRES:
+        result = results[mutant.name]
+        assert (result.killed, result.unmet, result.not_applicable) == (True, [], None), (
+            mutant.name,
+            result.error,
+        )
+        assert result.killed_by == sorted(set(mutant.killers)), mutant.name
 
 
 def test_full_mode_runs_every_test_against_each_mutant(

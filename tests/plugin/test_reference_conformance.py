@@ -24,6 +24,7 @@ MODES = {
     "memory": ("kbconform_reference.adapter:memory", "in-process"),
     "chroma-embedded": ("kbconform_reference.adapter:chroma_embedded", "stdio"),
     "chroma-server": ("kbconform_reference.adapter:chroma_server", "http"),
+    "postgres": ("kbconform_reference.adapter:postgres", "in-process"),
     "qdrant-local": ("kbconform_reference.pool.adapter:qdrant_local", "stdio"),
     "grant-multi-store": ("kbconform_reference.grant.adapter:multi_store", "in-process"),
 }

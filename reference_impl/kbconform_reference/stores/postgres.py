@@ -78,8 +78,9 @@ class Database:
     tenant_match = "tenant_id = ANY (kb_tenants())"
     #: pgvector's iterative index scans: a filtered HNSW search goes on until it has k rows.
     iterative_scan = "strict_order"
-    #: Connections in the pool: two principals in turn share them.
-    pool_size = 2
+    #: Connections in the pool: one, so every principal's calls share it and whatever a call
+    #: leaves on the connection meets the next principal, where the suites can see it.
+    pool_size = 1
 
     def __init__(self, server: PostgresServer) -> None:
         import psycopg
