@@ -34,6 +34,10 @@ class ViewAsOwner(Database):
     view_options = ""  # a view runs with its owner's rights unless it says security_invoker
 
 
+class SearchAsOwner(Database):
+    search_security = "SECURITY DEFINER"  # runs as the function's owner, past every policy
+
+
 class TenantAsPattern(Database):
     tenant_match = "EXISTS (SELECT 1 FROM unnest(kb_tenants()) AS t WHERE tenant_id LIKE t || '%')"
 
@@ -72,6 +76,13 @@ MUTANTS: tuple[Mutant, ...] = (
         ViewAsOwner,
         "the view the reads go through is owned by the table's owner and not security_invoker",
         ("iso-01[list]", "leak-01[list]", "leak-11[list]", "page-01"),
+    ),
+    Mutant(
+        "pg-search-security-definer",
+        SearchAsOwner,
+        "the nearest-first search function is SECURITY DEFINER, owned by the table's owner: an "
+        "approximate query ranks every tenant's rows",
+        ("scale-01",),
     ),
     Mutant(
         "pg-tenant-matched-as-pattern",

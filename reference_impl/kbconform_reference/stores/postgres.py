@@ -2,7 +2,8 @@
 
 Every collection is a schema of its own: a table of chunks (the stamps ``tenantId``,
 ``visibility`` and ``originAgentIdentity`` in columns generated from the metadata, the
-embedding as ``vector(256)`` with an HNSW index) and a view the reads go through. The
+embedding as ``vector(256)`` with an HNSW index), a view the reads go through and a
+function that orders rows nearest first for a query. The
 application connects through a connection pool as ``kb_app``, a role that is no superuser,
 cannot bypass row-level security and owns nothing; the tables belong to ``kb_owner``.
 
@@ -74,6 +75,9 @@ class Database:
     local_settings = True
     #: The read view runs with the caller's rights (its policies apply to the caller).
     view_options = "WITH (security_invoker = true)"
+    #: The nearest-first search function runs with the caller's rights too (and, a plain SQL
+    #: function, is inlined into the query, so the index orders it and the policy filters it).
+    search_security = "SECURITY INVOKER"
     #: How the policies compare a row's tenant with the principal's tenants.
     tenant_match = "tenant_id = ANY (kb_tenants())"
     #: pgvector's iterative index scans: a filtered HNSW search goes on until it has k rows.
@@ -127,6 +131,7 @@ class Database:
             dimensions=DIMENSIONS,
             tenant_match=self.tenant_match,
             view_options=self.view_options,
+            search_security=self.search_security,
         )
         with self._admin.transaction():
             self._admin.execute(f"SET LOCAL ROLE {OWNER_ROLE}")
@@ -242,11 +247,11 @@ class PostgresStore:
         clause, params = _where_sql(where)
         vector = np.asarray(embedding, dtype=np.float32)
         sql = (
-            f"SELECT id, document, metadata, embedding <=> %s FROM {self.schema}.readable WHERE {clause} "
-            f"ORDER BY embedding <=> %s LIMIT {int(n_results)}"
+            f"SELECT id, document, metadata, embedding <=> %s FROM {self.schema}.nearest(%s) "
+            f"WHERE {clause} LIMIT {int(n_results)}"
         )
         with self._database.transaction() as connection:
-            found = connection.execute(sql, [vector, *params, vector]).fetchall()
+            found = connection.execute(sql, [vector, vector, *params]).fetchall()
         return [Match(row[0], row[1], row[2], float(row[3])) for row in found]
 
     def delete(self, ids: Sequence[str]) -> None:
@@ -353,6 +358,11 @@ CREATE POLICY deletes ON {schema}.chunks FOR DELETE TO {app} USING (
 GRANT SELECT, INSERT, UPDATE, DELETE ON {schema}.chunks TO {app};
 CREATE VIEW {schema}.readable {view_options} AS SELECT * FROM {schema}.chunks;
 GRANT SELECT ON {schema}.readable TO {app};
+CREATE FUNCTION {schema}.nearest(q vector) RETURNS SETOF {schema}.chunks
+    LANGUAGE sql STABLE {search_security}
+    AS $$ SELECT * FROM {schema}.chunks ORDER BY embedding <=> q $$;
+REVOKE ALL ON FUNCTION {schema}.nearest(vector) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION {schema}.nearest(vector) TO {app};
 CREATE FUNCTION {schema}.held_elsewhere(ids text[]) RETURNS text[]
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
     AS $$ SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM {schema}.chunks
