@@ -65,3 +65,23 @@ def test_the_grant_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None
     assert {"latency_fanout_ratio", "latency_serial_ratio"} <= set(figures)
     assert all(value > 0 for value in figures.values())
     assert (tmp_path / "g.json").exists()
+
+
+def test_the_recall_by_tenant_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
+    """A tiny run on the exact store and PostgreSQL: a row per store and selectivity, no
+    foreign row anywhere, and the reference's path exact (recall 1.0) at every selectivity."""
+    module = _benchmark("recall_by_tenant.py")
+    argv = ["--rows", "3000", "--tenants", "60", "--queries", "3", "--stores", "memory,postgres"]
+    figures = module.main([*argv, "--json", str(tmp_path / "r.json")])
+    results = figures["results"]
+    assert {r["store"] for r in results} == {
+        "memory",
+        "reference on memory",
+        "postgres",
+        "postgres, iterative scans off",
+        "reference on postgres",
+    }
+    assert len(results) == 5 * 4
+    assert all(r["foreign"] == 0 for r in results)
+    assert all(r["recall"] == 1.0 for r in results if r["store"].startswith("reference on"))
+    assert (tmp_path / "r.json").exists()

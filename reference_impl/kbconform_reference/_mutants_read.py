@@ -320,6 +320,11 @@ class ApproximatePathUnfiltered(KnowledgeBase):
     """Above the exact-search limit the ANN query runs over the whole collection; the final
     check then drops what is out of scope, and the tenant gets fewer than k."""
 
+    #: How many candidates the unfiltered query asks for, given the k asked for.
+    @staticmethod
+    def _candidates(n_results: int) -> int:
+        return n_results
+
     def query(
         self, principal: Principal, text: str, n_results: int = 10, where: Mapping[str, Any] | None = None
     ) -> builtins.list[Hit]:
@@ -332,8 +337,17 @@ class ApproximatePathUnfiltered(KnowledgeBase):
             return super().query(principal, text, n_results, where)
         embedding = np.asarray(self.embedder([text]), dtype=np.float32)[0]
         with self._store_call("query"):
-            found = self.store.query(embedding, n_results, None)
-        return self._checked(checked, "query", (_hit(m) for m in found))
+            found = self.store.query(embedding, self._candidates(n_results), None)
+        return self._checked(checked, "query", (_hit(m) for m in found))[:n_results]
+
+
+class CandidatesPostFiltered(ApproximatePathUnfiltered):
+    """As an HNSW index filtered after its candidate list (pgvector's ef_search, 40 by default,
+    without iterative scans): k rows are enough unless the nearest 40 are mostly out of scope."""
+
+    @staticmethod
+    def _candidates(n_results: int) -> int:
+        return max(40, n_results)
 
 
 def _valid(principal: Principal) -> bool:
@@ -538,6 +552,13 @@ MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
         "approximate-path-unfiltered",
         ApproximatePathUnfiltered,
         "past the exact-search limit the approximate query runs unfiltered, the final check after it",
+        ("scale-01",),
+    ),
+    (
+        "approximate-candidates-post-filtered",
+        CandidatesPostFiltered,
+        "past the exact-search limit the approximate query takes the 40 nearest rows of every "
+        "tenant and filters them (an HNSW candidate list without iterative scans)",
         ("scale-01",),
     ),
     (

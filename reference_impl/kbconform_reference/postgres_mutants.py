@@ -39,11 +39,7 @@ class SearchAsOwner(Database):
 
 
 class TenantAsPattern(Database):
-    tenant_match = "EXISTS (SELECT 1 FROM unnest(kb_tenants()) AS t WHERE tenant_id LIKE t || '%')"
-
-
-class NoIterativeScan(Database):
-    iterative_scan = "off"
+    tenant_match = "EXISTS (SELECT 1 FROM unnest(kb_scope()) AS t WHERE tenant_id LIKE t || '%')"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,13 +86,6 @@ MUTANTS: tuple[Mutant, ...] = (
         "the policy matches a row's tenant with LIKE the principal's tenant and '%': a prefix "
         "reads every tenant it begins, and _ or % in an id match any character",
         ("leak-08[list]", "state-01[overwrite]"),
-    ),
-    Mutant(
-        "pg-no-iterative-scan",
-        NoIterativeScan,
-        "pgvector's iterative index scans are off: a filtered HNSW search stops at ef_search "
-        "candidates, and a reader whose rows are few among many gets fewer than k",
-        ("scale-01",),
     ),
 )
 

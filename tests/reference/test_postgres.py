@@ -18,7 +18,7 @@ from kbconform.errors import Forbidden
 from kbconform.identity import Principal
 from kbconform_reference import KnowledgeBase
 from kbconform_reference.stores._protocol import Acting, Reach, acting
-from kbconform_reference.stores.postgres import APP_ROLE, OWNER_ROLE, Database, PostgresStore
+from kbconform_reference.stores.postgres import APP_ROLE, OPERATOR_ROLE, OWNER_ROLE, Database, PostgresStore
 from kbconform_reference.stores.postgres_server import PostgresServer
 
 ACME_AGENT = Principal("acme", agent_identity="agent")
@@ -112,16 +112,20 @@ def test_the_database_refuses_a_row_written_into_another_tenant(seeded: Postgres
 
 
 def test_no_principal_setting_outlives_its_transaction(database: Database, seeded: PostgresStore) -> None:
-    """The agent set for one call is gone from the pooled connection at the next: an agentless
-    member of the same tenant, right after the agent, never reads the agent's private row."""
+    """The agent and the operator's role set for one call are gone from the pooled connection at
+    the next: an agentless member of the same tenant, right after the agent or the operator,
+    reads only its team row."""
     for _ in range(2 * database.pool_size):
         assert _ids(seeded, ACME_AGENT) == {"acme-team", "acme-private"}
+        assert _ids(seeded, ACME) == {"acme-team"}
+        assert len(_ids(seeded, OPERATOR, "operator")) == 4
         assert _ids(seeded, ACME) == {"acme-team"}
 
 
 def test_the_application_connects_as_a_role_row_level_security_applies_to(database: Database) -> None:
     """The pool's role is no superuser, cannot bypass row-level security and owns no table; the
-    tables' owner (control) is another role."""
+    tables' owner (control) is another role; the operator's role bypasses nothing either, and
+    the pool's role may take it but does not inherit it."""
     with database.pool.connection() as connection:
         user, superuser, bypass = connection.execute(
             "SELECT current_user, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user"
@@ -129,7 +133,13 @@ def test_the_application_connects_as_a_role_row_level_security_applies_to(databa
         owned = connection.execute(
             "SELECT count(*) FROM pg_tables WHERE tableowner = current_user AND schemaname LIKE 'kb_%'"
         ).fetchone()
+        operator = connection.execute(
+            "SELECT r.rolbypassrls, m.inherit_option, m.set_option FROM pg_roles r "
+            "JOIN pg_auth_members m ON m.roleid = r.oid WHERE r.rolname = %s",
+            (OPERATOR_ROLE,),
+        ).fetchone()
     assert (user, superuser, bypass, owned) == (APP_ROLE, False, False, (0,))
+    assert operator == (False, False, True)
     assert APP_ROLE != OWNER_ROLE
 
 

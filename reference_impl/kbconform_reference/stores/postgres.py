@@ -21,11 +21,16 @@ The policies read those settings:
   A write naming an id another tenant holds is refused before any row is written
   (``held_elsewhere``, the one function that reads past the policies, and answers only which
   of the ids it is given are held elsewhere).
-- ``operator``: every row (export, restore, maintenance).
+- ``operator``: every row (export, restore, maintenance), and only as the role ``kb_operator``,
+  which the call takes for its transaction (``SET LOCAL ROLE``): ``kb_app`` may take it and
+  does not inherit it, so no setting alone widens a member's reach.
 
-A call made for nobody is refused by the store, and a row that policies do not name is
-invisible: a missing setting matches nothing. Every statement is bounded (``statement_timeout``),
-and so is waiting for a pooled connection.
+The members' policies are plain conditions on the tenant column (the tenants a reach names,
+``kb_scope()``), so the tenant index serves them: a small tenant's read is an index scan, not a
+scan of every tenant's rows, and its query is sorted exactly. A call made for nobody is refused
+by the store, and a row that policies do not name is invisible: a missing setting matches
+nothing. Every statement is bounded (``statement_timeout``), and so is waiting for a pooled
+connection.
 """
 
 from __future__ import annotations
@@ -53,6 +58,9 @@ DIMENSIONS = 256
 #: The application's role and the role that owns every table.
 APP_ROLE = "kb_app"
 OWNER_ROLE = "kb_owner"
+#: The role an operator's calls take for their transaction (``SET LOCAL ROLE``): its policy
+#: reaches every row. The application's role may take it and does not inherit it.
+OPERATOR_ROLE = "kb_operator"
 #: Every statement's bound, in milliseconds, and the wait for a pooled connection, in seconds.
 STATEMENT_TIMEOUT_MS = 30_000
 POOL_TIMEOUT = 30.0
@@ -79,7 +87,7 @@ class Database:
     #: function, is inlined into the query, so the index orders it and the policy filters it).
     search_security = "SECURITY INVOKER"
     #: How the policies compare a row's tenant with the principal's tenants.
-    tenant_match = "tenant_id = ANY (kb_tenants())"
+    tenant_match = "tenant_id = ANY (kb_scope())"
     #: pgvector's iterative index scans: a filtered HNSW search goes on until it has k rows.
     iterative_scan = "strict_order"
     #: Connections in the pool: one, so every principal's calls share it and whatever a call
@@ -97,6 +105,8 @@ class Database:
         self._admin.execute("CREATE EXTENSION IF NOT EXISTS vector")
         self._admin.execute(f"CREATE ROLE {OWNER_ROLE} LOGIN NOSUPERUSER")
         self._admin.execute(f"CREATE ROLE {APP_ROLE} {self.app_role_options}")
+        self._admin.execute(f"CREATE ROLE {OPERATOR_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS")
+        self._admin.execute(f"GRANT {OPERATOR_ROLE} TO {APP_ROLE} WITH INHERIT FALSE, SET TRUE")
         self._admin.execute(f"ALTER ROLE {APP_ROLE} SET hnsw.iterative_scan = '{self.iterative_scan}'")
         self._admin.execute(f"ALTER ROLE {OWNER_ROLE} SET hnsw.iterative_scan = '{self.iterative_scan}'")
         self._admin.execute(f"ALTER DATABASE postgres SET statement_timeout = {STATEMENT_TIMEOUT_MS}")
@@ -128,6 +138,7 @@ class Database:
             schema=schema,
             app=APP_ROLE,
             owner=OWNER_ROLE,
+            operator=OPERATOR_ROLE,
             dimensions=DIMENSIONS,
             tenant_match=self.tenant_match,
             view_options=self.view_options,
@@ -141,6 +152,10 @@ class Database:
     def drop(self, schema: str) -> None:
         self._admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
+    def analyze(self, schema: str) -> None:
+        """Refresh the planner's statistics of a collection, as autovacuum does after a load."""
+        self._admin.execute(f"ANALYZE {schema}.chunks")
+
     def close(self) -> None:
         self.pool.close(timeout=POOL_TIMEOUT)
         self._admin.close()
@@ -153,6 +168,8 @@ class Database:
             raise PermissionError("a store call made for nobody is refused (no principal acts)")
         with self.pool.connection(timeout=POOL_TIMEOUT) as connection, connection.transaction():
             settings = [(name, value) for name, value in _settings(acts) if value is not None]
+            if acts.reach == "operator":
+                settings.append(("role", OPERATOR_ROLE))
             connection.execute(
                 "SELECT " + ", ".join("set_config(%s, %s, %s)" for _ in settings),
                 [part for name, value in settings for part in (name, value, self.local_settings)],
@@ -261,6 +278,9 @@ class PostgresStore:
     def drop(self) -> None:
         self._database.drop(self.schema)
 
+    def analyze(self) -> None:
+        self._database.analyze(self.schema)
+
 
 def _where_sql(where: Where | None) -> tuple[str, list[Any]]:
     """A Chroma-dialect clause (``_protocol``) as SQL over the ``metadata`` column, with its
@@ -313,14 +333,17 @@ def _field_sql(key: str, condition: Any) -> tuple[str, list[Any]]:
 _FUNCTIONS = """
 CREATE FUNCTION public.kb_setting(name text) RETURNS text LANGUAGE sql STABLE
     AS $$ SELECT nullif(current_setting(name, true), '') $$;
-CREATE FUNCTION public.kb_tenants() RETURNS text[] LANGUAGE sql STABLE
-    AS $$ SELECT ARRAY(SELECT jsonb_array_elements_text(kb_setting('kb.tenants')::jsonb)) $$;
+CREATE FUNCTION public.kb_scope() RETURNS text[] LANGUAGE sql STABLE
+    AS $$ SELECT CASE kb_setting('kb.reach')
+        WHEN 'read' THEN ARRAY(SELECT jsonb_array_elements_text(kb_setting('kb.tenants')::jsonb))
+        WHEN 'write' THEN ARRAY[kb_setting('kb.tenant')]
+    END $$;
 """
 
 #: One collection: its schema, table, index, view, policies and the id check writes make.
 _COLLECTION = """
 CREATE SCHEMA {schema};
-GRANT USAGE ON SCHEMA {schema} TO {app};
+GRANT USAGE ON SCHEMA {schema} TO {app}, {operator};
 CREATE TABLE {schema}.chunks (
     id text PRIMARY KEY,
     seq bigint GENERATED ALWAYS AS IDENTITY,
@@ -335,34 +358,26 @@ CREATE INDEX ON {schema}.chunks USING hnsw (embedding vector_cosine_ops);
 CREATE INDEX ON {schema}.chunks (tenant_id);
 ALTER TABLE {schema}.chunks ENABLE ROW LEVEL SECURITY;
 CREATE POLICY reads ON {schema}.chunks FOR SELECT TO {app} USING (
-    CASE kb_setting('kb.reach')
-        WHEN 'read' THEN {tenant_match} AND (
-            visibility IN ('team', 'public')
-            OR (visibility = 'private' AND origin_agent = kb_setting('kb.agent')))
-        WHEN 'write' THEN tenant_id = kb_setting('kb.tenant')
-        WHEN 'operator' THEN true
-        ELSE false
-    END);
+    {tenant_match} AND (
+        kb_setting('kb.reach') = 'write'
+        OR visibility IN ('team', 'public')
+        OR (visibility = 'private' AND origin_agent = kb_setting('kb.agent'))));
 CREATE POLICY inserts ON {schema}.chunks FOR INSERT TO {app} WITH CHECK (
-    kb_setting('kb.reach') = 'operator'
-    OR (kb_setting('kb.reach') = 'write' AND tenant_id = kb_setting('kb.tenant')));
-CREATE POLICY updates ON {schema}.chunks FOR UPDATE TO {app} USING (
-    kb_setting('kb.reach') = 'operator'
-    OR (kb_setting('kb.reach') = 'write' AND tenant_id = kb_setting('kb.tenant')))
-    WITH CHECK (
-    kb_setting('kb.reach') = 'operator'
-    OR (kb_setting('kb.reach') = 'write' AND tenant_id = kb_setting('kb.tenant')));
-CREATE POLICY deletes ON {schema}.chunks FOR DELETE TO {app} USING (
-    kb_setting('kb.reach') = 'operator'
-    OR (kb_setting('kb.reach') = 'write' AND tenant_id = kb_setting('kb.tenant')));
-GRANT SELECT, INSERT, UPDATE, DELETE ON {schema}.chunks TO {app};
+    kb_setting('kb.reach') = 'write' AND tenant_id = kb_setting('kb.tenant'));
+CREATE POLICY updates ON {schema}.chunks FOR UPDATE TO {app}
+    USING (kb_setting('kb.reach') = 'write' AND tenant_id = kb_setting('kb.tenant'))
+    WITH CHECK (kb_setting('kb.reach') = 'write' AND tenant_id = kb_setting('kb.tenant'));
+CREATE POLICY deletes ON {schema}.chunks FOR DELETE TO {app}
+    USING (kb_setting('kb.reach') = 'write' AND tenant_id = kb_setting('kb.tenant'));
+CREATE POLICY operator ON {schema}.chunks FOR ALL TO {operator} USING (true) WITH CHECK (true);
+GRANT SELECT, INSERT, UPDATE, DELETE ON {schema}.chunks TO {app}, {operator};
 CREATE VIEW {schema}.readable {view_options} AS SELECT * FROM {schema}.chunks;
-GRANT SELECT ON {schema}.readable TO {app};
+GRANT SELECT ON {schema}.readable TO {app}, {operator};
 CREATE FUNCTION {schema}.nearest(q vector) RETURNS SETOF {schema}.chunks
     LANGUAGE sql STABLE {search_security}
     AS $$ SELECT * FROM {schema}.chunks ORDER BY embedding <=> q $$;
 REVOKE ALL ON FUNCTION {schema}.nearest(vector) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION {schema}.nearest(vector) TO {app};
+GRANT EXECUTE ON FUNCTION {schema}.nearest(vector) TO {app}, {operator};
 CREATE FUNCTION {schema}.held_elsewhere(ids text[]) RETURNS text[]
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
     AS $$ SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM {schema}.chunks
