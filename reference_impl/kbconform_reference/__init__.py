@@ -1,7 +1,9 @@
 """The reference knowledge base that every kbconform suite is first held to.
 
 ``KnowledgeBase(store)`` over a :class:`~kbconform_reference.stores.VectorStore`: the exact
-in-memory store, Chroma embedded, or a Chroma server (``kbconform_reference.stores.chroma``).
+in-memory store, Chroma embedded, or a Chroma server (``kbconform_reference.stores.chroma``), or
+PostgreSQL whose row-level security enforces the read filter itself
+(``kbconform_reference.stores.postgres``).
 """
 
 from kbconform.adapter import RevisionResolver

@@ -43,6 +43,19 @@ class Match:
     distance: float
 
 
+def upserted_vectors(
+    ids: Sequence[str],
+    embeddings: npt.NDArray[np.float32],
+    documents: Sequence[str | None],
+    metadatas: Sequence[Metadata],
+) -> npt.NDArray[np.float32]:
+    """An upsert's embeddings as float32 rows; ValueError unless there is one of each per id."""
+    vectors = np.asarray(embeddings, dtype=np.float32)
+    if not (len(ids) == len(vectors) == len(documents) == len(metadatas)):
+        raise ValueError("upsert: ids, embeddings, documents and metadatas differ in length")
+    return vectors
+
+
 #: How far a store call may reach: ``read``, the read filter of the principal
 #: (``schemas/read-filter.md``); ``write``, every row of the principal's own tenant (a write, a
 #: sync, a deletion signal); ``operator``, every row (export, restore, maintenance).

@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kbconform.errors import BackendUnavailable
-from kbconform_reference.stores._protocol import Match, Metadata, Rows, Where
+from kbconform_reference.stores._protocol import Match, Metadata, Rows, Where, upserted_vectors
 
 _NO_TELEMETRY: dict[str, Any] = {"anonymized_telemetry": False}
 _PAGE = 5000  # rows per call: under SQLite's variable limit and Chroma's maximum batch size
@@ -181,7 +181,7 @@ class ChromaStore:
         documents: Sequence[str | None],
         metadatas: Sequence[Metadata],
     ) -> None:
-        vectors = np.asarray(embeddings, dtype=np.float32)
+        vectors = upserted_vectors(ids, embeddings, documents, metadatas)
         for start in range(0, len(ids), self.max_batch):
             end = start + self.max_batch
             page = list(ids[start:end])

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kbconform_reference.stores._protocol import Match, Metadata, Rows, Where
+from kbconform_reference.stores._protocol import Match, Metadata, Rows, Where, upserted_vectors
 from kbconform_reference.stores._where import matches
 
 #: The memory store's default :attr:`MemoryStore.max_batch`: small, so that a batch of a few
@@ -40,9 +40,7 @@ class MemoryStore:
         documents: Sequence[str | None],
         metadatas: Sequence[Metadata],
     ) -> None:
-        vectors = np.asarray(embeddings, dtype=np.float32)
-        if not (len(ids) == len(vectors) == len(documents) == len(metadatas)):
-            raise ValueError("upsert: ids, embeddings, documents and metadatas differ in length")
+        vectors = upserted_vectors(ids, embeddings, documents, metadatas)
         with self._lock:
             for index, row_id in enumerate(ids):
                 self._rows[row_id] = (vectors[index].copy(), documents[index], dict(metadatas[index]))

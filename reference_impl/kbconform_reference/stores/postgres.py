@@ -45,7 +45,15 @@ import numpy as np
 import numpy.typing as npt
 
 from kbconform.errors import Forbidden
-from kbconform_reference.stores._protocol import ACTING, Acting, Match, Metadata, Rows, Where
+from kbconform_reference.stores._protocol import (
+    ACTING,
+    Acting,
+    Match,
+    Metadata,
+    Rows,
+    Where,
+    upserted_vectors,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -207,9 +215,7 @@ class PostgresStore:
     ) -> None:
         from psycopg.types.json import Jsonb
 
-        vectors = np.asarray(embeddings, dtype=np.float32)
-        if not (len(ids) == len(vectors) == len(documents) == len(metadatas)):
-            raise ValueError("upsert: ids, embeddings, documents and metadatas differ in length")
+        vectors = upserted_vectors(ids, embeddings, documents, metadatas)
         with self._database.transaction() as connection, connection.cursor() as cursor:
             cursor.executemany(
                 f"INSERT INTO {self.schema}.chunks (id, embedding, document, metadata) "

@@ -12,15 +12,11 @@ from __future__ import annotations
 import importlib.util
 import os
 import pwd
-import shutil
 import signal
 import subprocess
-import tempfile
-import time
 from pathlib import Path
-from types import TracebackType
 
-from kbconform_reference.stores.server import free_port
+from kbconform_reference.stores.server import ChildServer
 
 #: The superuser ``initdb`` creates; only the adapter's set-up connects as it.
 SUPERUSER = "postgres"
@@ -56,27 +52,14 @@ def _system_user() -> pwd.struct_passwd | None:
         return pwd.getpwnam(SYSTEM_USER)
 
 
-class PostgresServer:
-    """``postgres -D DIR -h 127.0.0.1 -p P`` as a child process, in the caller's process group.
+class PostgresServer(ChildServer):
+    """``postgres -D DIR -h 127.0.0.1 -p P`` (after ``initdb``): a :class:`ChildServer` that
+    answers once it accepts a connection, stopped by a fast shutdown (SIGINT), then an immediate
+    one (SIGQUIT), then SIGKILL. Durability is off (``fsync``): the data lives only as long as
+    the server."""
 
-    :meth:`start` runs ``initdb`` and waits until the server accepts a connection (at most
-    ``timeout`` seconds); :meth:`stop` asks for a fast shutdown (SIGINT), then an immediate one
-    (SIGQUIT), then SIGKILL, each waited for at most ``stop_timeout`` seconds, and removes the
-    data directory. As with ``chroma run`` (:mod:`kbconform_reference.stores.server`), whatever
-    kills the caller's process group kills the server. Durability is off (``fsync``): the data
-    lives only as long as the server.
-    """
-
-    host = "127.0.0.1"
-
-    def __init__(self, timeout: float = 60.0, stop_timeout: float = 10.0) -> None:
-        self.port = free_port()
-        self.timeout = timeout
-        self.stop_timeout = stop_timeout
-        self._root = Path(tempfile.mkdtemp(prefix="kbconform-postgres-"))
-        self._data = self._root / "data"
-        self._log = self._root / "server.log"
-        self.process: subprocess.Popen[bytes] | None = None
+    name = "postgres"
+    stop_signals = (signal.SIGINT, signal.SIGQUIT, signal.SIGKILL)
 
     def conninfo(self, user: str = SUPERUSER, password: str | None = None, dbname: str = "postgres") -> str:
         """A libpq connection string for ``user`` on this server (connect timeout 10 s)."""
@@ -87,14 +70,16 @@ class PostgresServer:
         binaries = postgres_bin()
         account = _system_user()
         uid, gid = (None, None) if account is None else (account.pw_uid, account.pw_gid)
-        if account is not None:
-            os.chown(self._root, account.pw_uid, account.pw_gid)
         try:
+            if account is not None:
+                os.chown(self._root, account.pw_uid, account.pw_gid)
+                self._log.touch()
+                os.chown(self._log, account.pw_uid, account.pw_gid)
             subprocess.run(
                 [
                     str(binaries / "initdb"),
                     "-D",
-                    str(self._data),
+                    str(self.data_dir),
                     "-U",
                     SUPERUSER,
                     "--auth=trust",
@@ -108,33 +93,11 @@ class PostgresServer:
                 user=uid,
                 group=gid,
             )
-            command = [
-                str(binaries / "postgres"),
-                "-D",
-                str(self._data),
-                "-h",
-                self.host,
-                "-p",
-                str(self.port),
-                "-k",
-                "",
-                "-c",
-                "fsync=off",
-                "-c",
-                "synchronous_commit=off",
-                "-c",
-                "full_page_writes=off",
-                "-c",
-                "max_connections=40",
-            ]
-            with self._log.open("wb") as log:
-                if account is not None:
-                    os.chown(self._log, account.pw_uid, account.pw_gid)
-                # No start_new_session: the server stays in the caller's process group (class docstring).
-                self.process = subprocess.Popen(
-                    command, stdout=log, stderr=subprocess.STDOUT, user=uid, group=gid
-                )
-            return self._wait_until_ready(self.process)
+            settings = ["fsync=off", "synchronous_commit=off", "full_page_writes=off", "max_connections=40"]
+            command = [str(binaries / "postgres"), "-D", str(self.data_dir), "-h", self.host, "-k", ""]
+            command += ["-p", str(self.port), *(f"-c{setting}" for setting in settings)]
+            self._spawn(command, user=uid, group=gid)
+            return self._wait_until(self._accepts, f"a connection on port {self.port}")
         except subprocess.CalledProcessError as error:
             self.stop()
             detail = (error.stderr or b"").decode(errors="replace")[-2000:]
@@ -143,51 +106,11 @@ class PostgresServer:
             self.stop()
             raise
 
-    def _wait_until_ready(self, process: subprocess.Popen[bytes]) -> PostgresServer:
+    def _accepts(self) -> bool:
         import psycopg
 
-        deadline = time.monotonic() + self.timeout
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise RuntimeError(f"postgres exited with {process.returncode}: {self.log_tail()}")
-            try:
-                with psycopg.connect(self.conninfo().replace("connect_timeout=10", "connect_timeout=2")):
-                    return self
-            except psycopg.OperationalError:
-                time.sleep(0.1)
-        raise TimeoutError(f"postgres did not accept a connection within {self.timeout} s: {self.log_tail()}")
-
-    def log_tail(self, size: int = 2000) -> str:
         try:
-            return self._log.read_text(errors="replace")[-size:]
-        except OSError:
-            return ""
-
-    def stop(self) -> None:
-        """Stop the server (bounded) and remove its directory; raises :class:`TimeoutError` only
-        when the server outlives SIGKILL by ``stop_timeout`` seconds."""
-        process, self.process = self.process, None
-        try:
-            if process is not None and process.poll() is None:
-                for sent in (signal.SIGINT, signal.SIGQUIT, signal.SIGKILL):
-                    process.send_signal(sent)
-                    process.send_signal(signal.SIGCONT)  # a stopped server acts on the signal
-                    try:
-                        process.wait(timeout=self.stop_timeout)
-                        break
-                    except subprocess.TimeoutExpired:
-                        continue
-                else:
-                    raise TimeoutError(
-                        f"postgres (pid {process.pid}) still runs {self.stop_timeout} s after SIGKILL"
-                    )
-        finally:
-            shutil.rmtree(self._root, ignore_errors=True)
-
-    def __enter__(self) -> PostgresServer:
-        return self.start()
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.stop()
+            with psycopg.connect(self.conninfo().replace("connect_timeout=10", "connect_timeout=2")):
+                return True
+        except psycopg.OperationalError:
+            return False

@@ -1,4 +1,6 @@
-"""Start and stop a real Chroma server (``chroma run``) on 127.0.0.1 for tests and benchmarks."""
+"""Start and stop real servers on 127.0.0.1 for tests and benchmarks: a Chroma server
+(``chroma run``) here, PostgreSQL in :mod:`kbconform_reference.stores.postgres_server`; both are
+a :class:`ChildServer`."""
 
 from __future__ import annotations
 
@@ -11,8 +13,12 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import Any, TypeVar
+
+S = TypeVar("S", bound="ChildServer")
 
 
 def free_port() -> int:
@@ -31,28 +37,106 @@ def chroma_command() -> list[str]:
     return [found]
 
 
-class ChromaServer:
-    """``chroma run --host 127.0.0.1 --port P --path DIR`` as a child process.
+class ChildServer:
+    """A server run as a child process on 127.0.0.1, from a temporary directory of its own.
 
-    Use as a context manager; :meth:`start` waits for the heartbeat (at most ``timeout``
-    seconds), :meth:`stop` terminates the process by its id and removes the data directory (at
-    most ``stop_timeout`` seconds for SIGTERM, then SIGKILL and as long again).
+    Use as a context manager: :meth:`start` (each kind's own) waits until the server answers
+    (at most ``timeout`` seconds); :meth:`stop` sends each of :attr:`stop_signals` in turn, each
+    waited for at most ``stop_timeout`` seconds, and removes the directory.
 
     The server is started in the caller's process group (and session), so whatever kills the
     caller's group (Ctrl-C in a terminal, a CI job's time limit, ``kill -- -PGID``) kills the
     server with it. A caller killed alone, by its process id, leaves the server running (as any
-    child); the server runs in one process, with no children of its own.
+    child).
     """
 
     host = "127.0.0.1"
+    #: What the server is called in errors.
+    name = "server"
+    #: The signals :meth:`stop` sends in turn, the last one SIGKILL.
+    stop_signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGKILL)
 
     def __init__(self, timeout: float = 60.0, stop_timeout: float = 10.0) -> None:
         self.port = free_port()
         self.timeout = timeout
         self.stop_timeout = stop_timeout
-        self._data = Path(tempfile.mkdtemp(prefix="kbconform-chroma-"))
-        self._log = self._data.parent / f"{self._data.name}.log"
+        self._root = Path(tempfile.mkdtemp(prefix=f"kbconform-{self.name.split()[0]}-"))
+        self._log = self._root / "server.log"
         self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def data_dir(self) -> Path:
+        """The server's data directory, removed by :meth:`stop`."""
+        return self._root / "data"
+
+    def _spawn(self, command: list[str], **options: Any) -> subprocess.Popen[bytes]:
+        """Start ``command`` with its output in the log (``options``: Popen's, a user's ids)."""
+        with self._log.open("wb") as log:
+            # No start_new_session: the server stays in the caller's process group (class docstring).
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, **options)
+        return self.process
+
+    def _wait_until(self: S, answers: Callable[[], bool], what: str) -> S:
+        """Return once ``answers()`` is True; raise when the process exits or ``timeout`` passes."""
+        process = self.process
+        assert process is not None
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {process.returncode}: {self.log_tail()}")
+            if answers():
+                return self
+            time.sleep(0.1)
+        raise TimeoutError(f"{self.name} did not answer {what} within {self.timeout} s: {self.log_tail()}")
+
+    def log_tail(self, size: int = 2000) -> str:
+        try:
+            return self._log.read_text(errors="replace")[-size:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        """Stop the server (bounded) and remove its directory.
+
+        A stopped server (SIGSTOP) is continued after each signal so that it can act on it.
+        Raises :class:`TimeoutError` only when the process outlives SIGKILL by ``stop_timeout``
+        seconds.
+        """
+        process, self.process = self.process, None
+        try:
+            if process is not None and process.poll() is None:
+                for sent in self.stop_signals:
+                    process.send_signal(sent)
+                    if hasattr(signal, "SIGCONT"):  # POSIX
+                        process.send_signal(signal.SIGCONT)
+                    try:
+                        process.wait(timeout=self.stop_timeout)
+                        break
+                    except subprocess.TimeoutExpired:
+                        continue
+                else:
+                    raise TimeoutError(
+                        f"{self.name} (pid {process.pid}) still runs {self.stop_timeout} s after SIGKILL"
+                    )
+        finally:
+            shutil.rmtree(self._root, ignore_errors=True)
+
+    def __enter__(self: S) -> S:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def start(self: S) -> S:
+        raise NotImplementedError
+
+
+class ChromaServer(ChildServer):
+    """``chroma run --host 127.0.0.1 --port P --path DIR`` (one process, no children)."""
+
+    name = "chroma run"
 
     def start(self) -> ChromaServer:
         env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
@@ -64,72 +148,20 @@ class ChromaServer:
             "--port",
             str(self.port),
             "--path",
-            str(self._data),
+            str(self.data_dir),
         ]
-        with self._log.open("wb") as log:
-            # No start_new_session: the server stays in the caller's process group (class docstring).
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+        self._spawn(command, env=env)
+        url = f"http://{self.host}:{self.port}/api/v2/heartbeat"
         try:
-            return self._wait_for_heartbeat(self.process)
+            return self._wait_until(lambda: _heartbeat(url), url)
         except BaseException:
             self.stop()
             raise
 
-    def _wait_for_heartbeat(self, process: subprocess.Popen[bytes]) -> ChromaServer:
-        deadline = time.monotonic() + self.timeout
-        url = f"http://{self.host}:{self.port}/api/v2/heartbeat"
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise RuntimeError(f"chroma run exited with {process.returncode}: {self.log_tail()}")
-            try:
-                with urllib.request.urlopen(url, timeout=1) as response:
-                    if response.status == 200:
-                        return self
-            except OSError:
-                time.sleep(0.1)
-        raise TimeoutError(f"chroma run did not answer {url} within {self.timeout} s: {self.log_tail()}")
 
-    @property
-    def data_dir(self) -> Path:
-        """The server's data directory (``--path``), removed by :meth:`stop`."""
-        return self._data
-
-    def log_tail(self, size: int = 2000) -> str:
-        try:
-            return self._log.read_text(errors="replace")[-size:]
-        except OSError:
-            return ""
-
-    def stop(self) -> None:
-        """Stop the server (bounded: SIGTERM, then SIGKILL) and remove its data directory.
-
-        A stopped server (SIGSTOP) is continued after SIGTERM so that it can act on it. Raises
-        :class:`TimeoutError` only when the process outlives SIGKILL by ``stop_timeout`` seconds.
-        """
-        process, self.process = self.process, None
-        try:
-            if process is not None and process.poll() is None:
-                process.terminate()
-                if hasattr(signal, "SIGCONT"):  # POSIX
-                    process.send_signal(signal.SIGCONT)
-                try:
-                    process.wait(timeout=self.stop_timeout)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    try:
-                        process.wait(timeout=self.stop_timeout)
-                    except subprocess.TimeoutExpired as error:
-                        raise TimeoutError(
-                            f"chroma run (pid {process.pid}) still runs {self.stop_timeout} s after SIGKILL"
-                        ) from error
-        finally:
-            shutil.rmtree(self._data, ignore_errors=True)
-            self._log.unlink(missing_ok=True)
-
-    def __enter__(self) -> ChromaServer:
-        return self.start()
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.stop()
+def _heartbeat(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
