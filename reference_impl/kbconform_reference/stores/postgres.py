@@ -110,6 +110,7 @@ class Database:
         self.server = server
         self._names = itertools.count(1)
         self._admin = psycopg.connect(server.conninfo(), autocommit=True)
+        self._admin.execute(f"SET statement_timeout = {STATEMENT_TIMEOUT_MS}")
         self._admin.execute("CREATE EXTENSION IF NOT EXISTS vector")
         self._admin.execute(f"CREATE ROLE {OWNER_ROLE} LOGIN NOSUPERUSER")
         self._admin.execute(f"CREATE ROLE {APP_ROLE} {self.app_role_options}")

