@@ -702,10 +702,9 @@ def _run(arguments: argparse.Namespace) -> int:
         + f"; seed {report['seed']}; {time.perf_counter() - started:.1f} s"
     )
     print(reports.level_line(report))
-    unreached = set(report["completeness"]["missing"])
-    ran = [t for t in report["tests"] if t["id"] not in unreached]
-    halted = reports.stopped(report["execution"], ran)
-    shown = [t for t in (ran if halted else report["tests"]) if t["status"] in reports.FAILED]
+    halted = reports.halted(report)
+    judged = reports.reached(report) if halted else report["tests"]
+    shown = [t for t in judged if t["status"] in reports.FAILED]
     for test in shown[:FAILURES_SHOWN]:
         where = f"{test['level']} {test['suite']}"
         said = reports.first_line(test) or str(test.get("reason", ""))
@@ -714,8 +713,9 @@ def _run(arguments: argparse.Namespace) -> int:
         print(
             f"  and {len(shown) - FAILURES_SHOWN} more failing tests: the report (--report) has every message"
         )
-    if halted and unreached:
-        print(f"  stopped at the first failure (--fail-fast): {len(unreached)} tests not reached")
+    if halted:
+        unreached = len(report["completeness"]["missing"])
+        print(f"  stopped at the first failure (--fail-fast): {unreached} tests not reached")
     if target == {"adapter": runner.DEFAULT_ADAPTER}:  # a first run, against the reference
         print(
             "your own backend: 'kbconform new-adapter NAME' writes an adapter to fill in, then "

@@ -744,8 +744,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     from kbconform import report as reports
 
     completeness = report["completeness"]
-    ran = [t for t in report["tests"] if t["id"] not in set(completeness["missing"])]
-    if completeness["missing"] and reports.stopped(report["execution"], ran):
+    if reports.halted(report):
         terminalreporter.section("kbconform: stopped", sep="=", red=True)
         terminalreporter.line(
             f"the run stopped after {report['execution']['maxfail']} failing tests (--maxfail); "

@@ -443,6 +443,18 @@ def stopped(execution: Mapping[str, Any], tests: Iterable[Mapping[str, Any]]) ->
     return limit > 0 and sum(1 for test in tests if test.get("status") in FAILED) >= limit
 
 
+def reached(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The tests a built report's run reached: every test not recorded as missing."""
+    missing = set(report["completeness"]["missing"])
+    return [test for test in report["tests"] if test["id"] not in missing]
+
+
+def halted(report: Mapping[str, Any]) -> bool:
+    """Whether a built report's run stopped at its ``maxfail`` (:func:`stopped`, over the tests
+    it reached): its missing tests were not reached, by design."""
+    return bool(report["completeness"]["missing"]) and stopped(report["execution"], reached(report))
+
+
 def verify(report: object) -> None:
     """Raise ContractViolation (``KB_REPORT_INVALID``) unless ``report`` is a valid report-v1 of
     the installed suites (version and test-list hash) from a complete run: every test its
@@ -502,8 +514,7 @@ def verify(report: object) -> None:
         )
         differs("/tests", "completeness", want, f"unknown: {', '.join(unknown)}")
     recorded = report["completeness"]["missing"] + report["completeness"]["unknown"]
-    ran = [test for test in report["tests"] if test["id"] not in set(report["completeness"]["missing"])]
-    if stopped(report["execution"], ran):  # a run that stopped at its maxfail is evidence of failing
+    if halted(report):  # a run that stopped at its maxfail is evidence of failing
         recorded = report["completeness"]["unknown"]
     if recorded:
         differs(
@@ -651,8 +662,7 @@ def table(report: Mapping[str, Any]) -> str:
     if design(report):
         lines.append(design_line(report))
     missing = report["completeness"]["missing"]
-    ran = [t for t in report["tests"] if t["id"] not in set(missing)]
-    if missing and stopped(report["execution"], ran):
+    if halted(report):
         lines.append(
             f"stopped after {report['execution']['maxfail']} failing tests: {len(missing)} not reached"
         )
