@@ -106,10 +106,9 @@ def _verdict(report: Mapping[str, Any]) -> str:
     chosen = selection(report)
     if chosen is not None:
         notes.append(f"A partial run of {len(chosen)} selected tests: it earns no level.")
-    if rests_on(report):
-        notes.append(
-            f"{level} rests on the capabilities the manifest declines: {', '.join(rests_on(report))}."
-        )
+    declined = rests_on(report)
+    if declined:
+        notes.append(f"{level} rests on the capabilities the manifest declines: {', '.join(declined)}.")
     missing, unknown = report["completeness"]["missing"], report["completeness"]["unknown"]
     if missing:
         notes.append(f"Incomplete: {len(missing)} suite tests did not run.")

@@ -567,7 +567,7 @@ def rests_on(report: Mapping[str, Any]) -> tuple[str, ...]:
     """The capabilities the manifest declines that skipped a test at or below the highest level
     earned: the design that level's verdict rests on (none when no level is earned)."""
     verdicts = level_verdicts(report)
-    top = earned(report)
+    top = _highest(verdicts)
     if top is None:
         return ()
     below = (verdicts[lv] for lv in LEVELS[: LEVELS.index(top) + 1] if lv in verdicts)
@@ -616,7 +616,11 @@ def level_verdicts(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 def earned(report: Mapping[str, Any]) -> str | None:
     """The highest level earned (by :func:`level_verdicts`), or None."""
-    won = [level for level, verdict in level_verdicts(report).items() if verdict["earned"]]
+    return _highest(level_verdicts(report))
+
+
+def _highest(verdicts: Mapping[str, Mapping[str, Any]]) -> str | None:
+    won = [level for level, verdict in verdicts.items() if verdict["earned"]]
     return max(won, key=LEVELS.index) if won else None
 
 
@@ -755,8 +759,9 @@ def badge(report: Mapping[str, Any]) -> dict[str, Any]:
     failing = sum(1 for t in report["tests"] if t["status"] in FAILED)
     level = earned(report)
     message = f"{level}" if level else "no level"
-    if rests_on(report):
-        message += f" (declined: {', '.join(rests_on(report))})"
+    declined = rests_on(report)
+    if declined:
+        message += f" (declined: {', '.join(declined)})"
     if failing:
         message += f" | {failing} failing"
     skipped = any(t["status"] == "skip" for t in report["tests"])
