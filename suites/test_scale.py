@@ -54,11 +54,15 @@ def test_a_tenant_past_the_exact_search_threshold_changes_no_ones_scope(
     backend = kbconform_backend
     facades = kbconform_run.manifest.read_facades
     bulk, acme = Principal("bulk", "agent-bulk"), Principal("acme", "agent-acme")
-    tokens = [f"kbc{rng.getrandbits(48):012x}" for _ in range(BIG + SMALL)]
+    tokens = [f"kbc{rng.getrandbits(48):012x}" for _ in range(BIG + 3 * SMALL)]
     topic = "rotate the deploy keys of the billing service"
     big_texts = [f"{t} {topic} bulk note {n}" for n, t in enumerate(tokens[:BIG])]
     big_ids = _write(backend, bulk, big_texts, "bulk", kbconform_run.manifest.max_write_batch)
-    small_texts = [f"{t} {topic} acme note {n}" for n, t in enumerate(tokens[BIG:])]
+    # three unique tokens each, so that no two of acme's texts embed alike even where a
+    # backend's embedding hashes words into few buckets, and five words of acme's own, so that
+    # acme's texts are one another's nearest neighbours, before any of bulk's
+    own = [" ".join(tokens[BIG + 3 * n : BIG + 3 * n + 3]) for n in range(SMALL)]
+    small_texts = [f"{t} {topic} acme staging runbook drill rota note {n}" for n, t in enumerate(own)]
     small_ids = _write(backend, acme, small_texts, "acme", kbconform_run.manifest.max_write_batch)
     assert not set(big_ids) & set(small_ids), "two tenants' chunks share an id"
     small = dict(zip(small_ids, small_texts, strict=True))
