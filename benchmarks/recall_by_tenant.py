@@ -43,7 +43,7 @@ from kbconform.conformance import record
 from kbconform.identity import Principal
 from kbconform_reference import KnowledgeBase
 from kbconform_reference.stores import MemoryStore, Rows, VectorStore
-from kbconform_reference.stores._protocol import Acting, acting
+from kbconform_reference.stores._protocol import Acting, acting, scopes_reads
 
 DIMENSIONS = 256
 TARGETS = (0.1, 0.01, 0.001, 0.0001)
@@ -92,7 +92,7 @@ class Side:
 
 def _store_side(name: str, store: VectorStore, scoped: Callable[[str], AbstractContextManager[None]]) -> Side:
     def filtered(tenant: str, vector: np.ndarray) -> list[str]:
-        where = None if getattr(store, "scopes_reads", False) else {"tenantId": {"$eq": tenant}}
+        where = None if scopes_reads(store) else {"tenantId": {"$eq": tenant}}
         with scoped(tenant):
             return [m.id for m in store.query(vector, K, where)]
 
@@ -113,7 +113,7 @@ def _reference_side(name: str, kb: KnowledgeBase, texts: dict[bytes, str], base:
 def _acting_for(store: VectorStore) -> Callable[[str], AbstractContextManager[None]]:
     """How a call to ``store`` names its principal: PostgreSQL's policies need one (a tenant's
     read, or the operator's reach for an unfiltered query); the other stores ignore it."""
-    if not getattr(store, "scopes_reads", False):
+    if not scopes_reads(store):
         return lambda tenant: nullcontext()
     return lambda tenant: acting(
         Acting("query", Principal(tenant), "read") if tenant else Acting("query", OPERATOR, "operator")
