@@ -24,7 +24,7 @@ from kbconform.adapter import BackendOptions
 from kbconform_reference._adapter import OpenBackends, version
 from kbconform_reference.service import MAINTENANCE, KnowledgeBase, Settings
 from kbconform_reference.stores import Match, MemoryStore, Rows, VectorStore
-from kbconform_reference.stores._protocol import Metadata, Where, scopes_reads
+from kbconform_reference.stores._protocol import Metadata, Where, exact_scopes, scopes_reads
 from kbconform_reference.stores.memory import MEMORY_MAX_BATCH
 
 #: PostgreSQL's page: the most rows one store call writes or deletes (declared as ``pageSizes``).
@@ -49,6 +49,7 @@ class SwitchedStore:
         self.description = store.description
         self.max_batch = store.max_batch
         self.scopes_reads = scopes_reads(store)
+        self.exact_scopes = exact_scopes(store)
 
     def _check(self) -> None:
         if self._fails():

@@ -57,7 +57,16 @@ from kbconform_reference import deletion, read_filter
 from kbconform_reference.embedding import HashingEmbedding
 from kbconform_reference.stamping import SpoofMonitor, SpoofWarning, server_stamps, spoofs
 from kbconform_reference.stores import Match, Rows, VectorStore, exact_top_k
-from kbconform_reference.stores._protocol import ACTING, Acting, Metadata, Reach, Where, acting, scopes_reads
+from kbconform_reference.stores._protocol import (
+    ACTING,
+    Acting,
+    Metadata,
+    Reach,
+    Where,
+    acting,
+    exact_scopes,
+    scopes_reads,
+)
 
 LOG = logging.getLogger("kbconform_reference")
 Visibility = Literal["team", "private", "public"]
@@ -574,8 +583,10 @@ class KnowledgeBase:
         with self._as("query", principal, "read"):
             self._settle("query")
             with self._store_call("query"):
-                allowed = self.store.get(where=scoped, limit=limit + 1)
-                if len(allowed.ids) <= limit:  # a small allowed set: exact top-k over exactly those rows
+                if exact_scopes(self.store) >= limit:  # the store ranks a small scope exactly itself
+                    matches = self.store.query(embedding, n_results, scoped)
+                elif len((allowed := self.store.get(where=scoped, limit=limit + 1)).ids) <= limit:
+                    # a small allowed set: exact top-k over exactly those rows
                     rows = self.store.get(ids=allowed.ids, embeddings=True) if allowed.ids else allowed
                     matches = exact_top_k(rows, embedding, n_results)
                 else:

@@ -94,6 +94,13 @@ def scopes_reads(store: object) -> bool:
     return bool(getattr(store, "scopes_reads", False))
 
 
+def exact_scopes(store: object) -> int:
+    """The most rows a scope may hold for ``store``'s own :meth:`VectorStore.query` to rank it
+    exactly (its ``exact_scopes`` attribute; 0: no promise). A knowledge base whose exact-search
+    limit is within it asks the store once, instead of fetching the scope and ranking it itself."""
+    return int(getattr(store, "exact_scopes", 0))
+
+
 @runtime_checkable
 class VectorStore(Protocol):
     """One collection of rows (id, float32 embedding, document, flat metadata)."""

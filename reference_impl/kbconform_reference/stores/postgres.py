@@ -27,9 +27,11 @@ The policies read those settings:
 
 The members' policies are plain conditions on the tenant column (the tenants a reach names,
 ``kb_scope()``), so the tenant index serves them: a small tenant's read is an index scan, not a
-scan of every tenant's rows, and its query is sorted exactly. A call made for nobody is refused
-by the store, and a row that policies do not name is invisible: a missing setting matches
-nothing. Every statement is bounded (``statement_timeout``), and so is waiting for a pooled
+scan of every tenant's rows. A query whose scope holds at most
+:attr:`PostgresStore.exact_scopes` rows is sorted exactly in that one store call (the knowledge
+base then asks nothing else); a larger scope's goes through the HNSW index with the policy as
+its filter. A call made for nobody is refused by the store, and a row that policies do not name
+is invisible: a missing setting matches nothing. Every statement is bounded (``statement_timeout``), and so is waiting for a pooled
 connection.
 """
 
@@ -200,6 +202,8 @@ class PostgresStore:
     """One collection of a :class:`Database` (its own schema), as a :class:`VectorStore`."""
 
     scopes_reads = True
+    #: The largest scope :meth:`query` ranks exactly (the knowledge base's exact-search limit).
+    exact_scopes = 2000
     max_batch = 500  # the adapter declares it as its page size
 
     def __init__(self, database: Database, schema: str) -> None:
@@ -268,14 +272,30 @@ class PostgresStore:
         )
 
     def query(self, embedding: npt.NDArray[np.float32], n_results: int, where: Where | None) -> list[Match]:
+        """Nearest first: a scope of at most :attr:`exact_scopes` rows sorted exactly (its rows
+        found through the tenant index the policy's condition uses, every distance computed),
+        a larger one through the HNSW index (``nearest``), both in one transaction."""
         clause, params = _where_sql(where)
         vector = np.asarray(embedding, dtype=np.float32)
-        sql = (
+        counted = (
+            f"SELECT count(*) FROM (SELECT 1 FROM {self.schema}.readable WHERE {clause} "
+            f"LIMIT {self.exact_scopes + 1}) AS scope"
+        )
+        # ``+ 0`` orders by a value the HNSW index cannot give: the planner sorts every row
+        exact = (
+            f"SELECT id, document, metadata, embedding <=> %s FROM {self.schema}.readable "
+            f"WHERE {clause} ORDER BY (embedding <=> %s) + 0, id LIMIT {int(n_results)}"
+        )
+        approximate = (
             f"SELECT id, document, metadata, embedding <=> %s FROM {self.schema}.nearest(%s) "
             f"WHERE {clause} LIMIT {int(n_results)}"
         )
         with self._database.transaction() as connection:
-            found = connection.execute(sql, [vector, vector, *params]).fetchall()
+            size = connection.execute(counted, params).fetchone()
+            if size is not None and size[0] <= self.exact_scopes:
+                found = connection.execute(exact, [vector, *params, vector]).fetchall()
+            else:
+                found = connection.execute(approximate, [vector, vector, *params]).fetchall()
         return [Match(row[0], row[1], row[2], float(row[3])) for row in found]
 
     def delete(self, ids: Sequence[str]) -> None:
