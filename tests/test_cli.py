@@ -577,7 +577,7 @@ def test_fail_fast_stops_at_the_first_failure_and_its_report_is_sound_evidence(
     smoke = "kbconform_reference.pool.mutants:by_name.pool_no_filter_anywhere"
     path = tmp_path / "r.json"
     code, out, err = _run(
-        capsys, "run", "--adapter", smoke, "--fail-fast", "--seed", "5", "--report", str(path)
+        capsys, "run", "--adapter", smoke, "--fail-fast", "--seed", "5", "--no-shrink", "--report", str(path)
     )
     assert code == 1, out[-3000:] + err[-2000:]
     report = json.loads(path.read_text(encoding="utf-8"))
@@ -592,7 +592,7 @@ def test_fail_fast_stops_at_the_first_failure_and_its_report_is_sound_evidence(
     )
     assert "stopped at the first failure (--fail-fast)" in out
     assert "no sound verdict" not in out
-    code, out, _ = _run(capsys, "run", "--adapter", smoke, "--seed", "5", "--report", str(path))
+    code, out, _ = _run(capsys, "run", "--adapter", smoke, "--seed", "5", "--no-shrink", "--report", str(path))
     assert code == 1
     everything = json.loads(path.read_text(encoding="utf-8"))
     assert everything["execution"]["maxfail"] == 0
