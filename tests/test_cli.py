@@ -592,7 +592,9 @@ def test_fail_fast_stops_at_the_first_failure_and_its_report_is_sound_evidence(
     )
     assert "stopped at the first failure (--fail-fast)" in out
     assert "no sound verdict" not in out
-    code, out, _ = _run(capsys, "run", "--adapter", smoke, "--seed", "5", "--no-shrink", "--report", str(path))
+    code, out, _ = _run(
+        capsys, "run", "--adapter", smoke, "--seed", "5", "--no-shrink", "--report", str(path)
+    )
     assert code == 1
     everything = json.loads(path.read_text(encoding="utf-8"))
     assert everything["execution"]["maxfail"] == 0

@@ -31,10 +31,17 @@ def pytest_collection_modifyitems(items):
 
 
 def _run_suites(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
-    """pytest with ``args`` in a subprocess (no cache, tests in order) writing report.json: its
-    result, and the report ({} when none was written)."""
+    """pytest with ``args`` in a subprocess (no cache, tests in order, failures not shrunk: only
+    the statuses count) writing report.json: its result, and the report ({} when none was
+    written)."""
     result = pytester.runpytest_subprocess(
-        *args, "--kbconform-report=report.json", "-p", "no:cacheprovider", "-p", "no:randomly"
+        *args,
+        "--kbconform-report=report.json",
+        "--kbconform-no-shrink",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
     )
     path = pytester.path / "report.json"
     return result, json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}

@@ -228,7 +228,7 @@ def test_kbconform_run_passes_the_reference_and_fails_a_mutant(
     assert {t["status"] for t in data["tests"]} == {"pass"}
     assert data["execution"]["selection"] is None
     mutant = "kbconform_reference.mutants:by_name.existence_oracle"
-    code = main(["run", "--adapter", mutant, "--level", "L2", "--report", str(report)])
+    code = main(["run", "--adapter", mutant, "--level", "L2", "--no-shrink", "--report", str(report)])
     out = capfd.readouterr().out
     assert code == 1
     failed = {

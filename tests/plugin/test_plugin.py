@@ -108,7 +108,7 @@ def test_a_broken_backend_fails_the_suite_tests_that_guard_its_invariant(
     """A backend whose list ignores the tenant, or whose get is an existence oracle, fails the
     run, and the failing tests are the ones named for that invariant. (Up to L2, where those
     tests are: every level's run of a broken backend is the mutant sweeps'.)"""
-    result, report = _run(pytester, factory, "--kbconform-level=L2")
+    result, report = _run(pytester, factory, "--kbconform-level=L2", "--kbconform-no-shrink")
     failed = {entry["id"] for entry in report["tests"] if entry["status"] == "fail"}
     assert killed_by <= failed
     assert result.ret == 1
@@ -351,6 +351,7 @@ def test_pytest_n_2_runs_every_test_once_with_one_seed_and_one_report(pytester: 
             f"--kbconform-report={name}.json",
             "--kbconform-seed=5",
             "--kbconform-level=L2",
+            "--kbconform-no-shrink",
             "-p",
             "no:randomly",
             *extra,

@@ -148,8 +148,11 @@ def test_a_call_that_never_returns_fails_its_tests_and_names_the_call(
     project: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """A deletion facade that hangs fails the deletion tests after the call deadline, with the
-    call named; the run finishes and the other suites still pass (control)."""
-    code, report = _run("--adapter", "hostile_adapter:hangs_in_deletion", "--call-timeout", "0.5")
+    call named; the run (to L3, where the deletion tests are) finishes and the other suites
+    still pass (control)."""
+    code, report = _run(
+        "--adapter", "hostile_adapter:hangs_in_deletion", "--call-timeout", "0.5", "--level", "L3"
+    )
     out = capfd.readouterr().out
     assert code == 1
     failing = _failing(report)
