@@ -31,8 +31,8 @@ scan of every tenant's rows. A query whose scope holds at most
 :attr:`PostgresStore.exact_scopes` rows is sorted exactly in that one store call (the knowledge
 base then asks nothing else); a larger scope's goes through the HNSW index with the policy as
 its filter. A call made for nobody is refused by the store, and a row that policies do not name
-is invisible: a missing setting matches nothing. Every statement is bounded (``statement_timeout``), and so is waiting for a pooled
-connection.
+is invisible: a missing setting matches nothing. Every statement is bounded
+(``statement_timeout``), and so is waiting for a pooled connection.
 """
 
 from __future__ import annotations
