@@ -34,6 +34,7 @@ from typing import TypeVar
 
 from kbconform.adapter import MAX_LIMIT, GrantHit, KbInfo, grant_invalid, model_mismatch
 from kbconform.errors import BackendUnavailable, Forbidden, KbconformError, NotFound, Unauthenticated
+from kbconform_reference._arguments import checked_name, describe
 from kbconform_reference.grant.catalogue import Catalogue, KbRow, Tenant
 from kbconform_reference.grant.fanout import FanOut, GroupFailed, GroupTimedOut
 from kbconform_reference.grant.index import Found, Point, VectorIndex
@@ -56,14 +57,12 @@ def unit_score(engine: str, native: float) -> float:
 # -- the call's shape ---------------------------------------------------------------------------
 
 
-def _describe(value: object) -> str:
-    return repr(value)[:80]
+_describe = describe
 
 
 def _name(value: object, what: str) -> str:
-    if type(value) is not str or not value:
-        raise grant_invalid(what, "a non-empty string", _describe(value))
-    return value
+    """A non-empty string argument (a knowledge base, tenant or store name), else ``KB_GRANT_INVALID``."""
+    return checked_name(value, what, grant_invalid)
 
 
 def _vector(value: object, what: str) -> tuple[float, ...]:

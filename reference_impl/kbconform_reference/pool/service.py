@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from kbconform.adapter import MAX_LIMIT, pool_invalid
 from kbconform.errors import BackendUnavailable, KbconformError, NotFound, Unauthenticated
+from kbconform_reference._arguments import checked_name, describe
 from kbconform_reference.embedding import HashingEmbedding
 from kbconform_reference.pool.membership import Membership, SessionRow
 from kbconform_reference.pool.qdrant import ENTITIES, EPISODES, QdrantStore, any_of, equal
@@ -59,15 +60,12 @@ class PoolHit:
     score: float | None = None
 
 
-def _describe(value: object) -> str:
-    return repr(value)[:80]
+_describe = describe
 
 
 def _name(value: object, what: str) -> str:
     """A non-empty string argument (a session or project name), else ``KB_POOL_INVALID``."""
-    if type(value) is not str or not value:
-        raise pool_invalid(what, "a non-empty string", _describe(value))
-    return value
+    return checked_name(value, what, pool_invalid)
 
 
 def _limit(value: object) -> int:
