@@ -198,13 +198,14 @@ Fill in the backend's facades one at a time, and after each run the suites from 
 
     kbconform run --adapter @spec@
 
-A facade not implemented yet raises BackendUnavailable saying so, and the tests that call it
-fail naming it. Each docstring below says what to take, what to return and which
-kbconform.errors error to raise; the full specification is kbconform.adapter.Backend and the
-adapter guide (docs/adapter-guide.md). What the backend offers is declared in
-@module@.manifest.json: widen it as you implement more (a declined capability skips its tests,
-with your reason, and is named beside the level it never caps; but fault-injection, which the
-suites need to see a store fail, costs L2 and above until you offer it). Its spoofModes is
+A facade not implemented yet raises NotImplementedError saying so: the tests that call it end
+there at once, and the run prints one line for each such facade. Each docstring below says what
+to take, what to return and which kbconform.errors error to raise; the full specification is
+kbconform.adapter.Backend and the adapter guide (docs/adapter-guide.md). What the backend offers
+is declared in @module@.manifest.json: widen it as you implement more (a declined capability
+skips its tests, with your reason, and is named beside the level it never caps; but
+fault-injection, which the suites need to see a store fail, costs L2 and above until you offer
+it). Its spoofModes is
 ["reject"], the smallest honest start: a record claiming another identity is refused whole
 (SpoofRejected), which needs no warnings; add "overwrite" (stamp the server's values and
 return a warning per spoofed field, as the guide's example does) when the backend does that
@@ -222,15 +223,15 @@ from pathlib import Path
 from typing import Any
 
 from kbconform.adapter import Adapter, Backend, BackendOptions
-from kbconform.errors import BackendUnavailable
 from kbconform.identity import Principal
 
 MANIFEST = Path(__file__).with_name("@module@.manifest.json")
 
 
-def _not_implemented(facade: str, what: str) -> BackendUnavailable:
-    """The error of a facade not implemented yet: every test that calls it fails, naming it."""
-    return BackendUnavailable(facade, f"not implemented yet in @module@.py: {what}")
+def _not_implemented(facade: str, what: str) -> NotImplementedError:
+    """The error of a facade not implemented yet: every test that calls it ends there, and the
+    run counts them by facade."""
+    return NotImplementedError(f"{facade} in @module@.py: {what}")
 
 
 # -- what the facades return (any objects with these attributes will do) ----------------------

@@ -41,6 +41,8 @@ _STOPPED = pytest.StashKey[str]()
 #: Catalogue mode: the profile, its maximal manifest (every value of every axis) and the file.
 _CATALOGUE = pytest.StashKey["tuple[str, dict[str, Any], Path]"]()
 _PROPERTY = "kbconform"
+#: The terminal's category for such tests: counted apart, one line for each facade.
+_MISSING_CATEGORY = "not implemented"
 # The plugin's fixtures: a suite test must get these, not an override from a conftest or plugin.
 _OWN_FIXTURES = (
     "kbconform_run",
@@ -565,10 +567,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         transcript.begin_test()
 
 
-def pytest_runtest_call(item: pytest.Item) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    if _case(item) is None:
+        return (yield)
+    from kbconform.conformance import ending_tests
+
     transcript = _transcript(item.config)
-    if transcript is not None and _case(item) is not None:
+    if transcript is not None:
         transcript.begin_call()
+    with ending_tests():  # a facade not implemented yet ends the test at once
+        return (yield)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -585,11 +594,14 @@ def pytest_runtest_makereport(
         report.sections.append((f"kbconform: what the adapter printed ({report.when})", printed))
     entry = _entry(item, mark)
     _hold_honest(item, report, entry["id"])
+    unimplemented = _not_implemented(report, call)
     entry["status"] = _status(report)
     if entry["status"] == "skip":
         entry["reason"] = item.config.stash[_DECLINED][item.nodeid]
     elif entry["status"] in ("fail", "error"):
         entry["message"] = _failure(report)  # the report cleans, redacts and bounds it
+        if unimplemented is not None:
+            entry["notImplemented"] = unimplemented
         transcript = _transcript(item.config)
         if transcript is not None and transcript.exchanges:
             entry["transcript"] = transcript.lines()
@@ -598,6 +610,53 @@ def pytest_runtest_makereport(
     # a list of its own: ``user_properties`` is shared by the item's reports.
     report.user_properties = [*report.user_properties, (_PROPERTY, entry)]
     return report
+
+
+def _not_implemented(report: pytest.TestReport, call: pytest.CallInfo[None]) -> str | None:
+    """The call a failed test ended at because it is not implemented yet (in the test or a
+    fixture; :class:`~kbconform.conformance.Unimplemented`), its failure cut to one line and
+    no traceback; None for any other outcome."""
+    from kbconform.conformance import NotImplementedFacade, Unimplemented
+
+    if not report.failed or call.excinfo is None:
+        return None
+    missing = call.excinfo.value
+    if isinstance(missing, NotImplementedFacade):
+        missing = missing.missing
+    if not isinstance(missing, Unimplemented):
+        return None
+    report.longrepr = str(missing)
+    return missing.call
+
+
+def _missing(report: pytest.TestReport) -> tuple[str, str] | None:
+    """The call a failed test ended at because it is not implemented yet, and its message."""
+    for name, entry in report.user_properties if report.failed else ():
+        if name == _PROPERTY and isinstance(entry, dict) and "notImplemented" in entry:
+            return str(entry["notImplemented"]), str(entry.get("message", ""))
+    return None
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    """A test that ended at a facade not implemented yet is counted apart from the failures
+    (the run still fails): the terminal prints one line for each facade, not a traceback for
+    each test."""
+    if _missing(report) is not None:
+        return _MISSING_CATEGORY, "N", ("NOT IMPLEMENTED", {"red": True})
+    return None
+
+
+def _unimplemented_lines(terminalreporter: Any) -> list[str]:
+    """One line for each call that tests ended at, with how many and why."""
+    by_call: dict[str, list[str]] = {}
+    for report in terminalreporter.stats.get(_MISSING_CATEGORY, ()):
+        missing = _missing(report)
+        if missing is not None:
+            by_call.setdefault(missing[0], []).append(missing[1])
+    return [
+        f"{len(messages)} tests ended at {call}: {messages[0]}"
+        for call, messages in sorted(by_call.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    ]
 
 
 def _stop_if_dead(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
@@ -744,6 +803,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     from kbconform import report as reports
 
     completeness = report["completeness"]
+    unimplemented = _unimplemented_lines(terminalreporter)
+    if unimplemented:
+        terminalreporter.section("kbconform: not implemented yet", sep="=", red=True)
+        for line in unimplemented:
+            terminalreporter.line(line)
     if reports.halted(report):
         terminalreporter.section("kbconform: stopped", sep="=", red=True)
         terminalreporter.line(

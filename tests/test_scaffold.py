@@ -16,7 +16,6 @@ import pytest
 from kbconform import _scaffold, is_valid
 from kbconform.adapter import Backend, BackendOptions, SupportsAsk, SupportsCount, SupportsScan
 from kbconform.cli import main
-from kbconform.errors import BackendUnavailable
 from kbconform.identity import Principal
 
 NAME = "qdrant_adapter"
@@ -66,10 +65,14 @@ def _written(where: Path) -> set[str]:
     return {str(path.relative_to(where)) for path in where.rglob("*") if path.is_file()}
 
 
-def _run(where: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], dict[str, str]]:
-    """``kbconform run`` from the skeleton's directory; its report, and each failing test's message."""
+def _run(
+    where: Path, *args: str, level: str | None = LEVEL
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], dict[str, str]]:
+    """``kbconform run`` from the skeleton's directory (up to ``level``; None: every level); its
+    report, and each failing test's message."""
+    levels = ["--level", level] if level else []
     done = subprocess.run(
-        [sys.executable, "-m", "kbconform", "run", "--adapter", f"{NAME}:factory", "--level", LEVEL,
+        [sys.executable, "-m", "kbconform", "run", "--adapter", f"{NAME}:factory", *levels,
          "--seed", "1", "--report", "report.json", "--junitxml", "junit.xml", *args],
         cwd=where, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
@@ -117,7 +120,7 @@ def test_the_skeleton_is_four_files_with_a_valid_conservative_manifest(skeleton:
 
 def test_every_facade_is_present_and_raises_an_error_naming_it(module: Any) -> None:
     """Each facade of Backend, SupportsCount, SupportsAsk and SupportsScan is on the backend and
-    raises BackendUnavailable naming that facade (and no other) and what to implement."""
+    raises NotImplementedError naming that facade (and no other) and what to implement."""
     backend = module.factory().open(BackendOptions())
     assert isinstance(backend, Backend)
     assert isinstance(backend, SupportsCount)
@@ -137,18 +140,19 @@ def test_every_facade_is_present_and_raises_an_error_naming_it(module: Any) -> N
         "scan": (Path(), None, "acme", "main", "bare-repo"),
     }
     for facade, args in calls.items():
-        with pytest.raises(BackendUnavailable) as raised:
+        with pytest.raises(NotImplementedError) as raised:
             getattr(backend, facade)(*args)
-        assert raised.value.operation == facade
-        assert f"{facade} failed: not implemented yet in {NAME}.py: " in str(raised.value)
+        assert str(raised.value).startswith(f"{facade} in {NAME}.py: ")
     assert not isinstance(object(), Backend)  # control: the protocol check can fail
 
 
 @pytest.mark.slow
 def test_kbconform_run_on_the_skeleton_fails_every_test_at_the_facade_to_implement(skeleton: Path) -> None:
-    """Nothing crashes: every test selected runs and fails (or is declined), each failure names
-    ingest, the facade every test starts with; the run ends with the level and next-step lines."""
-    done, report, messages = _run(skeleton)
+    """The first run, every level: nothing crashes, every test runs and fails (or is declined),
+    each ending at ingest, the facade every test starts with, at once (not shrunk); the terminal
+    says so in one line for the facade, with no traceback, and the run ends with the level and
+    next-step lines."""
+    done, report, messages = _run(skeleton, level=None)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
     assert report["completeness"] == {"missing": [], "unknown": []}
     failing = _failing(report)
@@ -156,11 +160,23 @@ def test_kbconform_run_on_the_skeleton_fails_every_test_at_the_facade_to_impleme
     assert failing | {t["id"] for t in report["tests"] if t["status"] == "skip"} == {
         t["id"] for t in report["tests"]
     }
+    assert "state-01[reject]" in failing  # the state machine too, at its first ingest
     assert len(messages) == len(failing)
+    expected = "ingest is not implemented yet: ingest in qdrant_adapter.py"
     for name, message in messages.items():
-        assert "ingest failed: not implemented yet in qdrant_adapter.py" in message, name
+        assert expected in message, name
+    assert {t.get("notImplemented") for t in report["tests"] if t["id"] in failing} == {"ingest"}
+    assert "Traceback" not in done.stdout
+    assert "\nE   " not in done.stdout
+    said = [line for line in done.stdout.splitlines() if "ingest is not implemented yet" in line]
+    assert said == [
+        f"{len(failing)} tests ended at ingest: {expected}: validate, stamp (tenantId, repoSlug, ...) "
+        "and write the batch",
+        f"  NOT IMPLEMENTED ingest: {len(failing)} tests ended there ({expected}: validate, stamp "
+        "(tenantId, repoSlug, ...) and write the batch)",
+    ]
     assert "highest level earned: none" in done.stdout
-    assert "levels: L0 contract (invalid input refused); L1 write isolation." in done.stdout
+    assert "levels: L0 contract (invalid input refused); L1 write isolation;" in done.stdout
 
 
 @pytest.mark.slow
@@ -184,15 +200,16 @@ def test_a_filled_in_skeleton_passes_and_one_left_out_or_wrong_is_named(skeleton
     partly = [facade for facade in every if facade != "apply_deletion_signal"]
     wrong_list = "\nQdrantBackend.list = lambda self, principal, limit, offset: []\n"
     module.write_text(original + FILLED.format(facades=partly) + wrong_list, encoding="utf-8")
-    done, report, messages = _run(skeleton)
+    done, report, _ = _run(skeleton)
     assert done.returncode == 1
     failing = _failing(report)
     assert {"contract-03", "iso-01[list]"} <= failing
-    unimplemented = {
-        name: message for name, message in messages.items() if "failed: not implemented yet" in message
-    }
-    assert len(unimplemented) == 1
-    assert "apply_deletion_signal failed: not implemented yet" in next(iter(unimplemented.values()))
+    unimplemented = [t for t in report["tests"] if "notImplemented" in t]
+    assert [t["notImplemented"] for t in unimplemented] == ["apply_deletion_signal"]
+    assert unimplemented[0]["message"].startswith(
+        "apply_deletion_signal is not implemented yet: apply_deletion_signal in qdrant_adapter.py"
+    )
+    assert "  NOT IMPLEMENTED apply_deletion_signal: 1 tests ended there" in done.stdout
 
 
 def test_mypy_strict_accepts_the_skeleton_and_rejects_a_facade_off_the_protocol(skeleton: Path) -> None:

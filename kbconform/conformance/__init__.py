@@ -10,7 +10,13 @@ from kbconform.conformance._data import (
     record,
     seed_canaries,
 )
-from kbconform.conformance._deadline import DEFAULT_CALL_TIMEOUT, DeadlineExceeded
+from kbconform.conformance._deadline import (
+    DEFAULT_CALL_TIMEOUT,
+    DeadlineExceeded,
+    NotImplementedFacade,
+    Unimplemented,
+    ending_tests,
+)
 from kbconform.conformance._effects import (
     Stored,
     changes,
@@ -50,6 +56,9 @@ __all__ = [
     "ENVELOPE_REFUSALS",
     "PROFILES",
     "DeadlineExceeded",
+    "NotImplementedFacade",
+    "Unimplemented",
+    "ending_tests",
     "Canaries",
     "Canary",
     "DriverMachine",

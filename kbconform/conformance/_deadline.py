@@ -16,6 +16,7 @@ no memory (pytest's own capture would hold every byte until the test ends).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import io
 import os
 import queue
@@ -110,6 +111,48 @@ class DeadlineExceeded(BaseException):
         )
 
 
+class Unimplemented(NotImplementedError):
+    """A call the backend has not implemented yet: it raised ``NotImplementedError`` (behind
+    harness-v1, the harness answered ``KB_NOT_IMPLEMENTED``). The plugin counts the tests that
+    end at it by ``call``, and prints one line for each call instead of a traceback per test."""
+
+    def __init__(self, call: str, reason: str) -> None:
+        super().__init__(call, reason)
+        self.call = call
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"{self.call} is not implemented yet: {self.reason}"
+
+
+class NotImplementedFacade(BaseException):
+    """:class:`Unimplemented` met while a test runs (:func:`ending_tests`): like
+    :class:`DeadlineExceeded`, a ``BaseException``, so that no suite's error handling takes it
+    for the behaviour under test and Hypothesis neither shrinks nor replays it: the test ends at
+    once. (In a fixture, the plain :class:`Unimplemented`, which pytest keeps for the tests
+    that share the fixture.)"""
+
+    def __init__(self, missing: Unimplemented) -> None:
+        super().__init__(missing)
+        self.missing = missing
+
+    def __str__(self) -> str:
+        return str(self.missing)
+
+
+_ENDS_TESTS: contextvars.ContextVar[bool] = contextvars.ContextVar("kbconform_ends_tests", default=False)
+
+
+@contextlib.contextmanager
+def ending_tests() -> Iterator[None]:
+    """Inside the block (a test's call), a call not implemented raises :class:`NotImplementedFacade`."""
+    token = _ENDS_TESTS.set(True)
+    try:
+        yield
+    finally:
+        _ENDS_TESTS.reset(token)
+
+
 class _Worker:
     def __init__(self) -> None:
         self.jobs: queue.SimpleQueue[tuple[Callable[[], Any], queue.SimpleQueue[Any]] | None] = (
@@ -183,7 +226,13 @@ class Guarded:
             return value
 
         def guarded(*args: Any, **kwargs: Any) -> Any:
-            return self._caller.call(f"backend.{name}()", value, *args, **kwargs)
+            try:
+                return self._caller.call(f"backend.{name}()", value, *args, **kwargs)
+            except NotImplementedError as error:
+                missing = Unimplemented(name, str(error) or "NotImplementedError")
+                if _ENDS_TESTS.get():
+                    raise NotImplementedFacade(missing) from None
+                raise missing from None
 
         return guarded
 

@@ -46,6 +46,9 @@ def serves(name: str, op: str) -> bool:
 
 
 INTERNAL = "KB_HARNESS_INTERNAL"
+#: An operation the harness does not implement yet; in process, a facade raising
+#: ``NotImplementedError``. Every test that calls it ends at once, counted by operation.
+NOT_IMPLEMENTED = "KB_NOT_IMPLEMENTED"
 REQUEST_INVALID = "KB_HARNESS_REQUEST_INVALID"
 BROKEN = "KB_HARNESS_BROKEN"
 
@@ -344,7 +347,10 @@ def _contract(op: str) -> str:
 
 def error_to_wire(error: BaseException) -> dict[str, Any]:
     """A kbconform error as its code, its text and, in ``carried``, what else it holds (its
-    fields, notes and causes, as text); anything else as ``KB_HARNESS_INTERNAL``."""
+    fields, notes and causes, as text); ``NotImplementedError`` as ``KB_NOT_IMPLEMENTED``;
+    anything else as ``KB_HARNESS_INTERNAL``."""
+    if isinstance(error, NotImplementedError):
+        return {"code": NOT_IMPLEMENTED, "message": str(error) or "NotImplementedError"}
     if not isinstance(error, KbconformError):
         return {"code": INTERNAL, "message": f"{type(error).__name__}: {error}"}
     return {
@@ -392,8 +398,11 @@ _NAMED = {
 
 def error_from_wire(op: str, params: Mapping[str, Any], error: Mapping[str, Any]) -> Exception:
     """The exception a call raises for a harness's error answer: the kbconform error of its
-    code (its text the harness's message), else :class:`RemoteError`."""
+    code (its text the harness's message), ``NotImplementedError`` for ``KB_NOT_IMPLEMENTED``,
+    else :class:`RemoteError`."""
     code, message = str(error["code"]), str(error["message"])
+    if code == NOT_IMPLEMENTED:
+        return NotImplementedError(message)
     built: KbconformError
     if code == Unauthenticated.code:
         built = _REMOTE[Unauthenticated](op)

@@ -31,6 +31,22 @@ BETA = Principal("beta", "agent-b")
 OPERATOR = Principal("kb-ops", "ops", role="operator")
 
 
+def test_not_implemented_crosses_harness_v1_as_its_own_code() -> None:
+    """A served facade raising NotImplementedError answers KB_NOT_IMPLEMENTED, which the kit's
+    side raises as NotImplementedError again, with the message; any other non-kit exception
+    stays KB_HARNESS_INTERNAL (control), and a kit error keeps its code."""
+    from kbconform.harness._wire import INTERNAL, NOT_IMPLEMENTED, error_from_wire, error_to_wire
+
+    wire = error_to_wire(NotImplementedError("count: to do"))
+    assert wire == {"code": NOT_IMPLEMENTED, "message": "count: to do"}
+    assert error_to_wire(NotImplementedError())["message"] == "NotImplementedError"
+    back = error_from_wire("count", {}, wire)
+    assert type(back) is NotImplementedError
+    assert str(back) == "count: to do"
+    assert error_to_wire(ValueError("no"))["code"] == INTERNAL
+    assert error_to_wire(NotFound("x"))["code"] == "KB_NOT_FOUND"
+
+
 def test_a_served_adapter_answers_every_facade_and_error_as_in_process(served: HarnessAdapter) -> None:
     assert served.manifest["adapter"]["name"] == "kbconform-reference"
     switch = FaultSwitch()

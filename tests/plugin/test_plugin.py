@@ -114,6 +114,34 @@ def test_a_broken_backend_fails_the_suite_tests_that_guard_its_invariant(
     assert result.ret == 1
 
 
+def test_a_facade_not_implemented_ends_its_tests_at_once_in_one_line_for_each_facade(
+    pytester: pytest.Pytester,
+) -> None:
+    """In process, a backend whose list and get raise NotImplementedError: every test that
+    reaches one ends there, counted apart from the failures (the run still fails), its report
+    entry naming the call, and the terminal gives one line for each call, with no traceback;
+    the tests that call neither pass (control)."""
+    result, report = _run(pytester, "unfinished", "--kbconform-level=L2")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    ended = {t["id"]: t for t in report["tests"] if "notImplemented" in t}
+    assert {t["notImplemented"] for t in ended.values()} == {"list", "get"}
+    assert {t["status"] for t in ended.values()} <= {"fail", "error"}
+    said = {
+        "list": "list is not implemented yet: list: to do",
+        "get": "get is not implemented yet: NotImplementedError",
+    }
+    assert {t["message"] for t in ended.values()} == set(said.values())
+    assert "pass" in {t["status"] for t in report["tests"] if t["id"] not in ended} <= {"pass", "skip"}
+    counted = {call: sum(t["notImplemented"] == call for t in ended.values()) for call in said}
+    lines = [f"{counted[call]} tests ended at {call}: {said[call]}" for call in said]
+    result.stdout.fnmatch_lines(
+        ["*= kbconform: not implemented yet =*", *sorted(lines, key=lambda line: -int(line.split()[0]))]
+    )
+    result.stdout.fnmatch_lines([f"*{len(ended)} not implemented*"])
+    result.stdout.no_fnmatch_line("*Traceback*")
+    result.stdout.no_fnmatch_line("*raise NotImplementedError*")
+
+
 def test_the_header_names_adapter_backend_suite_version_and_seed(pytester: pytest.Pytester) -> None:
     """A run is reproducible from what it prints: the seed, and with it the same report."""
     result, report = _run(pytester, "make", "--kbconform-seed=1234", "--kbconform-level=L0")

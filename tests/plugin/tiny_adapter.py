@@ -66,6 +66,16 @@ class Oracle(KnowledgeBase):
             raise
 
 
+class Unfinished(KnowledgeBase):
+    """list and get are not written yet."""
+
+    def list(self, principal: Any, limit: int = 100, offset: int = 0, where: Any = None) -> Any:
+        raise NotImplementedError("list: to do")
+
+    def get(self, principal: Any, chunk_id: str) -> Any:
+        raise NotImplementedError
+
+
 class Broken(Tiny):
     def __init__(self, kind: type[KnowledgeBase]) -> None:
         self.kind = kind
@@ -84,3 +94,7 @@ def leaky() -> Broken:
 
 def oracle() -> Broken:
     return Broken(Oracle)
+
+
+def unfinished() -> Broken:
+    return Broken(Unfinished)
