@@ -19,7 +19,7 @@ from typing import Any
 
 from kbconform._levels import LEVELS
 from kbconform.profiles import profile_of
-from kbconform.report import FAILED, earned, rests_on, selection
+from kbconform.report import FAILED, declined_words, earned, rests_on, selection
 
 #: The most characters of one string shown; the rest is counted, not shown.
 MAX_TEXT = 20_000
@@ -118,7 +118,7 @@ def _verdict(report: Mapping[str, Any]) -> str:
         notes.append("No tests ran.")
     levels = "".join(
         f"<tr><td>{text(name)}</td><td>{'earned' if verdict['earned'] else 'not earned'}"
-        + (f" (declined: {text(', '.join(verdict['declined']))})" if verdict.get("declined") else "")
+        + text(declined_words(verdict.get("declined") or ()))
         + "</td>"
         + "".join(f'<td class="n">{text(verdict[s])}</td>' for s in ("pass", "fail", "error", "skip"))
         + "</tr>"

@@ -553,14 +553,20 @@ def _verdict(level: str, verdict: Mapping[str, Any] | None) -> str:
         return f"{level} absent"
     counts = ", ".join(f"{status} {verdict.get(status)}" for status in _SHOWN)
     said = "earned" if verdict.get("earned") is True else "not earned"
-    return f"{level} {said} ({counts}){_by_design(verdict)}"
+    return f"{level} {said} ({counts}){declined_words(verdict.get('declined') or ())}"
+
+
+def declined_words(names: Iterable[str]) -> str:
+    """``(declined: workspace-scan, sync)``: the declined capabilities a verdict rests on, as
+    every rendering says them after the level; "" for none."""
+    chosen = list(names)
+    return f" (declined: {', '.join(chosen)})" if chosen else ""
 
 
 def _word(level: str, verdict: Mapping[str, Any]) -> str:
     """``L3 earned``, ``L3 not earned``, or ``L3 earned (declined: workspace-scan)``."""
-    chosen = verdict.get("declined") or ()
     said = f"{level} {'earned' if verdict['earned'] else 'not earned'}"
-    return f"{said} (declined: {', '.join(chosen)})" if chosen else said
+    return said + declined_words(verdict.get("declined") or ())
 
 
 def rests_on(report: Mapping[str, Any]) -> tuple[str, ...]:
@@ -572,12 +578,6 @@ def rests_on(report: Mapping[str, Any]) -> tuple[str, ...]:
         return ()
     below = (verdicts[lv] for lv in LEVELS[: LEVELS.index(top) + 1] if lv in verdicts)
     return tuple(sorted({name for verdict in below for name in verdict["declined"]}))
-
-
-def _by_design(verdict: Mapping[str, Any]) -> str:
-    """``; declined: workspace-scan`` for a level whose verdict rests on declined capabilities."""
-    chosen = verdict.get("declined") or ()
-    return f"; declined: {', '.join(chosen)}" if chosen else ""
 
 
 # -- rendering --------------------------------------------------------------------------------
@@ -759,9 +759,7 @@ def badge(report: Mapping[str, Any]) -> dict[str, Any]:
     failing = sum(1 for t in report["tests"] if t["status"] in FAILED)
     level = earned(report)
     message = f"{level}" if level else "no level"
-    declined = rests_on(report)
-    if declined:
-        message += f" (declined: {', '.join(declined)})"
+    message += declined_words(rests_on(report))
     if failing:
         message += f" | {failing} failing"
     skipped = any(t["status"] == "skip" for t in report["tests"])
