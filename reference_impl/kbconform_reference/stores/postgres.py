@@ -82,7 +82,9 @@ class Database:
     """One PostgreSQL server as the reference's store: roles, functions, the application's pool.
 
     The class attributes are the deployment choices a mistake would change (the mutants of
-    ``kbconform_reference.postgres.mutants`` each change one).
+    ``kbconform_reference.postgres_mutants`` each change one; ``benchmarks/recall_by_tenant.py``
+    turns ``iterative_scan`` off, which no facade can tell: a scope small enough for the index
+    to miss its rows is sorted exactly).
     """
 
     #: How the application's role is created.
