@@ -114,6 +114,7 @@ def test_a_broken_backend_fails_the_suite_tests_that_guard_its_invariant(
     assert result.ret == 1
 
 
+@pytest.mark.slow
 def test_a_facade_not_implemented_ends_its_tests_at_once_in_one_line_for_each_facade(
     pytester: pytest.Pytester,
 ) -> None:
