@@ -205,11 +205,10 @@ kbconform.adapter.Backend and the adapter guide (docs/adapter-guide.md). What th
 is declared in @module@.manifest.json: widen it as you implement more (a declined capability
 skips its tests, with your reason, and is named beside the level it never caps; but
 fault-injection, which the suites need to see a store fail, costs L2 and above until you offer
-it). Its spoofModes is
-["reject"], the smallest honest start: a record claiming another identity is refused whole
-(SpoofRejected), which needs no warnings; add "overwrite" (stamp the server's values and
-return a warning per spoofed field, as the guide's example does) when the backend does that
-too. Check the types against the protocol with
+it). Its spoofModes is ["reject"], the smallest honest start: a record claiming another
+identity is refused whole (SpoofRejected), which needs no warnings; add "overwrite" (stamp the
+server's values and return a warning per spoofed field, as the guide's example does) when the
+backend does that too. Check the types against the protocol with
 
     mypy --strict @module@.py
 """

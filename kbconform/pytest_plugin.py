@@ -41,7 +41,8 @@ _STOPPED = pytest.StashKey[str]()
 #: Catalogue mode: the profile, its maximal manifest (every value of every axis) and the file.
 _CATALOGUE = pytest.StashKey["tuple[str, dict[str, Any], Path]"]()
 _PROPERTY = "kbconform"
-#: The terminal's category for such tests: counted apart, one line for each facade.
+#: The terminal's category for a suite test that ended at a call the backend has not
+#: implemented yet: counted apart from the failures, one line for each call.
 _MISSING_CATEGORY = "not implemented"
 # The plugin's fixtures: a suite test must get these, not an override from a conftest or plugin.
 _OWN_FIXTURES = (
