@@ -13,7 +13,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
@@ -705,11 +705,7 @@ def _run(arguments: argparse.Namespace) -> int:
     halted = reports.halted(report)
     judged = reports.reached(report) if halted else report["tests"]
     failing = [t for t in judged if t["status"] in reports.FAILED]
-    unimplemented: dict[str, list[Mapping[str, Any]]] = {}
-    for test in failing:
-        if "notImplemented" in test:
-            unimplemented.setdefault(test["notImplemented"], []).append(test)
-    for call, tests in sorted(unimplemented.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+    for call, tests in reports.not_implemented(failing):
         print(f"  NOT IMPLEMENTED {call}: {len(tests)} tests ended there ({reports.first_line(tests[0])})")
     shown = [t for t in failing if "notImplemented" not in t]
     for test in shown[:FAILURES_SHOWN]:

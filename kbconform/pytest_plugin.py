@@ -630,34 +630,16 @@ def _not_implemented(report: pytest.TestReport, call: pytest.CallInfo[None]) -> 
     return missing.call
 
 
-def _missing(report: pytest.TestReport) -> tuple[str, str] | None:
-    """The call a failed test ended at because it is not implemented yet, and its message."""
-    for name, entry in report.user_properties if report.failed else ():
-        if name == _PROPERTY and isinstance(entry, dict) and "notImplemented" in entry:
-            return str(entry["notImplemented"]), str(entry.get("message", ""))
-    return None
-
-
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
     """A test that ended at a facade not implemented yet is counted apart from the failures
     (the run still fails): the terminal prints one line for each facade, not a traceback for
     each test."""
-    if _missing(report) is not None:
+    if report.failed and any(
+        name == _PROPERTY and isinstance(entry, dict) and "notImplemented" in entry
+        for name, entry in report.user_properties
+    ):
         return _MISSING_CATEGORY, "N", ("NOT IMPLEMENTED", {"red": True})
     return None
-
-
-def _unimplemented_lines(terminalreporter: Any) -> list[str]:
-    """One line for each call that tests ended at, with how many and why."""
-    by_call: dict[str, list[str]] = {}
-    for report in terminalreporter.stats.get(_MISSING_CATEGORY, ()):
-        missing = _missing(report)
-        if missing is not None:
-            by_call.setdefault(missing[0], []).append(missing[1])
-    return [
-        f"{len(messages)} tests ended at {call}: {messages[0]}"
-        for call, messages in sorted(by_call.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-    ]
 
 
 def _stop_if_dead(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
@@ -804,11 +786,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     from kbconform import report as reports
 
     completeness = report["completeness"]
-    unimplemented = _unimplemented_lines(terminalreporter)
+    unimplemented = reports.not_implemented(report["tests"])
     if unimplemented:
         terminalreporter.section("kbconform: not implemented yet", sep="=", red=True)
-        for line in unimplemented:
-            terminalreporter.line(line)
+        for call, tests in unimplemented:
+            terminalreporter.line(f"{len(tests)} tests ended at {call}: {tests[0].get('message', '')}")
     if reports.halted(report):
         terminalreporter.section("kbconform: stopped", sep="=", red=True)
         terminalreporter.line(

@@ -728,6 +728,16 @@ SUMMARY_MESSAGE = 200
 _MARKDOWN = re.compile(r"[\\`*_{}\[\]<>|~#!&]")
 
 
+def not_implemented(tests: Iterable[Mapping[str, Any]]) -> list[tuple[str, list[Mapping[str, Any]]]]:
+    """The tests that ended at a call the backend has not implemented yet (``notImplemented``),
+    grouped by that call: the call most tests ended at first, then by name."""
+    by_call: dict[str, list[Mapping[str, Any]]] = {}
+    for test in tests:
+        if "notImplemented" in test:
+            by_call.setdefault(str(test["notImplemented"]), []).append(test)
+    return sorted(by_call.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+
+
 def first_line(test: Mapping[str, Any]) -> str:
     """The first non-empty line of a test's message, at most :data:`SUMMARY_MESSAGE`
     characters (empty when it has none)."""
