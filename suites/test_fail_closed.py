@@ -15,12 +15,12 @@ from kbconform.conformance import (
     Stored,
     changes,
     described,
-    not_principals,
     record,
     refusal,
     stored,
 )
 from kbconform.errors import BackendUnavailable, ContractViolation, Unauthenticated
+from kbconform.profiles.tenant_namespace.world import not_principals
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).
 PROFILES = ("tenant-namespace",)

@@ -2,7 +2,7 @@
 moves and deletes.
 
 Each test drives a fresh backend and the policy model together (:class:`GrantDriver`): every
-call's outcome is compared with :class:`~kbconform.conformance.GrantPolicy` and committed to it,
+call's outcome is compared with :class:`~kbconform.profiles.kb_grant.model.GrantPolicy` and committed to it,
 every search's hits are compared with the exact cosine ranking of the vectors the suite sent,
 and every error is checked for stored text. Only the protocol and the manifest's stores and
 models are used. Each test's docstring names the rule it checks; the profile-independent tests
@@ -22,9 +22,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, rule
 
 from kbconform.adapter import GRANT_INVALID, MAX_LIMIT, MODEL_MISMATCH, BackendOptions, FaultPlan, FaultSwitch
-from kbconform.conformance import DriverMachine, Fault, GrantDriver, Run, every_fault
+from kbconform.conformance import DriverMachine, Fault, Run, every_fault
 from kbconform.conformance.strategies import names_of, with_twins
 from kbconform.errors import BackendUnavailable, Forbidden, KbconformError, NotFound
+from kbconform.profiles.kb_grant.world import GrantDriver
 
 #: The isolation profile these tests are written for (schemas/kb-grant.md).
 PROFILES = ("kb-grant",)

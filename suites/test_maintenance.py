@@ -22,7 +22,6 @@ from kbconform.conformance import (
     Principals,
     Stored,
     changes,
-    not_principals,
     record,
     refusal,
     stored,
@@ -30,6 +29,7 @@ from kbconform.conformance import (
 )
 from kbconform.errors import ContractViolation, Forbidden, KbconformError, SpoofRejected, Unauthenticated
 from kbconform.identity import Principal
+from kbconform.profiles.tenant_namespace.world import not_principals
 
 #: The isolation profile these tests are written for (schemas/maintenance.md).
 PROFILES = ("tenant-namespace",)

@@ -1,9 +1,9 @@
 """The project-pool profile's own suite (schemas/project-pool.md): membership, tags, identity.
 
 Each test drives a fresh backend and the policy model together (:class:`PoolDriver`): every
-call's outcome is compared with :class:`~kbconform.conformance.PoolPolicy` and committed to it,
-every search's hits are compared with the model's scope (exactly, or ``limit`` hits of it), and
-every error is checked for stored text. Each test's docstring names the rule it checks; the
+call's outcome is compared with :class:`~kbconform.profiles.project_pool.model.PoolPolicy` and
+committed to it, every search's hits are compared with the model's scope (exactly, or ``limit``
+hits of it), and every error is checked for stored text. Each test's docstring names the rule it checks; the
 profile-independent tests (iso-01 to iso-03) are in ``test_isolation.py``.
 """
 
@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, rule
 
 from kbconform.adapter import MAX_LIMIT, POOL_INVALID, POOL_READ_FACADES, BackendOptions
-from kbconform.conformance import DriverMachine, Fault, PoolDriver, Run, every_fault
+from kbconform.conformance import DriverMachine, Fault, Run, every_fault
 from kbconform.conformance.strategies import names_of, with_twins
 from kbconform.errors import BackendUnavailable, ContractViolation
+from kbconform.profiles.project_pool.world import PoolDriver
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).
 PROFILES = ("project-pool",)

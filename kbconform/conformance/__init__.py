@@ -1,5 +1,7 @@
-"""What the conformance suites stand on: the run context, the policy models of every isolation
-profile, and the seeded data."""
+"""What the conformance suites stand on: the run context, deadlines, store faults, judging a
+backend against a policy model, the state machine base, and the tenant-namespace profile's
+model and seeded data (each other profile's model, driver and world are in its package under
+``kbconform.profiles``)."""
 
 from kbconform.conformance._data import (
     ENVELOPE_CLAIMS,
@@ -27,20 +29,9 @@ from kbconform.conformance._effects import (
     unrefused,
 )
 from kbconform.conformance._faults import ATTEMPTS, COUNTING, FAULT_KINDS, Fault, every_fault, fault_points
-from kbconform.conformance._grant_model import GrantPolicy
+from kbconform.conformance._judging import Isolation, Reader, Reading, World, isolation_for, judged
+from kbconform.conformance._machine import Driver, DriverMachine
 from kbconform.conformance._model import ENVELOPE_REFUSALS, Ingest, Policy, Refused, Row, differences
-from kbconform.conformance._pool_model import PoolPolicy
-from kbconform.conformance._profiles import (
-    DriverMachine,
-    GrantDriver,
-    Isolation,
-    PoolDriver,
-    Reader,
-    Reading,
-    World,
-    isolation_for,
-    not_principals,
-)
 from kbconform.conformance._run import DEFAULT_PAGE_SIZES, PROFILES, ProfileName, Run
 
 __all__ = [
@@ -61,14 +52,11 @@ __all__ = [
     "ending_tests",
     "Canaries",
     "Canary",
+    "Driver",
     "DriverMachine",
-    "GrantDriver",
-    "GrantPolicy",
     "Ingest",
     "Isolation",
     "Policy",
-    "PoolDriver",
-    "PoolPolicy",
     "Reader",
     "Reading",
     "Refused",
@@ -83,7 +71,7 @@ __all__ = [
     "described",
     "ingest_batches",
     "isolation_for",
-    "not_principals",
+    "judged",
     "record",
     "refusal",
     "seed_canaries",

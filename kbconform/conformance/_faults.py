@@ -71,7 +71,8 @@ def every_fault(
     after: Callable[[Any, str, tuple[Any, ...]], None] | None = None,
 ) -> int:
     """One write judged at every store call it makes, for a profile whose driver (a
-    :class:`~kbconform.conformance.PoolDriver` or :class:`~kbconform.conformance.GrantDriver`)
+    :class:`~kbconform.profiles.project_pool.world.PoolDriver` or
+    :class:`~kbconform.profiles.kb_grant.world.GrantDriver`)
     holds the model: ``call``, ``attempt(op, *args, may_fail=True)`` and ``check()``.
 
     The write is made once unfaulted on a fresh backend, counting its store calls (``must_call``:

@@ -39,7 +39,7 @@ PROFILE = Profile(
     ),
     facades="kbconform.profiles.kb_grant._checks:facades",
     check_manifest="kbconform.profiles.kb_grant._checks:check_manifest",
-    isolation="kbconform.conformance._profiles:GrantIsolation",
+    isolation="kbconform.profiles.kb_grant.world:GrantIsolation",
     wire="kbconform.profiles.kb_grant._wire:WIRE",
     # get and list would otherwise give ids the tenant-namespace profile has (iso-01[get])
     facade_ids={"search": "search-kbs", "get": "get-kb", "list": "list-kbs"},

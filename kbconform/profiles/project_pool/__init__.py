@@ -21,7 +21,7 @@ PROFILE = Profile(
     ),
     facades="kbconform.profiles.project_pool._checks:facades",
     check_manifest="kbconform.adapter._manifest:check_schema",
-    isolation="kbconform.conformance._profiles:PoolIsolation",
+    isolation="kbconform.profiles.project_pool.world:PoolIsolation",
     wire="kbconform.profiles.project_pool._wire:WIRE",
     contract="project-pool",
     levels={

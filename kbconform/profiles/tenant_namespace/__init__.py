@@ -79,7 +79,7 @@ PROFILE = Profile(
     ),
     facades="kbconform.profiles.tenant_namespace._checks:facades",
     check_manifest="kbconform.adapter._manifest:check_schema",
-    isolation="kbconform.conformance._profiles:TenantIsolation",
+    isolation="kbconform.profiles.tenant_namespace.world:TenantIsolation",
     wire="kbconform.profiles.tenant_namespace._wire:WIRE",
     design=_design,
     levels={

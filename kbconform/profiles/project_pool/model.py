@@ -21,6 +21,8 @@ from kbconform.adapter import MAX_LIMIT, POOL_INVALID
 from kbconform.conformance._model import Refused
 from kbconform.errors import ContractViolation, NotFound, Unauthenticated
 
+__all__ = ["PoolPolicy"]
+
 #: The fields of an extracted entity, each a non-empty string.
 ENTITY_FIELDS = ("name", "type", "notes")
 

@@ -26,6 +26,8 @@ from kbconform.adapter import GRANT_INVALID, MAX_LIMIT, MODEL_MISMATCH
 from kbconform.conformance._model import MayRefuse, Refused
 from kbconform.errors import ContractViolation, Forbidden, NotFound, Unauthenticated
 
+__all__ = ["GrantPolicy"]
+
 #: How far a backend's score may be from the exact one (vectors may be kept as float32), and
 #: how close two exact scores are to count as a tie (either order is right).
 TOLERANCE = 1e-4

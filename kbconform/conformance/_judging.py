@@ -1,0 +1,183 @@
+"""Judging a backend against a profile's policy model, for every profile alike.
+
+A profile's suite reads a backend through its facades and compares what it shows with the
+profile's model (:class:`World`, :class:`Isolation`, found through the profile registry by
+:func:`isolation_for`); a call is judged by :func:`judged` (the model's answer, or the refusal it
+expects, and never an error carrying stored text the call did not send). A profile's own world,
+driver and model live in its package under ``kbconform.profiles``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kbconform.adapter import BackendOptions, Manifest
+from kbconform.conformance._model import MayRefuse, Refused
+from kbconform.errors import BackendUnavailable, ContractViolation, KbconformError, error_texts
+from kbconform.profiles import profile
+
+#: The text a single read call searches with: no stored text holds it whole, nor any token.
+PROBE = "what was said about the release plan and the deploy keys"
+
+
+@dataclass(frozen=True, slots=True)
+class Reader:
+    """Someone who reads: a label for messages, and the identity a read facade takes."""
+
+    label: str
+    identity: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What one read facade shows one reader: every item it shows, id to text (None for a facade
+    that shows only a number, as count), and how many it showed (an item shown twice counts twice)."""
+
+    items: Mapping[str, str | None] | None
+    #: For a facade read with several probes (query, ask), the fewest hits one probe got.
+    number: int
+
+    def differences(self, got: Reading) -> list[str]:
+        """How ``got`` differs from this expected reading: items it shows that it must not, items
+        it lacks, items whose text is altered, and its number."""
+        found = []
+        if self.items is not None and got.items is not None:
+            extra = sorted(set(got.items) - set(self.items))
+            missing = sorted(set(self.items) - set(got.items))
+            altered = sorted(i for i in set(got.items) & set(self.items) if got.items[i] != self.items[i])
+            found += [f"shows {extra}, which it may not read"] if extra else []
+            found += [f"lacks {missing}, which it reads"] if missing else []
+            found += [f"alters the text of {altered}"] if altered else []
+        if got.number != self.number:
+            found.append(f"shows {got.number} items; its scope holds {self.number}")
+        return found
+
+
+class World(Protocol):
+    """A backend's seeded data, as the model holds it, and how to read it."""
+
+    @property
+    def readers(self) -> tuple[Reader, ...]:
+        """Everyone the suite reads as."""
+        ...
+
+    def size(self, facade: str) -> int:
+        """How many stored items ``facade`` could show anyone (a scope this size is everything)."""
+        ...
+
+    def read(self, backend: Any, facade: str, reader: Reader) -> Reading:
+        """Everything ``facade`` shows ``reader`` (errors other than a foreign id's NotFound raise)."""
+        ...
+
+    def expected(self, facade: str, reader: Reader) -> Reading:
+        """What the model says ``facade`` shows ``reader``."""
+        ...
+
+    def read_once(self, backend: Any, facade: str, identity: object) -> object:
+        """One call of ``facade`` with ``identity`` as the caller (one that would answer from its
+        scope, for a reader); its answer."""
+        ...
+
+    def no_identities(self) -> dict[str, object]:
+        """Callers that are no identity, by label: each read facade raises Unauthenticated."""
+        ...
+
+    def carried(self, error: BaseException) -> list[str]:
+        """The unique marks of stored texts that ``error`` carries (none may be there)."""
+        ...
+
+
+class Isolation(Protocol):
+    """One isolation profile: how a world is seeded, and how a backend is opened with a store
+    switch (feature ``fault-injection``)."""
+
+    def seed(self, backend: Any, rng: random.Random) -> World:
+        """Write the profile's world into the fresh ``backend``, checking every write landed."""
+        ...
+
+    def options(self, store_fails: Callable[..., bool]) -> BackendOptions:
+        """The options that open a backend whose store fails while ``store_fails`` says so."""
+        ...
+
+
+def isolation_for(manifest: Manifest) -> Isolation:
+    """The isolation of the profile ``manifest`` declares (``Profile.isolation``)."""
+    declared = profile(manifest.profile)
+    made: Isolation = declared.load(declared.isolation)(manifest)
+    return made
+
+
+def marks(texts: Iterable[str | None]) -> frozenset[str]:
+    """The unique token every text the suites store starts with."""
+    return frozenset(text.split()[0] for text in texts if text)
+
+
+def carried(error: BaseException, stored: Iterable[str | None], sent: Iterable[str] = ()) -> list[str]:
+    """The unique marks of ``stored`` texts that ``error`` carries, but for those the call ``sent``."""
+    text = "\n".join(error_texts(error))
+    return sorted(mark for mark in marks(stored) - marks(sent) if mark in text)
+
+
+def wrong_error(expected: Refused, outcome: object) -> str | None:
+    """Why ``outcome`` is not the refusal ``expected`` (a ``ContractViolation`` must carry the
+    code the model names), or None when it is."""
+    if not isinstance(outcome, expected.error):
+        return f"expected {expected.error.__name__} ({expected.why}); got {outcome!r}"
+    if expected.error is ContractViolation:
+        code = expected.why.split(":", 1)[0]
+        if getattr(outcome, "code", None) != code:
+            return f"expected {code} ({expected.why}); got {outcome!r}"
+    return None
+
+
+def judged(
+    call: str,
+    expected: object,
+    make: Callable[[], Any],
+    stored: Iterable[str],
+    sent: Iterable[str],
+    may_fail: bool,
+    returned: Callable[[Any], str] = repr,
+) -> Any:
+    """The outcome of ``make()`` (``call``, in messages), judged by the model's ``expected``:
+    what it returned, where ``expected`` is no refusal; else the error it raised, which must be
+    that refusal (with ``may_fail``, a store fault armed, BackendUnavailable too: a call that
+    changed nothing; with a :class:`MayRefuse`, an answer too). Any other outcome fails, and so
+    does an error that carries a ``stored`` text the call did not send."""
+    try:
+        outcome = make()
+    except KbconformError as error:
+        outcome = error
+    if isinstance(outcome, KbconformError):
+        told = carried(outcome, stored, sent)
+        assert not told, f"{call}: its {type(outcome).__name__} carries stored text {told}"
+        if may_fail and isinstance(outcome, BackendUnavailable):
+            return outcome
+        assert isinstance(expected, Refused), f"{call} failed: {outcome!r}"
+        problem = wrong_error(expected, outcome)
+        assert problem is None, f"{call}: {problem}"
+        return outcome
+    assert not isinstance(expected, Refused) or isinstance(expected, MayRefuse), (
+        f"{call} must raise {expected.error.__name__} ({expected.why}); it returned {returned(outcome)}"
+    )
+    return outcome
+
+
+def hits_count(hits: Sequence[Any]) -> str:
+    return f"{len(hits)} hits"
+
+
+def sent_texts(args: Sequence[Any]) -> list[str]:
+    """The texts a call sent (an episode's text, entity names): an error may echo them."""
+    texts = [a for a in args if isinstance(a, str)]
+    for arg in args:
+        if isinstance(arg, Sequence) and not isinstance(arg, str):
+            texts += [str(v) for item in arg if isinstance(item, Mapping) for v in item.values()]
+    return texts
+
+
+def call_args(args: Sequence[Any]) -> str:
+    return "(" + ", ".join(repr(a) for a in args) + ")"

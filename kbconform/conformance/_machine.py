@@ -1,0 +1,124 @@
+"""What every profile's driven suites stand on: a driver (a backend and its policy model,
+driven together, each call judged) and :class:`DriverMachine`, the state machine base."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from functools import partial
+from typing import Any, ClassVar, Generic, TypeVar
+
+from hypothesis.stateful import RuleBasedStateMachine, invariant
+
+from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch
+from kbconform.conformance._judging import call_args, judged, sent_texts
+from kbconform.conformance._model import Refused
+from kbconform.conformance._run import Run
+from kbconform.errors import KbconformError
+
+
+class Driver:
+    """A backend and its profile's policy model, driven together (project-pool's
+    :class:`~kbconform.profiles.project_pool.world.PoolDriver`, kb-grant's
+    :class:`~kbconform.profiles.kb_grant.world.GrantDriver`): a call of a facade judged by the
+    model, a call the model allows, and one it refuses (each made by the driver's ``attempt``)."""
+
+    backend: Any
+    policy: Any  # the profile's policy model: a method per facade, answering what it expects
+
+    def attempt(self, operation: str, *args: Any, may_fail: bool = False) -> Any:
+        """Call ``operation`` with ``args``, judged by the model, and commit what landed."""
+        raise NotImplementedError
+
+    def check(self) -> int:
+        """Every read equals the model; how many reads could tell a leak or a loss (a read
+        whose scope is neither empty nor everything)."""
+        raise NotImplementedError
+
+    def _made(
+        self, operation: str, args: tuple[Any, ...], may_fail: bool, stored: Iterable[str]
+    ) -> tuple[Any, Any]:
+        """The model's answer to ``operation`` with ``args``, and the backend's outcome of the
+        call judged by it (:func:`judged`; ``stored``: every text the model holds)."""
+        expected = getattr(self.policy, operation)(*args)
+        made = partial(getattr(self.backend, operation), *args)
+        return expected, judged(
+            f"{operation}{call_args(args)}", expected, made, stored, sent_texts(args), may_fail
+        )
+
+    def call(self, operation: str, *args: Any) -> Any:
+        """A call the model allows: it must land; what it returned. (A call the contract lets a
+        backend refuse or take, :class:`MayRefuse`, is the driver's ``attempt``.)"""
+        expected = getattr(self.policy, operation)(*args)
+        assert not isinstance(expected, Refused), (
+            f"the suite's {operation}{call_args(args)} is refused: {expected}"
+        )
+        return self.attempt(operation, *args)
+
+    def refuse(self, operation: str, *args: Any) -> KbconformError:
+        """A call the model refuses: it must raise exactly that error, and change nothing."""
+        assert isinstance(getattr(self.policy, operation)(*args), Refused), (
+            f"the suite's {operation}{call_args(args)} is not refused by the model"
+        )
+        outcome = self.attempt(operation, *args)
+        assert isinstance(outcome, KbconformError)
+        return outcome
+
+
+_D = TypeVar("_D", bound=Driver)
+_M = TypeVar("_M", bound="DriverMachine[Any]")
+
+
+class DriverMachine(RuleBasedStateMachine, Generic[_D]):
+    """What the project-pool and kb-grant state machines share: a backend opened by the suite's
+    ``initialize`` rule (:meth:`fresh_backend`) and driven with its model by ``driver``, a store
+    switch armed around a block, and the invariant; :meth:`bound` binds a machine to a run. The
+    rules are the suite's."""
+
+    run: ClassVar[Run]
+    compared: ClassVar[list[int]]  # informative comparisons over every example (vacuity guard)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fault = FaultSwitch()
+        self.faults = self.run.manifest.supports("fault-injection")
+        self.backend: Any = None
+        self.driver: _D | None = None
+
+    @classmethod
+    def bound(cls: type[_M], run: Run, name: str) -> type[_M]:
+        """The machine as ``name``, bound to ``run``, with no comparison counted yet."""
+        return type(name, (cls,), {"run": run, "compared": [0]})
+
+    def fresh_backend(self) -> Any:
+        """A fresh backend, its store behind the switch when the manifest declares fault-injection."""
+        self.backend = self.run.open(BackendOptions(store_fails=self.fault if self.faults else None))
+        return self.backend
+
+    def teardown(self) -> None:
+        if self.backend is not None:
+            self.run.close(self.backend)
+
+    @property
+    def d(self) -> _D:
+        assert self.driver is not None
+        return self.driver
+
+    @contextmanager
+    def _armed(self, fault: int | None) -> Iterator[bool]:
+        """The (fault+1)th store call of the block and every later one fail; whether armed."""
+        armed = fault is not None and self.faults
+        if armed:
+            self.fault.set(FaultPlan(fault or 0))
+        try:
+            yield armed
+        finally:
+            if armed:
+                self.fault.set(None)
+
+    @invariant()
+    def every_read_equals_the_model(self) -> None:
+        """After every step, every read equals the model (the driver's check: every search of
+        every session; every tenant's list, gets and searches)."""
+        if self.driver is not None:
+            self.compared[0] += self.driver.check()

@@ -1,0 +1,178 @@
+"""The ``tenant-namespace`` profile's world for the shared isolation suite: the seeded
+canaries and the operator's rows, read as each principal reads them, and the callers that are
+no identity."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+from kbconform.adapter import BackendOptions, Manifest
+from kbconform.conformance import Policy, Principals, Reader, Reading, Refused, record, seed_canaries
+from kbconform.conformance._data import TOPIC
+from kbconform.conformance._judging import PROBE, carried
+from kbconform.errors import NotFound
+from kbconform.identity import Principal
+
+__all__ = ["OPERATOR_ROWS", "TenantIsolation", "TenantWorld", "not_principals"]
+
+
+class _WiderPrincipal(Principal):
+    """A real Principal's fields, and a subclass's answer to what it may read."""
+
+    @property
+    def readable_tenants(self) -> tuple[str, ...]:
+        return ("acme", "beta", "loner", "kb-ops", "neo-shared")
+
+
+def _tampered(**fields: object) -> Principal:
+    """An operator's Principal of acme, its frozen fields then changed in place."""
+    principal = Principal("acme", "agent-acme", role="operator")
+    for name, value in fields.items():
+        object.__setattr__(principal, name, value)
+    return principal
+
+
+def not_principals() -> dict[str, object]:
+    """Callers that are no identity, by label: None, and look-alikes of a principal. Only an
+    exact, valid Principal authenticates; a backend checks its fields again on every call."""
+    return {
+        "None": None,
+        "a tenant id string": "acme",
+        "a dict that looks like a principal": {"tenant_id": "acme", "role": "operator"},
+        # Every attribute a Principal has, with an operator's rights.
+        "an object with a principal's attributes": SimpleNamespace(
+            tenant_id="acme",
+            agent_identity="agent-7",
+            readable_namespaces=frozenset(),
+            role="operator",
+            is_operator=True,
+            readable_tenants=("acme",),
+        ),
+        "a Principal subclass that reads every tenant": _WiderPrincipal(
+            "acme", "agent-acme", role="operator"
+        ),
+        "a Principal changed in place to an invalid tenant id": _tampered(tenant_id="*"),
+        "a Principal changed in place to read a mutable set": _tampered(readable_namespaces={"beta"}),
+    }
+
+
+@dataclass
+class TenantWorld:
+    """The canaries, the operator's rows, and the policy model that holds them."""
+
+    principals: Principals
+    policy: Policy
+    readers: tuple[Reader, ...]
+
+    @property
+    def contents(self) -> dict[str, str | None]:
+        return {i: row.document for i, row in self.policy.rows.items()}
+
+    def size(self, facade: str) -> int:
+        return len(self.policy.rows)
+
+    def _scope(self, reader: Reader) -> dict[str, str | None]:
+        return {i: row.document for i, row in self.policy.scope(reader.identity).items()}
+
+    def expected(self, facade: str, reader: Reader) -> Reading:
+        scope = self._scope(reader)
+        return Reading(None if facade == "count" else scope, len(scope))
+
+    def read(self, backend: Any, facade: str, reader: Reader) -> Reading:
+        principal, contents = reader.identity, self.contents
+        n = max(1, len(self._scope(reader)))  # a top-k of the scope's size: a filter after it shows
+        found: dict[str, str | None] = {}
+        if facade == "count":
+            return Reading(None, backend.count(principal))
+        if facade == "list":
+            shown = 0
+            while shown <= len(contents):  # a backend that pages past everything stops here
+                page = list(backend.list(principal, 5, shown))
+                if not page:
+                    break
+                found.update((hit.id, hit.document) for hit in page)
+                shown += len(page)
+            return Reading(found, shown)
+        if facade == "get":
+            for chunk in contents:
+                try:
+                    found[chunk] = backend.get(principal, chunk).document
+                except NotFound:  # what a foreign id and a missing one raise alike
+                    continue
+            return Reading(found, len(found))
+        fewest = None  # each probe's top-k is the whole scope: the fewest hits a probe got
+        for probe in contents.values():  # query and ask: own, shared and foreign texts as probes
+            if facade == "query":
+                hits = list(backend.query(principal, probe, n, None))
+            else:
+                answer = backend.ask(principal, probe, n)
+                hits = list(answer.sources)
+                quoted = {i for i, text in contents.items() if text and text.split()[0] in answer.text}
+                for chunk in quoted:  # a stored text the answer quotes is shown too
+                    found.setdefault(chunk, contents[chunk])
+            found.update((hit.id, hit.document) for hit in hits)
+            fewest = len(hits) if fewest is None else min(fewest, len(hits))
+        return Reading(found, fewest or 0)
+
+    def _some(self, identity: object) -> str:
+        """A stored id: the first the caller reads, when it is a principal that reads one."""
+        readable = self.policy.scope(identity) if type(identity) is Principal else {}
+        return min(readable or self.policy.rows)
+
+    def read_once(self, backend: Any, facade: str, identity: object) -> object:
+        some = self._some(identity)
+        calls: dict[str, Callable[[], object]] = {
+            "query": lambda: backend.query(identity, PROBE, 5, None),
+            "get": lambda: backend.get(identity, some),
+            "list": lambda: backend.list(identity, 10, 0),
+            "count": lambda: backend.count(identity),
+            "ask": lambda: backend.ask(identity, PROBE, 5),
+        }
+        return calls[facade]()
+
+    def no_identities(self) -> dict[str, object]:
+        return not_principals()
+
+    def carried(self, error: BaseException) -> list[str]:
+        return carried(error, self.contents.values())
+
+
+#: How many rows the operator's own tenant holds: an operator reads them, and no other tenant's.
+OPERATOR_ROWS = 2
+
+
+@dataclass(frozen=True)
+class TenantIsolation:
+    """The ``tenant-namespace`` profile."""
+
+    manifest: Manifest
+
+    def seed(self, backend: Any, rng: random.Random) -> TenantWorld:
+        principals = Principals.for_manifest(self.manifest)
+        canaries = seed_canaries(backend, principals, rng)
+        policy = canaries.policy
+        operator = principals.operator
+        records = [
+            record(f"ops/runbook-{n}.md", f"kbo{rng.getrandbits(48):012x} {TOPIC} ops {n}", tenant="kb-ops")
+            for n in range(OPERATOR_ROWS)
+        ]
+        plan = policy.ingest(operator, records, "overwrite")
+        assert not isinstance(plan, Refused), f"the model refuses the operator's rows: {plan}"
+        ids = [str(i) for i in backend.ingest(operator, records).ids]
+        problems = policy.check_ids(plan, ids)
+        assert not problems, "; ".join(problems)
+        policy.commit_ingest(plan, ids)
+        for chunk, written in zip(ids, records, strict=True):
+            hit = backend.get(operator, chunk)
+            assert (hit.id, hit.document) == (chunk, written["content"]), f"{chunk} does not read back"
+        readers = [*principals.members, operator]
+        readers += [p for p in (principals.shared_writer, principals.shared_member) if p is not None]
+        labelled = tuple(Reader(f"{p.tenant_id} ({p.role}, agent {p.agent_identity})", p) for p in readers)
+        return TenantWorld(principals, policy, labelled)
+
+    def options(self, store_fails: Callable[[], bool]) -> BackendOptions:
+        return BackendOptions(spoof_mode=self.manifest.spoof_modes[0], store_fails=store_fails)
