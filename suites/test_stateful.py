@@ -23,10 +23,10 @@ from typing import Any, ClassVar
 
 import pytest
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import initialize, precondition, rule
 
-from kbconform.adapter import ENVELOPE_FIELDS, BackendOptions, FaultPlan, FaultSwitch, RevisionMap
-from kbconform.conformance import ENVELOPE_REFUSALS, Policy, Refused, Run, differences, record
+from kbconform.adapter import ENVELOPE_FIELDS, RevisionMap
+from kbconform.conformance import ENVELOPE_REFUSALS, DriverMachine, Policy, Refused, Run, differences, record
 from kbconform.conformance.strategies import OUTSIDE, PATHS, World, unclean_spellings, worlds
 from kbconform.contract import is_valid
 from kbconform.errors import BackendUnavailable, KbconformError, NotFound
@@ -129,12 +129,11 @@ class User:
         return Principal(self.tenant, self.agent, namespaces, role=self.role)  # type: ignore[arg-type]
 
 
-class KnowledgeBaseMachine(RuleBasedStateMachine):
-    """The machine; :func:`machine_for` binds it to a run and a spoof mode."""
+class KnowledgeBaseMachine(DriverMachine[Any]):
+    """The machine (:class:`DriverMachine` holds the backend, the store switch and the
+    invariant); :func:`machine_for` binds it to a run and a spoof mode."""
 
-    run: ClassVar[Run]
     mode: ClassVar[str]
-    compared: ClassVar[list[int]]  # informative comparisons over every example (vacuity guard)
 
     def __init__(self) -> None:
         super().__init__()
@@ -146,8 +145,6 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
             if manifest.supports(name)
         }
         self.shared = manifest.shared_namespace
-        self.fault = FaultSwitch()
-        self.consulted = 0  # the store calls the last call under a fault plan made
         self.policy = Policy.for_manifest(manifest)
         self.users: list[User] = []
         self.world: World | None = None
@@ -162,7 +159,6 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
         #: The principal and record each landed id was last written by and from.
         self.written: dict[str, tuple[Principal, dict[str, Any]]] = {}
         self.tokens = itertools.count()
-        self.backend: Any = None
 
     # -- setup -----------------------------------------------------------------------------------
 
@@ -215,12 +211,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
                 }
             )
             resolver = self.resolver
-        options = BackendOptions(
-            spoof_mode=self.mode,  # type: ignore[arg-type]
-            resolver=resolver,
-            store_fails=self.fault if "fault-injection" in self.features else None,
-        )
-        self.backend = self.run.open(options)
+        self.fresh_backend(spoof_mode=self.mode, resolver=resolver)
         for index, specs in enumerate(population[: len(self.users)]):
             self.ingest(index, specs, None)
         # each agent of the first tenant (a pair that collides under a common mistake) writes a
@@ -268,10 +259,6 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
             self.export(operator, None)  # an export taken after chunks became private
             self._collide(operator)
 
-    def teardown(self) -> None:
-        if self.backend is not None:
-            self.run.close(self.backend)
-
     # -- helpers ---------------------------------------------------------------------------------
 
     def _other_agent(self, principal: Principal) -> str:
@@ -285,18 +272,12 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
     def _call(self, principal: Principal, fault: int | None, inputs: object, call: Callable[[], Any]) -> Any:
         """Call the backend; a KbconformError comes back as the value, checked for foreign data
         beyond what the caller sent (``inputs``)."""
-        armed = fault if "fault-injection" in self.features else None
-        self.consulted = 0
-        if armed is not None:  # the (armed+1)th store call of this call and every later one fail
-            self.fault.set(FaultPlan(armed))
-        try:
-            return call()
-        except KbconformError as error:
-            self._clean(error, principal, json.dumps(inputs, ensure_ascii=False, default=str))
-            return error
-        finally:
-            if armed is not None:
-                self.consulted = self.fault.set(None)
+        with self._armed(fault):  # the (fault+1)th store call of this call and every later one fail
+            try:
+                return call()
+            except KbconformError as error:
+                self._clean(error, principal, json.dumps(inputs, ensure_ascii=False, default=str))
+                return error
 
     def _clean(self, error: KbconformError, principal: Principal, inputs: str) -> None:
         """No error text carries a chunk the caller may not read: its id, its text, its path;
@@ -810,10 +791,10 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
 
     # -- the invariant ---------------------------------------------------------------------------
 
-    @invariant()
-    def every_facade_reads_exactly_the_model(self) -> None:
-        if self.backend is None:
-            return
+    def check(self) -> int:
+        """Every declared read facade, as every principal, equals the model; how many
+        principals' scopes were neither empty nor everything."""
+        informative = 0
         # The very same query from every principal, one right after another (a cache keyed by
         # the request alone answers the next with the last one's hits); then the other facades.
         everything = len(self.policy.rows) + 3
@@ -823,7 +804,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
             principal = self._principal(index)
             scope = self.policy.scope(principal)
             if scope and len(scope) < len(self.policy.rows):
-                self.compared[0] += 1
+                informative += 1
             for facade in sorted(self.facades - {"query"}):
                 self._read(principal, facade, None)
             if "client-where" in self.features and self.world is not None:
@@ -831,6 +812,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
                 self._where(principal, paths[(self.checks + index) % len(paths)], None)
         self.checks += 1
         self.touched = set()
+        return informative
 
     def _read(self, principal: Principal, facade: str, fault: int | None, n: int | None = None) -> None:
         """Read through ``facade`` as ``principal`` and compare with the model; a query or ask
@@ -911,7 +893,7 @@ class KnowledgeBaseMachine(RuleBasedStateMachine):
 
 
 def machine_for(run: Run, mode: str) -> type[KnowledgeBaseMachine]:
-    return type("KnowledgeBase", (KnowledgeBaseMachine,), {"run": run, "mode": mode, "compared": [0]})
+    return KnowledgeBaseMachine.bound(run, "KnowledgeBase", mode=mode)
 
 
 @pytest.mark.kbconform(id="state-01", level="L4")

@@ -70,10 +70,11 @@ _M = TypeVar("_M", bound="DriverMachine[Any]")
 
 
 class DriverMachine(RuleBasedStateMachine, Generic[_D]):
-    """What the project-pool and kb-grant state machines share: a backend opened by the suite's
-    ``initialize`` rule (:meth:`fresh_backend`) and driven with its model by ``driver``, a store
-    switch armed around a block, and the invariant; :meth:`bound` binds a machine to a run. The
-    rules are the suite's."""
+    """What every profile's state machine stands on: a backend opened by the suite's
+    ``initialize`` rule (:meth:`fresh_backend`), driven with its model by ``driver`` where the
+    profile has one, a store switch armed around a block (:meth:`_armed`), and the invariant,
+    which after every step adds :meth:`check`'s informative comparisons to ``compared``;
+    :meth:`bound` binds a machine to a run. The rules are the suite's."""
 
     run: ClassVar[Run]
     compared: ClassVar[list[int]]  # informative comparisons over every example (vacuity guard)
@@ -82,17 +83,22 @@ class DriverMachine(RuleBasedStateMachine, Generic[_D]):
         super().__init__()
         self.fault = FaultSwitch()
         self.faults = self.run.manifest.supports("fault-injection")
+        self.consulted = 0  # the store calls the last armed block made
         self.backend: Any = None
         self.driver: _D | None = None
 
     @classmethod
-    def bound(cls: type[_M], run: Run, name: str) -> type[_M]:
-        """The machine as ``name``, bound to ``run``, with no comparison counted yet."""
-        return type(name, (cls,), {"run": run, "compared": [0]})
+    def bound(cls: type[_M], run: Run, name: str, **attributes: object) -> type[_M]:
+        """The machine as ``name``, bound to ``run`` (and ``attributes``, class attributes the
+        suite's rules read), with no comparison counted yet."""
+        return type(name, (cls,), {"run": run, "compared": [0], **attributes})
 
-    def fresh_backend(self) -> Any:
-        """A fresh backend, its store behind the switch when the manifest declares fault-injection."""
-        self.backend = self.run.open(BackendOptions(store_fails=self.fault if self.faults else None))
+    def fresh_backend(self, **options: Any) -> Any:
+        """A fresh backend opened with ``options`` (:class:`BackendOptions` fields), its store
+        behind the switch when the manifest declares fault-injection."""
+        self.backend = self.run.open(
+            BackendOptions(store_fails=self.fault if self.faults else None, **options)
+        )
         return self.backend
 
     def teardown(self) -> None:
@@ -106,19 +112,26 @@ class DriverMachine(RuleBasedStateMachine, Generic[_D]):
 
     @contextmanager
     def _armed(self, fault: int | None) -> Iterator[bool]:
-        """The (fault+1)th store call of the block and every later one fail; whether armed."""
+        """The (fault+1)th store call of the block and every later one fail; whether armed.
+        Afterwards :attr:`consulted` is how many store calls the armed block made."""
         armed = fault is not None and self.faults
+        self.consulted = 0
         if armed:
             self.fault.set(FaultPlan(fault or 0))
         try:
             yield armed
         finally:
             if armed:
-                self.fault.set(None)
+                self.consulted = self.fault.set(None)
+
+    def check(self) -> int:
+        """Every read equals the model; how many reads could tell a leak or a loss. By default
+        the driver's check (every search of every session; every tenant's list, gets and
+        searches)."""
+        return self.d.check()
 
     @invariant()
     def every_read_equals_the_model(self) -> None:
-        """After every step, every read equals the model (the driver's check: every search of
-        every session; every tenant's list, gets and searches)."""
-        if self.driver is not None:
-            self.compared[0] += self.driver.check()
+        """After every step (once a backend is open), :meth:`check`."""
+        if self.backend is not None:
+            self.compared[0] += self.check()
