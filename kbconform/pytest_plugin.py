@@ -110,8 +110,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         default=None,
         metavar="ID",
-        help="run only the suite test with this stable id (repeatable; e.g. 'leak-01[query]'); the "
-        "report says the run is partial, and it earns no level",
+        help="run only the suite tests with this stable id or glob pattern (repeatable; e.g. "
+        "'leak-01[query]', 'leak-*'); the report says the run is partial, and it earns no level",
     )
     group.addoption(
         "--kbconform-no-shrink",
@@ -273,15 +273,16 @@ def _selection(config: pytest.Config) -> frozenset[str] | None:
     chosen = config.getoption("kbconform_only")
     if chosen is None:
         return None
-    from kbconform.report import suite_version, unknown_ids
+    from kbconform.errors import ContractViolation
+    from kbconform.report import matching, suite_version
 
-    unknown = unknown_ids(chosen)
-    if unknown:
+    try:
+        return frozenset(matching(chosen))
+    except ContractViolation as error:
         raise pytest.UsageError(
-            f"--kbconform-only: not a test id of the suites {suite_version()} (suites/catalogue.json): "
-            + ", ".join(repr(stable) for stable in unknown)
-        )
-    return frozenset(chosen)
+            f"--kbconform-only: not a test id or glob of the suites {suite_version()} "
+            "(suites/catalogue.json): " + ", ".join(problem.got for problem in error.problems)
+        ) from None
 
 
 def _modules(chosen: frozenset[str] | None) -> list[str]:

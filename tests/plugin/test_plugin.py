@@ -215,8 +215,22 @@ def test_only_refuses_an_id_the_catalogue_lacks(pytester: pytest.Pytester) -> No
     error before anything runs, and no report is written."""
     result, report = _run(pytester, "make", "--kbconform-only=leak-04", "--kbconform-only=leak-01")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--kbconform-only: not a test id of the suites*'leak-01'*"])
+    result.stderr.fnmatch_lines(["*--kbconform-only: not a test id or glob of the suites*'leak-01'*"])
+    assert "leak-04" not in result.stderr.str()
     assert report == {}
+
+
+def test_only_selects_every_test_a_glob_names(pytester: pytest.Pytester) -> None:
+    """A glob selects every catalogue id it matches (``[`` of an id is literal), as ``kbconform
+    run --only`` does; a glob that matches nothing is a usage error."""
+    result, report = _run(pytester, "make", "--kbconform-only=leak-01[*]", "--kbconform-only=closed-03")
+    ids = sorted(entry["id"] for entry in report["tests"])
+    assert {"closed-03", "leak-01[list]", "leak-01[query]"} <= set(ids)
+    assert all(stable == "closed-03" or stable.startswith("leak-01[") for stable in ids)
+    assert result.ret == 0
+    result, report = _run(pytester, "make", "--kbconform-only=nothing-*")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*not a test id or glob*'nothing-*'*"])
 
 
 def test_the_manifest_decides_parametrization_skips_and_expected_tests_by_one_rule() -> None:
