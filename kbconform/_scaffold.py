@@ -25,6 +25,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 EXISTS = "KB_SCAFFOLD_EXISTS"
 INVALID_NAME = "KB_SCAFFOLD_NAME_INVALID"
@@ -81,6 +82,23 @@ def _found(name: str) -> bool:
         return True
 
 
+def skeleton_manifest(profile_name: str, adapter: str, backend: str) -> dict[str, Any]:
+    """A new backend's manifest for the profile ``profile_name``: valid, with every optional
+    feature declined and a reason (the profile's ``skeleton``); LookupError for a profile that
+    is not registered or has no skeleton."""
+    from kbconform.profiles import profile
+
+    skeleton = profile(profile_name).skeleton
+    if not skeleton:
+        raise LookupError(f"the profile {profile_name} gives no manifest skeleton")
+    return {
+        "manifestVersion": "1",
+        "adapter": {"name": adapter, "version": "0.1.0"},
+        "backend": {"name": backend, "version": "unknown: set the backend's version"},
+        **json.loads(json.dumps(skeleton)),
+    }
+
+
 def files(name: str, version: str) -> dict[str, str]:
     """The skeleton of the adapter ``name``: relative path -> text."""
     base = name.removesuffix("_adapter") or name
@@ -92,24 +110,7 @@ def files(name: str, version: str) -> dict[str, str]:
             template = template.replace(token, value)
         return template
 
-    manifest = {
-        "manifestVersion": "1",
-        "isolationProfile": "tenant-namespace",
-        "adapter": {"name": name.replace("_", "-"), "version": "0.1.0"},
-        "backend": {"name": base.replace("_", "-"), "version": "unknown: set the backend's version"},
-        "readFacades": ["query", "get", "list"],
-        "isolationModel": "metadata-filter",
-        "spoofModes": ["reject"],
-        "sharedNamespace": None,
-        "idProfile": None,
-        "features": {
-            "client-where": "not offered yet: query takes no client where clause",
-            "revision-boundary": "not offered yet: no revision resolver is wired in",
-            "fault-injection": "not offered yet: the store cannot be switched off by the suites",
-            "escalation": "not offered yet: spoof modes do not escalate",
-            "workspace-scan": "not offered yet: parsing happens in the client",
-        },
-    }
+    manifest = skeleton_manifest("tenant-namespace", name.replace("_", "-"), base.replace("_", "-"))
     return {
         f"{name}.py": render(_MODULE),
         f"{name}.manifest.json": json.dumps(manifest, indent=2) + "\n",
@@ -133,8 +134,14 @@ def write(name: str, directory: str | Path, version: str) -> list[Written]:
     (nothing is written), or the directory cannot be written.
     """
     check_name(name)
-    target = Path(directory)
-    texts = files(name, version)
+    return place(files(name, version), Path(directory), _WHAT)
+
+
+def place(texts: dict[str, str], target: Path, what: dict[str, str]) -> list[Written]:
+    """Write ``texts`` (relative path -> text) into ``target`` (made if missing), all or none;
+    each written file described by the ``what`` entry its path ends with. Raises
+    :class:`ScaffoldError` when one of the files exists already (nothing is written) or the
+    directory cannot be written."""
     existing = [path for path in texts if (target / path).exists() or (target / path).is_symlink()]
     if existing:
         raise ScaffoldError(
@@ -144,7 +151,7 @@ def write(name: str, directory: str | Path, version: str) -> list[Written]:
         )
     try:
         target.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".kbconform-new-adapter-", dir=target))
+        staging = Path(tempfile.mkdtemp(prefix=".kbconform-new-", dir=target))
     except OSError as error:
         reason = error.strerror or error
         raise ScaffoldError(UNWRITABLE, f"cannot write into {str(target)!r}: {reason}") from None
@@ -175,7 +182,7 @@ def write(name: str, directory: str | Path, version: str) -> list[Written]:
         raise ScaffoldError(code, f"cannot write {where!r}: {reason}; nothing was written") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return [Written(path, next(w for end, w in _WHAT.items() if path.endswith(end))) for path in texts]
+    return [Written(path, next(w for end, w in what.items() if path.endswith(end))) for path in texts]
 
 
 def _place(staged: Path, final: Path) -> None:

@@ -87,12 +87,14 @@ def _parser() -> argparse.ArgumentParser:
         description="Prove that a multi-tenant knowledge base keeps its tenants apart. The main job "
         "is 'kbconform run': the conformance suites against your adapter (--adapter MODULE:FACTORY) "
         "or harness (--harness COMMAND), a verdict per level; 'kbconform new-adapter NAME' writes "
-        "an adapter to start from. The other commands validate records against the contract.",
+        "an adapter to start from, 'kbconform new-harness NAME' a harness in Node or Python. The "
+        "other commands validate records against the contract.",
     )
     parser.add_argument("--version", action="version", version=f"kbconform {__version__}")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
     _add_run(commands)
     _add_new_adapter(commands)
+    _add_new_harness(commands)
 
     validate = commands.add_parser(
         "validate",
@@ -367,6 +369,35 @@ def _add_new_adapter(commands: Any) -> None:
         "--dir", default=".", metavar="PATH", help="where to write it (made if missing; default: here)"
     )
     new.set_defaults(handler=_new_adapter)
+
+
+def _add_new_harness(commands: Any) -> None:
+    from kbconform._harness_scaffold import LANGUAGES
+    from kbconform.profiles import names
+
+    new = commands.add_parser(
+        "new-harness",
+        help="write a runnable skeleton of a harness-v1 harness (Node or Python), to fill in",
+        description="Writes, into --dir, a harness-v1 harness for a system in any language: NAME.mjs "
+        "(--lang node) or NAME.py (--lang python), standard library only, answering hello with "
+        "NAME.manifest.json (the profile's manifest, every optional feature declined with a "
+        "reason) and every operation of the profile KB_NOT_IMPLEMENTED; and NAME.md, how to run "
+        'it and what to fill in. Then \'kbconform run --harness "node NAME.mjs"\' (or "python3 '
+        'NAME.py") from that directory names the operations still to implement. Existing files '
+        "are never overwritten: if one of them exists nothing is written (exit 2).",
+    )
+    new.add_argument("name", metavar="NAME", help="the harness's file name, e.g. my_harness")
+    new.add_argument("--lang", choices=sorted(LANGUAGES), required=True, help="the harness's language")
+    new.add_argument(
+        "--profile",
+        choices=names(),
+        default=names()[0],
+        help=f"the isolation profile the system keeps (default {names()[0]})",
+    )
+    new.add_argument(
+        "--dir", default=".", metavar="PATH", help="where to write it (made if missing; default: here)"
+    )
+    new.set_defaults(handler=_new_harness)
 
 
 def _positive(text: str) -> float:
@@ -950,6 +981,30 @@ def _new_adapter(arguments: argparse.Namespace) -> int:
         "facade it needs; implement ingest first)\n"
         f"      mypy --strict {arguments.name}.py checks it against the protocol; the guide: "
         "docs/adapter-guide.md"
+    )
+    return EXIT_OK
+
+
+def _new_harness(arguments: argparse.Namespace) -> int:
+    from kbconform import _harness_scaffold
+    from kbconform._scaffold import ScaffoldError
+
+    try:
+        written = _harness_scaffold.write(
+            arguments.name, arguments.lang, arguments.profile, arguments.dir, __version__
+        )
+    except ScaffoldError as error:
+        raise UsageError(str(error)) from None
+    width = max(len(w.path) for w in written)
+    print(f"kbconform new-harness: wrote {len(written)} files in {arguments.dir}")
+    for item in written:
+        print(f"  {item.path:<{width}}  {item.what}")
+    go = "" if Path(arguments.dir).resolve() == Path.cwd() else f"cd {arguments.dir} && "
+    command = _harness_scaffold.LANGUAGES[arguments.lang][1].format(name=arguments.name)
+    print(
+        f'next: {go}kbconform run --harness "{command}"   (the verdict names each operation still '
+        f"to implement)\n      what each operation takes and returns: schemas/harness-v1.md; "
+        f"{arguments.name}.md says the rest"
     )
     return EXIT_OK
 

@@ -73,6 +73,9 @@ class Profile:
     seen): a test skipped for a declined probe counts against its level, while a test skipped
     for any other declined capability is reported beside the level and never caps it.
     ``levels`` says in a few words what each level of this profile asks (shown after a run).
+    ``skeleton`` is what a new backend's manifest declares for this profile beside its
+    ``manifestVersion``, ``adapter`` and ``backend`` (every optional feature declined, with a
+    reason): the scaffolds (``kbconform new-adapter``, ``kbconform new-harness``) write it.
 
     The rest name ``module:attribute`` and are imported on first use (:meth:`load`):
     ``facades``, a function taking the :class:`~kbconform.adapter.Manifest` and returning the
@@ -101,6 +104,7 @@ class Profile:
     design: Callable[[Mapping[str, Any]], tuple[str, ...]] = _no_design
     probes: tuple[str, ...] = ("fault-injection",)
     levels: Mapping[str, str] = field(default_factory=lambda: LEVEL_MEANINGS)
+    skeleton: Mapping[str, Any] = field(default_factory=dict)
     suites: str | None = None
     catalogue: str | None = None
 

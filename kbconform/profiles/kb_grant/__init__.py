@@ -44,6 +44,18 @@ PROFILE = Profile(
     # get and list would otherwise give ids the tenant-namespace profile has (iso-01[get])
     facade_ids={"search": "search-kbs", "get": "get-kb", "list": "list-kbs"},
     contract="kb-grant",
+    skeleton={
+        "isolationProfile": "kb-grant",
+        "isolationModel": "metadata-filter",
+        "readFacades": ["search", "get", "list"],
+        "stores": [{"id": "main", "engine": "unknown: name the engine behind the store"}],
+        "models": [{"name": "m-8", "dimension": 8}],
+        "maxFanOut": 1,
+        "groupDeadlineSeconds": 3.0,
+        "features": {
+            "fault-injection": "not offered yet: the store cannot be switched off by the suites",
+        },
+    },
     levels={
         "L0": "contract (malformed calls refused)",
         "L1": "ownership and grants (owner, grantee, stranger on every facade)",

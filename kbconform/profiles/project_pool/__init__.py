@@ -24,6 +24,14 @@ PROFILE = Profile(
     isolation="kbconform.profiles.project_pool.world:PoolIsolation",
     wire="kbconform.profiles.project_pool._wire:WIRE",
     contract="project-pool",
+    skeleton={
+        "isolationProfile": "project-pool",
+        "isolationModel": "metadata-filter",
+        "readFacades": ["search-episodes", "search-entities"],
+        "features": {
+            "fault-injection": "not offered yet: the store cannot be switched off by the suites",
+        },
+    },
     levels={
         "L0": "contract (malformed calls refused)",
         "L1": "identity (unknown sessions, no identity, exact searches in scope)",

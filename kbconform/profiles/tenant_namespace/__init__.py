@@ -82,6 +82,22 @@ PROFILE = Profile(
     isolation="kbconform.profiles.tenant_namespace.world:TenantIsolation",
     wire="kbconform.profiles.tenant_namespace._wire:WIRE",
     design=_design,
+    skeleton={
+        "isolationProfile": "tenant-namespace",
+        "readFacades": ["query", "get", "list"],
+        "isolationModel": "metadata-filter",
+        # reject: a spoofed write is refused whole, the simplest mode to get right first
+        "spoofModes": ["reject"],
+        "sharedNamespace": None,
+        "idProfile": None,
+        "features": {
+            "client-where": "not offered yet: query takes no client where clause",
+            "revision-boundary": "not offered yet: no revision resolver is wired in",
+            "fault-injection": "not offered yet: the store cannot be switched off by the suites",
+            "escalation": "not offered yet: spoof modes do not escalate",
+            "workspace-scan": "not offered yet: parsing happens in the client",
+        },
+    },
     levels={
         "L0": "contract (invalid input refused)",
         "L1": "write isolation",

@@ -1,0 +1,106 @@
+"""``kbconform new-harness``: a harness-v1 skeleton in Node or Python for any profile, which
+answers ``hello`` and earns a verdict at once, naming the operation to fill in first."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbconform import _harness_scaffold
+from kbconform.adapter import Manifest
+from kbconform.cli import main
+from kbconform.profiles import names, profile
+
+#: Each profile's first operation: every test of the profile starts with it.
+FIRST = {"tenant-namespace": "ingest", "project-pool": "create_project", "kb-grant": "create_tenant"}
+#: The languages and profiles run: both languages, and every profile in one of them.
+RUNS = [
+    ("python", "tenant-namespace"),
+    pytest.param("node", "tenant-namespace", marks=pytest.mark.slow),
+    pytest.param("node", "project-pool", marks=pytest.mark.slow),
+    pytest.param("python", "kb-grant", marks=pytest.mark.slow),
+]
+
+
+def _run(where: Path, command: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """``kbconform run --harness COMMAND`` from ``where``, and its report."""
+    done = subprocess.run(
+        [sys.executable, "-m", "kbconform", "run", "--harness", command, "--report", "report.json"],
+        cwd=where, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    report = where / "report.json"
+    return done, json.loads(report.read_text(encoding="utf-8")) if report.exists() else {}
+
+
+@pytest.mark.parametrize(("language", "profile_name"), RUNS)
+def test_a_new_harness_answers_hello_and_its_first_run_names_the_operation_to_fill_in(
+    language: str, profile_name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The written harness, run as the next-step line says from its directory, passes hello with
+    its manifest: the run is sound and complete, every test fails (or is declined) at the
+    profile's first operation, unshrunk, and the terminal says so in one line, no traceback."""
+    if language == "node":
+        assert shutil.which("node"), "node is not on PATH: the Node skeleton needs Node.js 20 or later"
+    name = "my-harness" if language == "node" else "my_harness"
+    where = tmp_path / "h"
+    assert (
+        main(["new-harness", name, "--lang", language, "--profile", profile_name, "--dir", str(where)]) == 0
+    )
+    out = capsys.readouterr().out
+    command = _harness_scaffold.LANGUAGES[language][1].format(name=name)
+    assert f'kbconform run --harness "{command}"' in out
+    done, report = _run(where, command)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    assert report["manifest"] == json.loads((where / f"{name}.manifest.json").read_text(encoding="utf-8"))
+    assert report["completeness"] == {"missing": [], "unknown": []}
+    failing = [t for t in report["tests"] if t["status"] in ("fail", "error")]
+    assert failing
+    assert {t["status"] for t in report["tests"]} <= {"fail", "error", "skip"}
+    assert {t.get("notImplemented") for t in failing} == {FIRST[profile_name]}
+    file = _harness_scaffold.LANGUAGES[language][0].format(name=name)
+    said = [line for line in done.stdout.splitlines() if line.startswith("  NOT IMPLEMENTED")]
+    assert len(said) == 1
+    assert f"{len(failing)} tests ended there" in said[0]
+    assert f"fill in {profile(profile_name).operations[0]} in {file}" in said[0]
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("profile_name", names())
+def test_every_profile_gives_a_valid_skeleton_manifest_declining_every_optional_feature(
+    profile_name: str,
+) -> None:
+    """The manifest a scaffold writes is valid for its profile, and offers no optional feature:
+    each is declined with a reason."""
+    texts = _harness_scaffold.files("x_h", "python", profile_name, "0")
+    manifest = json.loads(texts["x_h.manifest.json"])
+    declared = Manifest.declared(manifest)
+    assert declared.profile == profile_name
+    assert manifest["features"]
+    assert all(isinstance(reason, str) and reason for reason in manifest["features"].values())
+
+
+def test_new_harness_never_overwrites_and_refuses_a_name_it_cannot_use(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file of the skeleton exists: exit 2 with KB_SCAFFOLD_EXISTS, nothing written; a name that
+    is no file name (node) or would shadow a module (python): KB_SCAFFOLD_NAME_INVALID. In an
+    empty directory all three files are written (control)."""
+    (tmp_path / "h.md").write_text("mine\n", encoding="utf-8")
+    assert main(["new-harness", "h", "--lang", "node", "--dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kbconform: error: KB_SCAFFOLD_EXISTS: ")
+    assert {p.name for p in tmp_path.iterdir()} == {"h.md"}
+    assert main(["new-harness", "My Harness", "--lang", "node", "--dir", str(tmp_path / "a")]) == 2
+    assert "KB_SCAFFOLD_NAME_INVALID" in capsys.readouterr().err
+    assert main(["new-harness", "json", "--lang", "python", "--dir", str(tmp_path / "b")]) == 2
+    assert "KB_SCAFFOLD_NAME_INVALID" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists()
+    assert not (tmp_path / "b").exists()
+    assert main(["new-harness", "h", "--lang", "node", "--dir", str(tmp_path / "c")]) == 0
+    assert {p.name for p in (tmp_path / "c").iterdir()} == {"h.mjs", "h.manifest.json", "h.md"}
