@@ -25,8 +25,6 @@ from kbconform.contract._jsonio import Item
 from kbconform.errors import ContractViolation, Problem
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
-#: The failing tests the end of a run lists, each with its first line; the report has them all.
-FAILURES_SHOWN = 20
 
 
 class UsageError(Exception):
@@ -738,15 +736,8 @@ def _run(arguments: argparse.Namespace) -> int:
     failing = [t for t in judged if t["status"] in reports.FAILED]
     for call, tests in reports.not_implemented(failing):
         print(f"  NOT IMPLEMENTED {call}: {len(tests)} tests ended there ({reports.first_line(tests[0])})")
-    shown = [t for t in failing if "notImplemented" not in t]
-    for test in shown[:FAILURES_SHOWN]:
-        where = f"{test['level']} {test['suite']}"
-        said = reports.first_line(test) or str(test.get("reason", ""))
-        print(f"  {test['status'].upper()} {test['id']} ({where}): {said}")
-    if len(shown) > FAILURES_SHOWN:
-        print(
-            f"  and {len(shown) - FAILURES_SHOWN} more failing tests: the report (--report) has every message"
-        )
+    for line in reports.failure_lines([t for t in failing if "notImplemented" not in t]):
+        print(line)
     if halted:
         unreached = len(report["completeness"]["missing"])
         print(f"  stopped at the first failure (--fail-fast): {unreached} tests not reached")

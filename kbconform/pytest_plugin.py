@@ -146,8 +146,10 @@ def _suites_dir() -> Path:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "kbconform(id, level, requires=None): a conformance suite test with a stable id, its level "
-        "(L0-L4) and the capability (or tuple of capabilities) it needs",
+        "kbconform(id, level, requires=None, rule=None, guide=None): a conformance suite test with a "
+        "stable id, its level (L0-L4), the capability (or tuple of capabilities) it needs, the rule "
+        "it checks (a spec section, DOC.md#anchor) and the adapter guide's section saying what it "
+        "asks (an anchor); rule and guide may map profile names to values",
     )
     command, url = config.getoption("kbconform_harness"), config.getoption("kbconform_harness_url")
     spec = config.getoption("kbconform_adapter") or (
@@ -524,6 +526,11 @@ def _entry(item: pytest.Item, mark: pytest.Mark) -> dict[str, Any]:
     name = run.manifest.profile if run is not None else listing[0] if listing is not None else DEFAULT
     if name != DEFAULT:
         entry["profile"] = name
+    for key in ("rule", "guide"):  # one value, or one per profile (a test of several profiles)
+        declared = mark.kwargs.get(key)
+        value = declared.get(name) if isinstance(declared, dict) else declared
+        if value:
+            entry[key] = str(value)
     from kbconform._capabilities import AXES
 
     params = getattr(getattr(item, "callspec", None), "params", {})
@@ -792,7 +799,14 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.section("kbconform: not implemented yet", sep="=", red=True)
         for call, tests in unimplemented:
             terminalreporter.line(f"{len(tests)} tests ended at {call}: {tests[0].get('message', '')}")
-    if reports.halted(report):
+    halted = reports.halted(report)
+    judged = reports.reached(report) if halted else report["tests"]
+    failing = [t for t in judged if t["status"] in reports.FAILED and "notImplemented" not in t]
+    if failing:
+        terminalreporter.section("kbconform: failing tests", sep="=", red=True)
+        for line in reports.failure_lines(failing):
+            terminalreporter.line(line)
+    if halted:
         terminalreporter.section("kbconform: stopped", sep="=", red=True)
         terminalreporter.line(
             f"the run stopped after {report['execution']['maxfail']} failing tests (--maxfail); "

@@ -19,7 +19,7 @@ import re
 import secrets
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import IO, Any
@@ -66,9 +66,11 @@ def catalogue_from(*reports: Mapping[str, Any]) -> dict[str, Any]:
     }
     return {
         "description": "Every stable test id of the kbconform suites, with its suite, level, the "
-        "capabilities it requires, the read facade or spoof mode it runs in, and its isolation "
-        "profile (tenant-namespace when absent). A run must report each entry its manifest and "
-        "level select; testListHash is sha256 of the RFC 8785 form of the tests array.",
+        "capabilities it requires, the read facade or spoof mode it runs in, its isolation "
+        "profile (tenant-namespace when absent), the rule it checks (a section of a spec document "
+        "in schemas/) and the section of docs/adapter-guide.md that says what it asks. A run must "
+        "report each entry its manifest and level select; testListHash is sha256 of the RFC 8785 "
+        "form of the tests array.",
         "tests": sorted(tests.values(), key=lambda test: test["id"]),
     }
 
@@ -736,6 +738,30 @@ def not_implemented(tests: Iterable[Mapping[str, Any]]) -> list[tuple[str, list[
         if "notImplemented" in test:
             by_call.setdefault(str(test["notImplemented"]), []).append(test)
     return sorted(by_call.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+
+
+#: How many failing tests a terminal names one by one (the report holds every one).
+FAILURES_SHOWN = 20
+
+
+def failure_lines(tests: Sequence[Mapping[str, Any]], shown: int = FAILURES_SHOWN) -> list[str]:
+    """Lines naming the first ``shown`` of ``tests`` (failing ones, none ended at a call not
+    implemented yet), each as its status, id, level, suite and the first line of its message,
+    then, when the test declares them, the rule it checks (its spec section in schemas/) and
+    the adapter guide's section that says what it asks; and a line counting the rest."""
+    lines = []
+    for test in tests[:shown]:
+        said = first_line(test) or str(test.get("reason", ""))
+        lines.append(f"  {test['status'].upper()} {test['id']} ({test['level']} {test['suite']}): {said}")
+        where = [f"rule: schemas/{test['rule']}"] if test.get("rule") else []
+        where += [f"guide: docs/adapter-guide.md#{test['guide']}"] if test.get("guide") else []
+        if where:
+            lines.append("      " + "; ".join(where))
+    if len(tests) > shown:
+        lines.append(
+            f"  and {len(tests) - shown} more failing tests: the report (--report) has every message"
+        )
+    return lines
 
 
 def first_line(test: Mapping[str, Any]) -> str:

@@ -234,7 +234,13 @@ def _owners(backend: Any, principals: Principals) -> dict[str, Any]:
     return {str(r["id"]): by_tenant[r["metadata"]["tenantId"]] for r in backend.export(principals.operator)}
 
 
-@pytest.mark.kbconform(id="atomic-01", level="L3", requires="fault-injection")
+@pytest.mark.kbconform(
+    id="atomic-01",
+    rule="stamping.md#other-write-rules",
+    guide="ingestprincipal-records",
+    level="L3",
+    requires="fault-injection",
+)
 @pytest.mark.parametrize("kind", FAULT_KINDS)
 def test_an_ingest_the_store_fails_part_way_writes_nothing(
     kind: str, kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
@@ -277,7 +283,13 @@ def test_an_ingest_the_store_fails_part_way_writes_nothing(
     _every_fault(kbconform_run, kbconform_open, principals, kind, prepare, check)
 
 
-@pytest.mark.kbconform(id="atomic-02", level="L3", requires="fault-injection")
+@pytest.mark.kbconform(
+    id="atomic-02",
+    rule="backup.md#all-or-nothing",
+    guide="restoreprincipal-records",
+    level="L3",
+    requires="fault-injection",
+)
 @pytest.mark.parametrize("kind", FAULT_KINDS)
 def test_a_restore_the_store_fails_part_way_writes_nothing(
     kind: str, kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
@@ -313,7 +325,13 @@ def test_a_restore_the_store_fails_part_way_writes_nothing(
     _every_fault(kbconform_run, kbconform_open, principals, kind, prepare, check)
 
 
-@pytest.mark.kbconform(id="atomic-03", level="L3", requires="fault-injection")
+@pytest.mark.kbconform(
+    id="atomic-03",
+    rule="deletion-signaling.md#all-or-nothing",
+    guide="apply_deletion_signalprincipal-signal",
+    level="L3",
+    requires="fault-injection",
+)
 @pytest.mark.parametrize("kind", FAULT_KINDS)
 def test_a_deletion_signal_the_store_fails_part_way_deletes_nothing(
     kind: str, kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
@@ -349,7 +367,13 @@ def test_a_deletion_signal_the_store_fails_part_way_deletes_nothing(
     _every_fault(kbconform_run, kbconform_open, principals, kind, prepare, check)
 
 
-@pytest.mark.kbconform(id="atomic-04", level="L3", requires=("fault-injection", "sync"))
+@pytest.mark.kbconform(
+    id="atomic-04",
+    rule="maintenance.md#sync",
+    guide="syncprincipal-repo_slug-records-envelope",
+    level="L3",
+    requires=("fault-injection", "sync"),
+)
 @pytest.mark.parametrize("kind", FAULT_KINDS)
 def test_a_sync_the_store_fails_part_way_writes_and_deletes_nothing(
     kind: str, kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals

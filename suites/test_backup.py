@@ -28,7 +28,7 @@ def _float32(value: float) -> float:
     return float(struct.unpack("<f", struct.pack("<f", value))[0])
 
 
-@pytest.mark.kbconform(id="backup-01", level="L3")
+@pytest.mark.kbconform(id="backup-01", rule="backup.md#export", guide="ingestprincipal-records", level="L3")
 def test_export_restore_export_is_byte_identical(
     kbconform_run: Any, kbconform_open: Any, kbconform_backend: Any, kbconform_canaries: Canaries
 ) -> None:
@@ -52,7 +52,7 @@ def test_export_restore_export_is_byte_identical(
     assert _canonical(other.export(operator)) == _canonical(made_up), "restore or export changed embeddings"
 
 
-@pytest.mark.kbconform(id="backup-02", level="L3")
+@pytest.mark.kbconform(id="backup-02", rule="backup.md#export", guide="exportprincipal", level="L3")
 def test_a_null_document_survives_the_round_trip(
     kbconform_open: Any, kbconform_backend: Any, kbconform_canaries: Canaries
 ) -> None:
@@ -74,7 +74,7 @@ BROKEN = {
 }
 
 
-@pytest.mark.kbconform(id="backup-03", level="L3")
+@pytest.mark.kbconform(id="backup-03", rule="backup.md#restore", guide="restoreprincipal-records", level="L3")
 @pytest.mark.parametrize("broken", sorted(BROKEN))
 def test_restore_validates_every_record_before_writing_any(
     broken: str, kbconform_open: Any, kbconform_backend: Any, kbconform_canaries: Canaries
@@ -90,7 +90,9 @@ def test_restore_validates_every_record_before_writing_any(
     assert fresh.restore(operator, exported) == len(exported)
 
 
-@pytest.mark.kbconform(id="backup-04", level="L3")
+@pytest.mark.kbconform(
+    id="backup-04", rule="backup.md#restore", guide="queryprincipal-text-n_results-where", level="L3"
+)
 def test_restored_chunks_are_read_through_the_same_filter(
     kbconform_open: Any, kbconform_backend: Any, kbconform_canaries: Canaries
 ) -> None:
@@ -106,7 +108,7 @@ def test_restored_chunks_are_read_through_the_same_filter(
                 fresh.get(member, foreign)
 
 
-@pytest.mark.kbconform(id="backup-05", level="L3")
+@pytest.mark.kbconform(id="backup-05", rule="backup.md#export", guide="exportprincipal", level="L3")
 @pytest.mark.parametrize("operation", ["export", "restore"])
 def test_export_and_restore_are_for_operators_only(
     operation: str,
@@ -146,7 +148,7 @@ def test_export_and_restore_are_for_operators_only(
         assert stored(fresh.export(operator)) == stored(exported)
 
 
-@pytest.mark.kbconform(id="backup-06", level="L3")
+@pytest.mark.kbconform(id="backup-06", rule="backup.md#restore", guide="getprincipal-chunk_id", level="L3")
 def test_a_restored_visibility_change_is_read_on_the_next_call(
     kbconform_backend: Any, kbconform_principals: Principals
 ) -> None:
@@ -191,7 +193,7 @@ def _pages(backend: Any, principal: Any) -> list[Any]:
     return hits
 
 
-@pytest.mark.kbconform(id="backup-07", level="L3")
+@pytest.mark.kbconform(id="backup-07", rule="backup.md#export", guide="exportprincipal", level="L3")
 def test_export_holds_exactly_every_stored_row(
     kbconform_backend: Any, kbconform_principals: Principals
 ) -> None:

@@ -36,7 +36,13 @@ def _scan(backend: Any, fixture: golden.Fixture, config: Path | None) -> bytes:
     return golden.render([dict(r) for r in records], fixture.tenant_id, fixture.repo_slug)
 
 
-@pytest.mark.kbconform(id="bytes-01", level="L3", requires="id-profile")
+@pytest.mark.kbconform(
+    id="bytes-01",
+    rule="parsed-chunk.md#what-a-record-may-hash",
+    guide="ingestprincipal-records",
+    level="L3",
+    requires="id-profile",
+)
 @pytest.mark.parametrize("name", sorted(FIXTURES))
 def test_ingest_ids_follow_the_declared_profile_on_the_golden_corpus(
     name: str, kbconform_run: Any, kbconform_backend: Any
@@ -55,7 +61,13 @@ def test_ingest_ids_follow_the_declared_profile_on_the_golden_corpus(
     assert not set(other) & set(ids)
 
 
-@pytest.mark.kbconform(id="bytes-02", level="L3", requires="workspace-scan")
+@pytest.mark.kbconform(
+    id="bytes-02",
+    rule="parsed-chunk.md#the-parsed-chunk-parsed-chunk-v1",
+    guide="scanroot-config-tenant_id-repo_slug-root_kind",
+    level="L3",
+    requires="workspace-scan",
+)
 @pytest.mark.parametrize("name", sorted(FIXTURES))
 def test_scanning_each_fixture_workspace_gives_the_golden_bytes(name: str, kbconform_backend: Any) -> None:
     """The backend's parsing of the workspace, rendered canonically, equals the golden file."""
@@ -65,7 +77,13 @@ def test_scanning_each_fixture_workspace_gives_the_golden_bytes(name: str, kbcon
     assert actual == expected, golden.diff(expected, actual, name=name)
 
 
-@pytest.mark.kbconform(id="bytes-03", level="L3", requires="workspace-scan")
+@pytest.mark.kbconform(
+    id="bytes-03",
+    rule="parsed-chunk.md#the-parsed-chunk-parsed-chunk-v1",
+    guide="scanroot-config-tenant_id-repo_slug-root_kind",
+    level="L3",
+    requires="workspace-scan",
+)
 def test_the_default_registry_equals_the_defaults_listed_explicitly(
     kbconform_backend: Any, tmp_path: Path
 ) -> None:

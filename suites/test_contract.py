@@ -43,7 +43,12 @@ def _accepted(cases: list[tuple[str, Any]], call: Callable[[Any], object]) -> li
     return accepted
 
 
-@pytest.mark.kbconform(id="contract-01", level="L0")
+@pytest.mark.kbconform(
+    id="contract-01",
+    rule="parsed-chunk.md#the-parsed-chunk-parsed-chunk-v1",
+    guide="ingestprincipal-records",
+    level="L0",
+)
 def test_ingest_refuses_every_invalid_parsed_chunk_and_writes_nothing(
     kbconform_backend: Any, kbconform_principals: Principals
 ) -> None:
@@ -64,7 +69,9 @@ def test_ingest_refuses_every_invalid_parsed_chunk_and_writes_nothing(
     assert {hit.id for hit in backend.list(acme, 100, 0)} == set(ids)
 
 
-@pytest.mark.kbconform(id="contract-02", level="L0")
+@pytest.mark.kbconform(
+    id="contract-02", rule="backup.md#restore", guide="restoreprincipal-records", level="L0"
+)
 def test_restore_refuses_every_invalid_backup_record_and_writes_nothing(
     kbconform_backend: Any, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
@@ -94,7 +101,12 @@ def test_restore_refuses_every_invalid_backup_record_and_writes_nothing(
     assert [r["id"] for r in backend.export(operator)] == [good["id"]]
 
 
-@pytest.mark.kbconform(id="contract-03", level="L0")
+@pytest.mark.kbconform(
+    id="contract-03",
+    rule="deletion-signaling.md#payload",
+    guide="apply_deletion_signalprincipal-signal",
+    level="L0",
+)
 def test_every_invalid_deletion_signal_is_refused_and_deletes_nothing(
     kbconform_backend: Any, kbconform_principals: Principals
 ) -> None:
@@ -125,7 +137,9 @@ def test_every_invalid_deletion_signal_is_refused_and_deletes_nothing(
     assert len(list(backend.list(acme, 100, 0))) == 1
 
 
-@pytest.mark.kbconform(id="contract-04", level="L0")
+@pytest.mark.kbconform(
+    id="contract-04", rule="backup.md#restore", guide="restoreprincipal-records", level="L0"
+)
 def test_restore_refuses_a_record_without_a_scope_stamp_and_writes_nothing(
     kbconform_backend: Any, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:

@@ -100,7 +100,9 @@ def _canaries_read(backend: Any, facade: str, principal: Principal, canaries: Ca
     )
 
 
-@pytest.mark.kbconform(id="leak-01", level="L2")
+@pytest.mark.kbconform(
+    id="leak-01", rule="read-filter.md#every-facade", guide="queryprincipal-text-n_results-where", level="L2"
+)
 def test_every_read_facade_returns_exactly_the_principals_scope(
     kbconform_facade: str, kbconform_backend: Any, kbconform_canaries: Canaries
 ) -> None:
@@ -111,7 +113,12 @@ def test_every_read_facade_returns_exactly_the_principals_scope(
         _canaries_read(kbconform_backend, kbconform_facade, principal, canaries)
 
 
-@pytest.mark.kbconform(id="leak-02", level="L2")
+@pytest.mark.kbconform(
+    id="leak-02",
+    rule="read-filter.md#top-k-inside-the-tenant",
+    guide="queryprincipal-text-n_results-where",
+    level="L2",
+)
 def test_a_small_tenants_query_gets_its_exact_top_k_beside_a_large_tenant(
     kbconform_backend: Any, kbconform_canaries: Canaries
 ) -> None:
@@ -152,7 +159,13 @@ WIDENING = {
 }
 
 
-@pytest.mark.kbconform(id="leak-03", level="L2", requires="client-where")
+@pytest.mark.kbconform(
+    id="leak-03",
+    rule="client-where.md#refused",
+    guide="queryprincipal-text-n_results-where",
+    level="L2",
+    requires="client-where",
+)
 @pytest.mark.parametrize("shape", sorted(WIDENING))
 def test_a_client_where_clause_that_could_widen_scope_is_refused(
     shape: str, kbconform_backend: Any, kbconform_canaries: Canaries
@@ -177,7 +190,9 @@ def _shape(error: KbconformError, chunk_id: str) -> tuple[type, str, str]:
     return (type(error), error.code, str(error).replace(chunk_id, "<id>"))
 
 
-@pytest.mark.kbconform(id="leak-04", level="L2")
+@pytest.mark.kbconform(
+    id="leak-04", rule="read-filter.md#no-existence-oracle", guide="getprincipal-chunk_id", level="L2"
+)
 def test_a_foreign_id_and_a_missing_id_fail_alike(
     kbconform_backend: Any, kbconform_canaries: Canaries
 ) -> None:
@@ -196,7 +211,13 @@ def test_a_foreign_id_and_a_missing_id_fail_alike(
     assert kbconform_backend.get(beta, foreign).id == foreign
 
 
-@pytest.mark.kbconform(id="leak-05", level="L2", requires="shared-namespace-grants")
+@pytest.mark.kbconform(
+    id="leak-05",
+    rule="identity-tuple.md#the-shared-namespace",
+    guide="queryprincipal-text-n_results-where",
+    level="L2",
+    requires="shared-namespace-grants",
+)
 def test_shared_namespace_content_is_visible_to_its_readers_only(
     kbconform_backend: Any, kbconform_canaries: Canaries
 ) -> None:
@@ -220,7 +241,12 @@ def test_shared_namespace_content_is_visible_to_its_readers_only(
         assert not ({h.id for h in hits} & shared)
 
 
-@pytest.mark.kbconform(id="leak-06", level="L2")
+@pytest.mark.kbconform(
+    id="leak-06",
+    rule="stamping.md#visibility-team-on-ingest-private-only-through-restore",
+    guide="queryprincipal-text-n_results-where",
+    level="L2",
+)
 def test_a_private_chunk_is_read_only_by_its_origin_agent(
     kbconform_backend: Any, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
@@ -343,7 +369,12 @@ _PART = st.from_regex(r"[a-z0-9]{1,4}", fullmatch=True)
 LOOK_ALIKE_FAMILIES = st.builds(lambda b, x: sorted({b, f"{b}-{x}", f"{b}{x}", x}), _PART, _PART)
 
 
-@pytest.mark.kbconform(id="leak-07", level="L2")
+@pytest.mark.kbconform(
+    id="leak-07",
+    rule="identity-tuple.md#identifiers-are-ascii-and-exact",
+    guide="queryprincipal-text-n_results-where",
+    level="L2",
+)
 def test_tenant_ids_that_are_prefixes_or_parts_of_each_other_stay_apart(
     kbconform_facade: str, kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -357,7 +388,12 @@ def test_tenant_ids_that_are_prefixes_or_parts_of_each_other_stay_apart(
         world.assert_reads_exactly(kbconform_backend, kbconform_facade, Principal(tenant, f"agent-{tenant}"))
 
 
-@pytest.mark.kbconform(id="leak-14", level="L2")
+@pytest.mark.kbconform(
+    id="leak-14",
+    rule="identity-tuple.md#identifiers-are-ascii-and-exact",
+    guide="queryprincipal-text-n_results-where",
+    level="L2",
+)
 def test_generated_families_of_look_alike_tenant_ids_stay_apart(
     kbconform_run: Run, kbconform_open: Any
 ) -> None:
@@ -379,7 +415,12 @@ def test_generated_families_of_look_alike_tenant_ids_stay_apart(
     check()
 
 
-@pytest.mark.kbconform(id="leak-08", level="L2")
+@pytest.mark.kbconform(
+    id="leak-08",
+    rule="identity-tuple.md#identifiers-are-ascii-and-exact",
+    guide="queryprincipal-text-n_results-where",
+    level="L2",
+)
 def test_tenants_and_repositories_that_join_alike_stay_apart(
     kbconform_facade: str, kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -408,7 +449,9 @@ def _assert_tells_nothing_foreign(
         )
 
 
-@pytest.mark.kbconform(id="leak-09", level="L2")
+@pytest.mark.kbconform(
+    id="leak-09", rule="read-filter.md#no-existence-oracle", guide="every-facade", level="L2"
+)
 def test_errors_carry_nothing_of_another_tenant(kbconform_backend: Any, kbconform_canaries: Canaries) -> None:
     """get of a foreign id raises NotFound whose text, fields, notes and causes name no other
     tenant, path, content or id; so do a member's refused export and a malformed page. The
@@ -458,7 +501,13 @@ HOSTILE_META = {
 }
 
 
-@pytest.mark.kbconform(id="leak-10", level="L2", requires="client-where")
+@pytest.mark.kbconform(
+    id="leak-10",
+    rule="client-where.md#values-are-data",
+    guide="ingestprincipal-records",
+    level="L2",
+    requires="client-where",
+)
 def test_hostile_values_in_where_clauses_match_literally_within_scope(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -528,7 +577,9 @@ def _private_world(run: Run, scratch: Any, kbconform_open: Any, operator: Princi
     return backend, world
 
 
-@pytest.mark.kbconform(id="leak-11", level="L2")
+@pytest.mark.kbconform(
+    id="leak-11", rule="read-filter.md#the-filter", guide="ingestprincipal-records", level="L2"
+)
 def test_every_facade_counts_and_quotes_private_chunks_for_their_agent_only(
     kbconform_facade: str,
     kbconform_run: Run,
@@ -557,7 +608,13 @@ def test_every_facade_counts_and_quotes_private_chunks_for_their_agent_only(
         world.assert_reads_exactly(backend, kbconform_facade, reader)
 
 
-@pytest.mark.kbconform(id="leak-12", level="L2", requires="shared-namespace-grants")
+@pytest.mark.kbconform(
+    id="leak-12",
+    rule="read-filter.md#the-filter",
+    guide="queryprincipal-text-n_results-where",
+    level="L2",
+    requires="shared-namespace-grants",
+)
 def test_a_right_revoked_or_granted_applies_on_the_next_call(
     kbconform_facade: str, kbconform_backend: Any, kbconform_canaries: Canaries
 ) -> None:
@@ -579,7 +636,9 @@ def test_a_right_revoked_or_granted_applies_on_the_next_call(
         _canaries_read(kbconform_backend, kbconform_facade, principal, canaries)
 
 
-@pytest.mark.kbconform(id="leak-13", level="L2")
+@pytest.mark.kbconform(
+    id="leak-13", rule="read-filter.md#every-facade", guide="listprincipal-limit-offset", level="L2"
+)
 def test_every_page_size_reads_the_scope_exactly_once(kbconform_run: Run, kbconform_backend: Any) -> None:
     """acme holds the same paths in two repositories, beta the same paths again: as each tenant,
     list read page by page at sizes 1, 2, 3 and 7 returns full pages, no id twice, and together
@@ -610,7 +669,9 @@ def test_every_page_size_reads_the_scope_exactly_once(kbconform_run: Run, kbconf
             assert set(seen) == expected, f"pages of {size} for {principal.tenant_id} differ from the scope"
 
 
-@pytest.mark.kbconform(id="leak-15", level="L2")
+@pytest.mark.kbconform(
+    id="leak-15", rule="read-filter.md#every-facade", guide="queryprincipal-text-n_results-where", level="L2"
+)
 def test_every_result_is_a_stored_chunk_in_the_readers_scope(
     kbconform_run: Run, kbconform_backend: Any, kbconform_canaries: Canaries
 ) -> None:

@@ -60,7 +60,12 @@ def layout(kbconform_backend: Any, kbconform_principals: Principals) -> Layout:
     return Layout(kbconform_backend, kbconform_principals)
 
 
-@pytest.mark.kbconform(id="delete-01", level="L3")
+@pytest.mark.kbconform(
+    id="delete-01",
+    rule="deletion-signaling.md#matching",
+    guide="apply_deletion_signalprincipal-signal",
+    level="L3",
+)
 def test_tombstones_delete_exactly_their_paths_in_the_principals_tenant(layout: Layout) -> None:
     """A tombstone per repo: those paths go from acme; beta's same paths stay."""
     layout.apply(
@@ -74,13 +79,23 @@ def test_tombstones_delete_exactly_their_paths_in_the_principals_tenant(layout: 
     )
 
 
-@pytest.mark.kbconform(id="delete-02", level="L3")
+@pytest.mark.kbconform(
+    id="delete-02",
+    rule="deletion-signaling.md#which-repository",
+    guide="apply_deletion_signalprincipal-signal",
+    level="L3",
+)
 def test_a_tombstone_without_a_repo_slug_takes_the_signals(layout: Layout) -> None:
     """``repoSlug`` on the signal is the default for its tombstones."""
     layout.apply({"repoSlug": "app", "deleted": [{"sourcePath": "docs/b.md"}]}, {("app", "docs/b.md")})
 
 
-@pytest.mark.kbconform(id="delete-03", level="L3")
+@pytest.mark.kbconform(
+    id="delete-03",
+    rule="deletion-signaling.md#matching",
+    guide="apply_deletion_signalprincipal-signal",
+    level="L3",
+)
 def test_a_manifest_snapshot_deletes_the_rest_of_its_repo_only(layout: Layout) -> None:
     """Paths of repo app not listed go; repo lib and beta's app stay."""
     layout.apply(
@@ -89,7 +104,13 @@ def test_a_manifest_snapshot_deletes_the_rest_of_its_repo_only(layout: Layout) -
     )
 
 
-@pytest.mark.kbconform(id="delete-04", level="L3", requires="revision-boundary")
+@pytest.mark.kbconform(
+    id="delete-04",
+    rule="deletion-signaling.md#payload",
+    guide="apply_deletion_signalprincipal-signal",
+    level="L3",
+    requires="revision-boundary",
+)
 def test_a_revision_boundary_deletes_what_the_resolver_reports(
     kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
@@ -103,7 +124,13 @@ def test_a_revision_boundary_deletes_what_the_resolver_reports(
     assert resolver.calls == [("app", BASE, HEAD)]
 
 
-@pytest.mark.kbconform(id="delete-05", level="L3", requires="revision-boundary")
+@pytest.mark.kbconform(
+    id="delete-05",
+    rule="deletion-signaling.md#error-codes",
+    guide="apply_deletion_signalprincipal-signal",
+    level="L3",
+    requires="revision-boundary",
+)
 def test_a_revision_boundary_that_cannot_be_resolved_deletes_nothing(
     kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
@@ -126,7 +153,12 @@ def test_a_revision_boundary_that_cannot_be_resolved_deletes_nothing(
         layout.apply({"repoSlug": "app", "deleted": [{"sourcePath": "docs/a.md"}]}, {("app", "docs/a.md")})
 
 
-@pytest.mark.kbconform(id="delete-06", level="L3")
+@pytest.mark.kbconform(
+    id="delete-06",
+    rule="deletion-signaling.md#precedence",
+    guide="apply_deletion_signalprincipal-signal",
+    level="L3",
+)
 def test_paths_written_by_the_same_push_are_never_deleted_by_it(layout: Layout) -> None:
     """Tombstones and manifest together, minus the push's files: a manifest listing only a.md
     with b.md tombstoned and c.md in files deletes b.md and d.md."""
@@ -141,7 +173,13 @@ def test_paths_written_by_the_same_push_are_never_deleted_by_it(layout: Layout) 
     )
 
 
-@pytest.mark.kbconform(id="delete-07", level="L3", requires="revision-boundary")
+@pytest.mark.kbconform(
+    id="delete-07",
+    rule="deletion-signaling.md#precedence",
+    guide="apply_deletion_signalprincipal-signal",
+    level="L3",
+    requires="revision-boundary",
+)
 def test_precedence_boundary_then_tombstones_then_manifest_minus_files(
     kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
@@ -186,7 +224,12 @@ INVALID = {
 }
 
 
-@pytest.mark.kbconform(id="delete-08", level="L3")
+@pytest.mark.kbconform(
+    id="delete-08",
+    rule="deletion-signaling.md#error-codes",
+    guide="apply_deletion_signalprincipal-signal",
+    level="L3",
+)
 @pytest.mark.parametrize("case", sorted(INVALID))
 def test_an_invalid_signal_is_refused_with_its_code_and_deletes_nothing(case: str, layout: Layout) -> None:
     """Each malformed mechanism has its own error code; a valid signal then works (control)."""
@@ -199,7 +242,13 @@ def test_an_invalid_signal_is_refused_with_its_code_and_deletes_nothing(case: st
     layout.apply({"deleted": [{"sourcePath": "docs/d.md", "repoSlug": "app"}]}, {("app", "docs/d.md")})
 
 
-@pytest.mark.kbconform(id="delete-09", level="L3", requires="shared-namespace")
+@pytest.mark.kbconform(
+    id="delete-09",
+    rule="deletion-signaling.md#tenant-scope",
+    guide="apply_deletion_signalprincipal-signal",
+    level="L3",
+    requires="shared-namespace",
+)
 def test_a_member_cannot_delete_shared_content(
     kbconform_backend: Any, kbconform_principals: Principals
 ) -> None:
@@ -275,7 +324,12 @@ def twins(kbconform_backend: Any, kbconform_principals: Principals) -> Twins:
     return Twins(kbconform_backend, kbconform_principals)
 
 
-@pytest.mark.kbconform(id="delete-10", level="L3")
+@pytest.mark.kbconform(
+    id="delete-10",
+    rule="deletion-signaling.md#matching",
+    guide="apply_deletion_signalprincipal-signal",
+    level="L3",
+)
 def test_a_tombstone_deletes_its_path_in_its_own_repo_only(twins: Twins) -> None:
     """docs/a.md tombstoned in app: both its sections go and are reported; app/web's docs/a.md
     stays; then the tombstone in app/web deletes that one (control)."""
@@ -283,7 +337,12 @@ def test_a_tombstone_deletes_its_path_in_its_own_repo_only(twins: Twins) -> None
     twins.apply({"repoSlug": "app/web", "deleted": [{"sourcePath": "docs/a.md"}]}, {("app/web", "docs/a.md")})
 
 
-@pytest.mark.kbconform(id="delete-12", level="L3")
+@pytest.mark.kbconform(
+    id="delete-12",
+    rule="deletion-signaling.md#matching",
+    guide="apply_deletion_signalprincipal-signal",
+    level="L3",
+)
 def test_a_manifest_reconciles_its_own_repo_and_not_the_same_paths_elsewhere(twins: Twins) -> None:
     """A manifest of app listing docs/a.md deletes app's b and c; app/web's b and c, unlisted
     there too, stay."""
@@ -293,7 +352,12 @@ def test_a_manifest_reconciles_its_own_repo_and_not_the_same_paths_elsewhere(twi
     )
 
 
-@pytest.mark.kbconform(id="delete-13", level="L3")
+@pytest.mark.kbconform(
+    id="delete-13",
+    rule="deletion-signaling.md#matching",
+    guide="apply_deletion_signalprincipal-signal",
+    level="L3",
+)
 def test_an_empty_manifest_deletes_its_whole_repo_and_nothing_else(twins: Twins) -> None:
     """``pathsAfterPush: []`` deletes every chunk of the repo in the requester's tenant; the
     tenant's other repo and beta's same repo stay."""
@@ -316,7 +380,12 @@ NOTHING_MATCHES = {
 }
 
 
-@pytest.mark.kbconform(id="delete-14", level="L3")
+@pytest.mark.kbconform(
+    id="delete-14",
+    rule="deletion-signaling.md#matching",
+    guide="apply_deletion_signalprincipal-signal",
+    level="L3",
+)
 def test_a_signal_that_matches_nothing_deletes_nothing(twins: Twins) -> None:
     """Each signal naming nothing stored reports and deletes nothing, in either tenant; a
     tombstone that matches then deletes exactly its path (control)."""
@@ -354,7 +423,12 @@ def _neighbours(path: str) -> dict[str, str]:
     }
 
 
-@pytest.mark.kbconform(id="delete-11", level="L3")
+@pytest.mark.kbconform(
+    id="delete-11",
+    rule="deletion-signaling.md#matching",
+    guide="apply_deletion_signalprincipal-signal",
+    level="L3",
+)
 def test_a_tombstone_matches_its_path_exactly(
     kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
@@ -430,7 +504,12 @@ def _shown(backend: Any, facade: str, principal: Any, texts: dict[str, str]) -> 
     return found
 
 
-@pytest.mark.kbconform(id="delete-15", level="L3")
+@pytest.mark.kbconform(
+    id="delete-15",
+    rule="deletion-signaling.md#matching",
+    guide="queryprincipal-text-n_results-where",
+    level="L3",
+)
 def test_a_deleted_chunk_is_gone_through_every_read_facade(
     kbconform_facade: str, kbconform_run: Run, kbconform_backend: Any, kbconform_principals: Principals
 ) -> None:

@@ -55,7 +55,7 @@ def _rows(backend: Any, operator: Any) -> dict[str, Stored]:
     return stored(backend.export(operator))
 
 
-@pytest.mark.kbconform(id="closed-01", level="L2")
+@pytest.mark.kbconform(id="closed-01", rule="read-filter.md#fail-closed", guide="every-facade", level="L2")
 @pytest.mark.parametrize(
     ("operation", "identity"),
     [pytest.param(o, i, id=f"{o} by {i}") for o in WRITES for i in sorted(NOT_PRINCIPALS)],
@@ -103,7 +103,13 @@ def test_every_write_export_and_restore_without_an_authenticated_principal_is_un
         )
 
 
-@pytest.mark.kbconform(id="closed-02", level="L2", requires="fault-injection")
+@pytest.mark.kbconform(
+    id="closed-02",
+    rule="read-filter.md#fail-closed",
+    guide="every-facade",
+    level="L2",
+    requires="fault-injection",
+)
 def test_a_failing_store_gives_backend_unavailable_on_every_operation(
     kbconform_run: Any, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
@@ -127,7 +133,9 @@ def test_a_failing_store_gives_backend_unavailable_on_every_operation(
     assert {h.id for h in backend.list(principals.acme, 10, 0)} == set(ids)
 
 
-@pytest.mark.kbconform(id="closed-03", level="L2")
+@pytest.mark.kbconform(
+    id="closed-03", rule="read-filter.md#fail-closed", guide="listprincipal-limit-offset", level="L2"
+)
 def test_an_empty_or_malformed_paging_request_is_an_error_not_everything(
     kbconform_backend: Any, kbconform_canaries: Canaries
 ) -> None:

@@ -44,7 +44,20 @@ def _assert_reads_something(world: World, backend: Any, facade: str) -> None:
             assert world.read(backend, facade, reader).number, f"{facade} as {reader.label}: shows nothing"
 
 
-@pytest.mark.kbconform(id="iso-01", level="L1")
+@pytest.mark.kbconform(
+    id="iso-01",
+    rule={
+        "tenant-namespace": "read-filter.md#the-filter",
+        "project-pool": "project-pool.md#scope-the-rules",
+        "kb-grant": "kb-grant.md#the-rules",
+    },
+    guide={
+        "tenant-namespace": "queryprincipal-text-n_results-where",
+        "project-pool": "the-project-pool-profile",
+        "kb-grant": "the-kb-grant-profile",
+    },
+    level="L1",
+)
 def test_every_reader_reads_exactly_its_scope_through_every_read_facade(
     kbconform_facade: str, kbconform_backend: Any, kbconform_world: World
 ) -> None:
@@ -55,7 +68,20 @@ def test_every_reader_reads_exactly_its_scope_through_every_read_facade(
     _assert_reads_exactly(kbconform_world, kbconform_backend, kbconform_facade)
 
 
-@pytest.mark.kbconform(id="iso-02", level="L1")
+@pytest.mark.kbconform(
+    id="iso-02",
+    rule={
+        "tenant-namespace": "read-filter.md#fail-closed",
+        "project-pool": "project-pool.md#scope-the-rules",
+        "kb-grant": "kb-grant.md#the-rules",
+    },
+    guide={
+        "tenant-namespace": "every-facade",
+        "project-pool": "the-project-pool-profile",
+        "kb-grant": "the-kb-grant-profile",
+    },
+    level="L1",
+)
 def test_no_identity_is_refused_on_every_read_facade_and_told_nothing(
     kbconform_facade: str, kbconform_backend: Any, kbconform_world: World
 ) -> None:
@@ -75,7 +101,21 @@ def test_no_identity_is_refused_on_every_read_facade_and_told_nothing(
     _assert_reads_something(world, kbconform_backend, kbconform_facade)
 
 
-@pytest.mark.kbconform(id="iso-03", level="L2", requires="fault-injection")
+@pytest.mark.kbconform(
+    id="iso-03",
+    rule={
+        "tenant-namespace": "read-filter.md#fail-closed",
+        "project-pool": "project-pool.md#scope-the-rules",
+        "kb-grant": "kb-grant.md#the-rules",
+    },
+    guide={
+        "tenant-namespace": "every-facade",
+        "project-pool": "the-project-pool-profile",
+        "kb-grant": "the-kb-grant-profile",
+    },
+    level="L2",
+    requires="fault-injection",
+)
 def test_a_failing_store_fails_every_read_facade_closed(
     kbconform_facade: str, kbconform_run: Run, kbconform_open: Any, kbconform_isolation: Isolation
 ) -> None:

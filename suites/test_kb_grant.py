@@ -70,7 +70,7 @@ def _same_not_found(
     )
 
 
-@pytest.mark.kbconform(id="grant-01", level="L0")
+@pytest.mark.kbconform(id="grant-01", rule="kb-grant.md#the-rules", guide="the-kb-grant-profile", level="L0")
 def test_malformed_calls_are_refused_with_kb_grant_invalid_and_change_nothing(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -127,7 +127,7 @@ def test_malformed_calls_are_refused_with_kb_grant_invalid_and_change_nothing(
     assert d.check()
 
 
-@pytest.mark.kbconform(id="grant-02", level="L1")
+@pytest.mark.kbconform(id="grant-02", rule="kb-grant.md#the-rules", guide="the-kb-grant-profile", level="L1")
 def test_a_foreign_knowledge_base_is_not_found_on_every_facade_and_never_pivoted_to(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -170,7 +170,13 @@ def test_a_foreign_knowledge_base_is_not_found_on_every_facade_and_never_pivoted
     assert d.check()
 
 
-@pytest.mark.kbconform(id="grant-03", level="L2", requires="fault-injection")
+@pytest.mark.kbconform(
+    id="grant-03",
+    rule="kb-grant.md#the-rules",
+    guide="the-kb-grant-profile",
+    level="L2",
+    requires="fault-injection",
+)
 def test_a_refused_search_asks_no_store_anything(kbconform_run: Run, kbconform_open: Any) -> None:
     """G5: searches refused for no identity, an unreadable knowledge base (alone or beside the
     caller's own), mixed models or a bad dimension consult the store switch zero times; with
@@ -211,7 +217,7 @@ def test_a_refused_search_asks_no_store_anything(kbconform_run: Run, kbconform_o
     assert d.check()
 
 
-@pytest.mark.kbconform(id="grant-04", level="L1")
+@pytest.mark.kbconform(id="grant-04", rule="kb-grant.md#the-rules", guide="the-kb-grant-profile", level="L1")
 def test_a_grant_lets_the_grantee_read_and_nothing_more_and_a_revoke_is_at_once(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -259,7 +265,13 @@ def test_a_grant_lets_the_grantee_read_and_nothing_more_and_a_revoke_is_at_once(
     assert d.check()
 
 
-@pytest.mark.kbconform(id="grant-05", level="L1", requires="multi-model")
+@pytest.mark.kbconform(
+    id="grant-05",
+    rule="kb-grant.md#the-rules",
+    guide="the-kb-grant-profile",
+    level="L1",
+    requires="multi-model",
+)
 def test_knowledge_bases_of_different_models_are_never_searched_together(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -291,7 +303,13 @@ def test_knowledge_bases_of_different_models_are_never_searched_together(
     assert d.check()
 
 
-@pytest.mark.kbconform(id="grant-06", level="L1", requires="multi-store")
+@pytest.mark.kbconform(
+    id="grant-06",
+    rule="kb-grant.md#the-rules",
+    guide="the-kb-grant-profile",
+    level="L1",
+    requires="multi-store",
+)
 def test_a_search_over_several_stores_is_the_exact_ranking_by_true_cosine(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -324,7 +342,13 @@ def test_a_search_over_several_stores_is_the_exact_ranking_by_true_cosine(
     d.check()
 
 
-@pytest.mark.kbconform(id="grant-07", level="L2", requires=("fault-injection", "multi-store"))
+@pytest.mark.kbconform(
+    id="grant-07",
+    rule="kb-grant.md#the-rules",
+    guide="the-kb-grant-profile",
+    level="L2",
+    requires=("fault-injection", "multi-store"),
+)
 def test_one_failing_store_group_fails_the_whole_search(kbconform_run: Run, kbconform_open: Any) -> None:
     """G3, G10: with one store failing, a search over knowledge bases on it and on the others
     raises BackendUnavailable, never the others' hits; so do get_kb and list_kbs of a knowledge
@@ -350,7 +374,13 @@ def test_one_failing_store_group_fails_the_whole_search(kbconform_run: Run, kbco
     d.check()
 
 
-@pytest.mark.kbconform(id="grant-08", level="L2", requires=("fault-injection", "multi-store"))
+@pytest.mark.kbconform(
+    id="grant-08",
+    rule="kb-grant.md#the-rules",
+    guide="the-kb-grant-profile",
+    level="L2",
+    requires=("fault-injection", "multi-store"),
+)
 def test_a_store_group_that_does_not_answer_fails_the_search_within_its_deadline(
     kbconform_run: Run, kbconform_open: Any
 ) -> None:
@@ -384,7 +414,7 @@ def test_a_store_group_that_does_not_answer_fails_the_search_within_its_deadline
     d.check()
 
 
-@pytest.mark.kbconform(id="grant-09", level="L1")
+@pytest.mark.kbconform(id="grant-09", rule="kb-grant.md#the-rules", guide="the-kb-grant-profile", level="L1")
 def test_a_copy_needs_read_access_to_its_source_and_belongs_to_the_caller_alone(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -418,7 +448,13 @@ def test_a_copy_needs_read_access_to_its_source_and_belongs_to_the_caller_alone(
     d.check()
 
 
-@pytest.mark.kbconform(id="grant-10", level="L2", requires="multi-store")
+@pytest.mark.kbconform(
+    id="grant-10",
+    rule="kb-grant.md#the-rules",
+    guide="the-kb-grant-profile",
+    level="L2",
+    requires="multi-store",
+)
 def test_a_move_keeps_every_document_and_only_the_owner_moves(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -442,7 +478,13 @@ def test_a_move_keeps_every_document_and_only_the_owner_moves(
     assert d.check()
 
 
-@pytest.mark.kbconform(id="grant-11", level="L2", requires=("fault-injection", "multi-store"))
+@pytest.mark.kbconform(
+    id="grant-11",
+    rule="kb-grant.md#the-rules",
+    guide="the-kb-grant-profile",
+    level="L2",
+    requires=("fault-injection", "multi-store"),
+)
 def test_a_move_or_copy_whose_store_fails_leaves_everything_as_it_was(
     kbconform_run: Run, kbconform_open: Any
 ) -> None:
@@ -470,7 +512,7 @@ def test_a_move_or_copy_whose_store_fails_leaves_everything_as_it_was(
     d.check()
 
 
-@pytest.mark.kbconform(id="grant-12", level="L1")
+@pytest.mark.kbconform(id="grant-12", rule="kb-grant.md#the-rules", guide="the-kb-grant-profile", level="L1")
 def test_only_the_owner_deletes_and_a_deleted_knowledge_base_is_gone_for_everyone(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -533,7 +575,7 @@ STEPS = st.builds(
 )
 
 
-@pytest.mark.kbconform(id="grant-13", level="L3")
+@pytest.mark.kbconform(id="grant-13", rule="kb-grant.md#the-rules", guide="the-kb-grant-profile", level="L3")
 def test_random_programs_of_grants_copies_and_moves_leave_every_read_as_the_model_says(
     kbconform_run: Run, kbconform_open: Any
 ) -> None:
@@ -788,7 +830,7 @@ class GrantMachine(DriverMachine[GrantDriver]):
             self.d.attempt_search(who, names, vector, limit, may_fail=armed)
 
 
-@pytest.mark.kbconform(id="grant-14", level="L4")
+@pytest.mark.kbconform(id="grant-14", rule="kb-grant.md#the-rules", guide="the-kb-grant-profile", level="L4")
 def test_interleaved_grants_writes_moves_and_faults_match_the_model(kbconform_run: Run) -> None:
     """G1-G15, G17, G18: every step of every program (tenants and knowledge bases created, documents
     ingested, grants given and revoked, copies, moves and deletes by owners, grantees,
@@ -800,7 +842,7 @@ def test_interleaved_grants_writes_moves_and_faults_match_the_model(kbconform_ru
     assert machine.compared[0] > 0, "no step compared a scope that is neither empty nor everything"
 
 
-@pytest.mark.kbconform(id="grant-15", level="L2")
+@pytest.mark.kbconform(id="grant-15", rule="kb-grant.md#the-rules", guide="the-kb-grant-profile", level="L2")
 def test_calls_spanning_the_backends_pages_do_exactly_their_work(
     kbconform_run: Run, kbconform_open: Any
 ) -> None:
@@ -883,7 +925,13 @@ def _opened_grants(
     return d, operation, tuple(args)
 
 
-@pytest.mark.kbconform(id="grant-16", level="L2", requires="fault-injection")
+@pytest.mark.kbconform(
+    id="grant-16",
+    rule="kb-grant.md#the-rules",
+    guide="the-kb-grant-profile",
+    level="L2",
+    requires="fault-injection",
+)
 def test_a_write_whose_store_fails_at_any_call_changes_nothing(
     kbconform_run: Run, kbconform_open: Any
 ) -> None:

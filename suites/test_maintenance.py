@@ -76,7 +76,13 @@ def _refused(
     return refusal(call, partial(backend.export, operator), error, method, *args)
 
 
-@pytest.mark.kbconform(id="sync-01", level="L3", requires="sync")
+@pytest.mark.kbconform(
+    id="sync-01",
+    rule="maintenance.md#sync",
+    guide="syncprincipal-repo_slug-records-envelope",
+    level="L3",
+    requires="sync",
+)
 def test_a_sync_deletes_only_its_own_tenants_stale_chunks_of_that_repository(
     kbconform_backend: Any, kbconform_principals: Principals
 ) -> None:
@@ -104,7 +110,13 @@ def test_a_sync_deletes_only_its_own_tenants_stale_chunks_of_that_repository(
     assert stale, "control: acme's docs/b.md of app was there to delete"
 
 
-@pytest.mark.kbconform(id="sync-02", level="L3", requires="sync")
+@pytest.mark.kbconform(
+    id="sync-02",
+    rule="maintenance.md#sync",
+    guide="syncprincipal-repo_slug-records-envelope",
+    level="L3",
+    requires="sync",
+)
 def test_a_sync_whose_records_claim_another_tenant_replaces_only_the_principals_own(
     kbconform_spoof_mode: SpoofMode, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
@@ -138,7 +150,13 @@ def test_a_sync_whose_records_claim_another_tenant_replaces_only_the_principals_
     assert warned == [("tenantId", result.ids[0])], f"warnings {warned}: one tenantId warning per record"
 
 
-@pytest.mark.kbconform(id="sync-03", level="L3", requires="sync")
+@pytest.mark.kbconform(
+    id="sync-03",
+    rule="maintenance.md#sync",
+    guide="syncprincipal-repo_slug-records-envelope",
+    level="L3",
+    requires="sync",
+)
 @pytest.mark.parametrize(
     ("repo", "records"),
     [
@@ -173,7 +191,13 @@ def test_a_sync_of_an_invalid_repository_or_of_records_of_another_is_refused(
     assert problem is None, problem
 
 
-@pytest.mark.kbconform(id="sync-04", level="L3", requires=("sync", "shared-namespace"))
+@pytest.mark.kbconform(
+    id="sync-04",
+    rule="maintenance.md#sync",
+    guide="syncprincipal-repo_slug-records-envelope",
+    level="L3",
+    requires=("sync", "shared-namespace"),
+)
 def test_a_member_of_the_shared_namespace_cannot_sync_it(
     kbconform_backend: Any, kbconform_principals: Principals
 ) -> None:
@@ -195,7 +219,13 @@ def test_a_member_of_the_shared_namespace_cannot_sync_it(
     assert not wrong, "the shared namespace operator's sync, beyond what it may: " + "; ".join(wrong)
 
 
-@pytest.mark.kbconform(id="sync-05", level="L2", requires="sync")
+@pytest.mark.kbconform(
+    id="sync-05",
+    rule="maintenance.md#sync",
+    guide="syncprincipal-repo_slug-records-envelope",
+    level="L2",
+    requires="sync",
+)
 @pytest.mark.parametrize("identity", sorted(NOT_PRINCIPALS))
 def test_a_sync_without_an_authenticated_principal_is_unauthenticated(
     identity: str, kbconform_backend: Any, kbconform_principals: Principals
@@ -213,7 +243,13 @@ def test_a_sync_without_an_authenticated_principal_is_unauthenticated(
     assert backend.sync(principals.acme, REPO, []).deleted_ids, "control: acme's sync deleted nothing"
 
 
-@pytest.mark.kbconform(id="sync-06", level="L3", requires=("sync", "envelope"))
+@pytest.mark.kbconform(
+    id="sync-06",
+    rule="maintenance.md#sync",
+    guide="syncprincipal-repo_slug-records-envelope",
+    level="L3",
+    requires=("sync", "envelope"),
+)
 @pytest.mark.parametrize("field", sorted(ENVELOPE_CLAIMS))
 def test_a_sync_whose_request_envelope_claims_another_identity_replaces_only_the_principals_own(
     field: str, kbconform_open: Any, kbconform_principals: Principals
@@ -263,7 +299,13 @@ def _private_world(backend: Any, principals: Principals) -> None:
     backend.restore(operator, [{**row, "metadata": {**row["metadata"], **private}}])
 
 
-@pytest.mark.kbconform(id="maint-01", level="L3", requires="maintenance")
+@pytest.mark.kbconform(
+    id="maint-01",
+    rule="maintenance.md#maintenance",
+    guide="maintainprincipal-operation",
+    level="L3",
+    requires="maintenance",
+)
 def test_an_operators_maintenance_changes_no_chunk_anyone_reads(
     kbconform_run: Any, kbconform_backend: Any, kbconform_principals: Principals
 ) -> None:
@@ -295,7 +337,13 @@ def test_an_operators_maintenance_changes_no_chunk_anyone_reads(
             )
 
 
-@pytest.mark.kbconform(id="maint-02", level="L3", requires="maintenance")
+@pytest.mark.kbconform(
+    id="maint-02",
+    rule="maintenance.md#maintenance",
+    guide="maintainprincipal-operation",
+    level="L3",
+    requires="maintenance",
+)
 def test_a_members_maintenance_is_forbidden_and_changes_nothing(
     kbconform_run: Any, kbconform_backend: Any, kbconform_principals: Principals
 ) -> None:
@@ -315,7 +363,13 @@ def test_a_members_maintenance_is_forbidden_and_changes_nothing(
         backend.maintain(principals.operator, operation)
 
 
-@pytest.mark.kbconform(id="maint-03", level="L2", requires="maintenance")
+@pytest.mark.kbconform(
+    id="maint-03",
+    rule="maintenance.md#maintenance",
+    guide="maintainprincipal-operation",
+    level="L2",
+    requires="maintenance",
+)
 @pytest.mark.parametrize("identity", sorted(NOT_PRINCIPALS))
 def test_maintenance_without_an_authenticated_principal_is_unauthenticated(
     identity: str, kbconform_run: Any, kbconform_backend: Any, kbconform_principals: Principals
@@ -333,7 +387,13 @@ def test_maintenance_without_an_authenticated_principal_is_unauthenticated(
         backend.maintain(principals.operator, operation)
 
 
-@pytest.mark.kbconform(id="maint-04", level="L3", requires="maintenance")
+@pytest.mark.kbconform(
+    id="maint-04",
+    rule="maintenance.md#maintenance",
+    guide="maintainprincipal-operation",
+    level="L3",
+    requires="maintenance",
+)
 def test_a_maintenance_operation_the_manifest_does_not_name_is_a_contract_violation(
     kbconform_run: Any, kbconform_backend: Any, kbconform_principals: Principals
 ) -> None:

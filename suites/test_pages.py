@@ -64,7 +64,9 @@ def _reads_exactly(
     )
 
 
-@pytest.mark.kbconform(id="page-01", level="L3")
+@pytest.mark.kbconform(
+    id="page-01", rule="pages.md#what-the-tests-do", guide="listprincipal-limit-offset", level="L3"
+)
 def test_calls_spanning_the_backends_pages_do_exactly_their_work(
     kbconform_run: Run, kbconform_backend: Any, kbconform_principals: Principals
 ) -> None:

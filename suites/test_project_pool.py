@@ -65,7 +65,9 @@ def _driver(run: Run, backend: Any, name: str) -> PoolDriver:
     return PoolDriver(backend, run.rng(name))
 
 
-@pytest.mark.kbconform(id="pool-01", level="L2")
+@pytest.mark.kbconform(
+    id="pool-01", rule="project-pool.md#scope-the-rules", guide="the-project-pool-profile", level="L2"
+)
 def test_a_session_added_to_a_project_brings_its_episodes_on_its_next_call(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -98,7 +100,9 @@ def test_a_session_added_to_a_project_brings_its_episodes_on_its_next_call(
     assert d.check()
 
 
-@pytest.mark.kbconform(id="pool-02", level="L2")
+@pytest.mark.kbconform(
+    id="pool-02", rule="project-pool.md#scope-the-rules", guide="the-project-pool-profile", level="L2"
+)
 def test_a_session_removed_from_its_project_returns_to_the_shared_pool_at_once(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -129,7 +133,9 @@ def test_a_session_removed_from_its_project_returns_to_the_shared_pool_at_once(
     assert d.check()
 
 
-@pytest.mark.kbconform(id="pool-03", level="L2")
+@pytest.mark.kbconform(
+    id="pool-03", rule="project-pool.md#scope-the-rules", guide="the-project-pool-profile", level="L2"
+)
 def test_entity_tags_are_immutable_across_moves(kbconform_run: Run, kbconform_backend: Any) -> None:
     """P7: entities a session extracted in alpha stay alpha's after it moves to beta; those it
     extracts in beta are beta's; those it extracts after its removal are no one's, even when it
@@ -161,7 +167,9 @@ def test_entity_tags_are_immutable_across_moves(kbconform_run: Run, kbconform_ba
     assert not any(third & _ids(d.search(ENTITIES, s)) for s in d.policy.sessions)
 
 
-@pytest.mark.kbconform(id="pool-04", level="L2")
+@pytest.mark.kbconform(
+    id="pool-04", rule="project-pool.md#scope-the-rules", guide="the-project-pool-profile", level="L2"
+)
 def test_external_ids_that_look_like_internal_ids_change_nothing(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -199,7 +207,9 @@ def test_external_ids_that_look_like_internal_ids_change_nothing(
     assert d.check()
 
 
-@pytest.mark.kbconform(id="pool-05", level="L2")
+@pytest.mark.kbconform(
+    id="pool-05", rule="project-pool.md#scope-the-rules", guide="the-project-pool-profile", level="L2"
+)
 def test_a_session_started_in_a_project_is_in_it_from_its_first_call(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -234,7 +244,9 @@ def test_a_session_started_in_a_project_is_in_it_from_its_first_call(
     assert d.check()
 
 
-@pytest.mark.kbconform(id="pool-06", level="L1")
+@pytest.mark.kbconform(
+    id="pool-06", rule="project-pool.md#scope-the-rules", guide="the-project-pool-profile", level="L1"
+)
 def test_an_unknown_session_is_no_identity_and_unknown_names_are_not_found(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -272,7 +284,9 @@ def test_an_unknown_session_is_no_identity_and_unknown_names_are_not_found(
     assert d.check()
 
 
-@pytest.mark.kbconform(id="pool-10", level="L0")
+@pytest.mark.kbconform(
+    id="pool-10", rule="project-pool.md#scope-the-rules", guide="the-project-pool-profile", level="L0"
+)
 def test_malformed_calls_are_refused_as_pool_invalid_and_change_nothing(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -315,7 +329,9 @@ def test_malformed_calls_are_refused_as_pool_invalid_and_change_nothing(
     assert d.check()
 
 
-@pytest.mark.kbconform(id="pool-07", level="L1")
+@pytest.mark.kbconform(
+    id="pool-07", rule="project-pool.md#scope-the-rules", guide="the-project-pool-profile", level="L1"
+)
 def test_a_small_projects_searches_are_exact_and_limited_within_its_scope(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -382,7 +398,9 @@ def _names(draw: st.DrawFn) -> tuple[list[str], list[str], list[int]]:
     return projects, sessions, places
 
 
-@pytest.mark.kbconform(id="pool-08", level="L3")
+@pytest.mark.kbconform(
+    id="pool-08", rule="project-pool.md#scope-the-rules", guide="the-project-pool-profile", level="L3"
+)
 def test_random_programs_of_moves_and_writes_leave_every_search_as_the_model_says(
     kbconform_run: Run, kbconform_open: Any
 ) -> None:
@@ -583,7 +601,9 @@ class PoolMachine(DriverMachine[PoolDriver]):
             )
 
 
-@pytest.mark.kbconform(id="pool-09", level="L4")
+@pytest.mark.kbconform(
+    id="pool-09", rule="project-pool.md#scope-the-rules", guide="the-project-pool-profile", level="L4"
+)
 def test_interleaved_membership_changes_writes_and_searches_match_the_model(kbconform_run: Run) -> None:
     """P1-P16: every step of every program (projects and sessions created, sessions added and
     removed, episodes written and entities extracted by sessions and by no identity, malformed
@@ -595,7 +615,9 @@ def test_interleaved_membership_changes_writes_and_searches_match_the_model(kbco
     assert machine.compared[0] > 0, "no step compared a scope that is neither empty nor everything"
 
 
-@pytest.mark.kbconform(id="pool-11", level="L2")
+@pytest.mark.kbconform(
+    id="pool-11", rule="project-pool.md#scope-the-rules", guide="the-project-pool-profile", level="L2"
+)
 def test_a_project_with_more_sessions_than_a_page_searches_exactly_its_pool(
     kbconform_run: Run, kbconform_open: Any
 ) -> None:
@@ -675,7 +697,13 @@ def _after(d: PoolDriver, operation: str, args: tuple[Any, ...]) -> None:
             d.attempt_search(facade, args[0])
 
 
-@pytest.mark.kbconform(id="pool-12", level="L3", requires="fault-injection")
+@pytest.mark.kbconform(
+    id="pool-12",
+    rule="project-pool.md#scope-the-rules",
+    guide="the-project-pool-profile",
+    level="L3",
+    requires="fault-injection",
+)
 def test_a_write_or_membership_change_whose_store_fails_changes_nothing(
     kbconform_run: Run, kbconform_open: Any
 ) -> None:

@@ -39,7 +39,9 @@ def _write(backend: Any, writer: Principal, contents: list[str], prefix: str, li
     return ids
 
 
-@pytest.mark.kbconform(id="scale-01", level="L4")
+@pytest.mark.kbconform(
+    id="scale-01", rule="read-filter.md#top-k-inside-the-tenant", guide="every-facade", level="L4"
+)
 def test_a_tenant_past_the_exact_search_threshold_changes_no_ones_scope(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:

@@ -36,7 +36,9 @@ def _unchanged(backend: Any, principal: Any, ids: list[str], records: list[dict[
         assert hit.metadata.get("tenantId") == principal.tenant_id
 
 
-@pytest.mark.kbconform(id="shadow-01", level="L1")
+@pytest.mark.kbconform(
+    id="shadow-01", rule="parsed-chunk.md#what-a-record-may-hash", guide="ingestprincipal-records", level="L1"
+)
 def test_the_same_content_under_two_tenants_lands_as_two_chunks(
     kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
@@ -65,7 +67,9 @@ def test_the_same_content_under_two_tenants_lands_as_two_chunks(
     check()
 
 
-@pytest.mark.kbconform(id="shadow-02", level="L1")
+@pytest.mark.kbconform(
+    id="shadow-02", rule="stamping.md#guarded-fields", guide="ingestprincipal-records", level="L1"
+)
 def test_a_write_claiming_another_tenants_records_never_overwrites_them(
     kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
@@ -94,7 +98,13 @@ def test_a_write_claiming_another_tenants_records_never_overwrites_them(
     check()
 
 
-@pytest.mark.kbconform(id="shadow-03", level="L1", requires="id-profile")
+@pytest.mark.kbconform(
+    id="shadow-03",
+    rule="stamping.md#guarded-fields",
+    guide="ingestprincipal-records",
+    level="L1",
+    requires="id-profile",
+)
 def test_an_id_taken_by_another_tenant_is_never_overwritten(
     kbconform_run: Run, kbconform_backend: Any, kbconform_principals: Principals
 ) -> None:
@@ -120,7 +130,9 @@ def test_an_id_taken_by_another_tenant_is_never_overwritten(
     assert _listed(backend, beta) == {other}
 
 
-@pytest.mark.kbconform(id="shadow-04", level="L1")
+@pytest.mark.kbconform(
+    id="shadow-04", rule="stamping.md#other-write-rules", guide="ingestprincipal-records", level="L1"
+)
 def test_another_agent_never_overwrites_a_private_chunk(
     kbconform_backend: Any, kbconform_principals: Principals
 ) -> None:
@@ -179,7 +191,9 @@ REPOLESS = st.sampled_from(
 )
 
 
-@pytest.mark.kbconform(id="shadow-05", level="L1")
+@pytest.mark.kbconform(
+    id="shadow-05", rule="parsed-chunk.md#what-a-record-may-hash", guide="ingestprincipal-records", level="L1"
+)
 def test_the_same_record_in_two_repos_of_one_tenant_is_two_chunks(
     kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
@@ -223,7 +237,12 @@ def test_the_same_record_in_two_repos_of_one_tenant_is_two_chunks(
 PART = st.from_regex(r"[a-z0-9]{1,5}", fullmatch=True)
 
 
-@pytest.mark.kbconform(id="shadow-06", level="L1")
+@pytest.mark.kbconform(
+    id="shadow-06",
+    rule="identity-tuple.md#identifiers-are-ascii-and-exact",
+    guide="ingestprincipal-records",
+    level="L1",
+)
 def test_id_parts_that_concatenate_alike_never_collide(
     kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
@@ -308,7 +327,9 @@ def _stamped_later(policy: Policy, backend: Any, principal: Principal, first: An
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-@pytest.mark.kbconform(id="shadow-07", level="L1")
+@pytest.mark.kbconform(
+    id="shadow-07", rule="stamping.md#other-write-rules", guide="ingestprincipal-records", level="L1"
+)
 def test_re_ingesting_replaces_changed_content_and_keeps_identical_content(
     kbconform_run: Run, kbconform_backend: Any, kbconform_principals: Principals
 ) -> None:

@@ -49,7 +49,12 @@ def _listed(backend: Any, principal: Any) -> list[Any]:
     return list(backend.list(principal, 100, 0))
 
 
-@pytest.mark.kbconform(id="spoof-01", level="L1")
+@pytest.mark.kbconform(
+    id="spoof-01",
+    rule="stamping.md#spoof-policy-spoofrejectionmode",
+    guide="ingestprincipal-records",
+    level="L1",
+)
 @pytest.mark.parametrize("field", sorted(GUARDED))
 def test_a_spoofed_guarded_field_never_lands_and_is_either_warned_or_refused(
     field: str, kbconform_spoof_mode: SpoofMode, kbconform_open: Any, kbconform_principals: Principals
@@ -79,7 +84,13 @@ def test_a_spoofed_guarded_field_never_lands_and_is_either_warned_or_refused(
     assert [h.id for h in _listed(backend, beta)] == [], "the claimed tenant can read the chunk"
 
 
-@pytest.mark.kbconform(id="spoof-02", level="L1", requires="shared-namespace")
+@pytest.mark.kbconform(
+    id="spoof-02",
+    rule="stamping.md#guarded-fields",
+    guide="ingestprincipal-records",
+    level="L1",
+    requires="shared-namespace",
+)
 def test_a_claim_to_the_shared_namespace_lands_in_the_principals_own_tenant(
     kbconform_spoof_mode: SpoofMode, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
@@ -99,7 +110,13 @@ def test_a_claim_to_the_shared_namespace_lands_in_the_principals_own_tenant(
     assert [h.id for h in _listed(backend, principals.acme)] == [written]
 
 
-@pytest.mark.kbconform(id="spoof-03", level="L1", requires="spoof-reject")
+@pytest.mark.kbconform(
+    id="spoof-03",
+    rule="stamping.md#spoof-policy-spoofrejectionmode",
+    guide="ingestprincipal-records",
+    level="L1",
+    requires="spoof-reject",
+)
 def test_a_reject_mode_batch_with_one_spoof_is_refused_whole(
     kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
@@ -115,7 +132,13 @@ def test_a_reject_mode_batch_with_one_spoof_is_refused_whole(
     assert sorted(h.id for h in _listed(backend, acme)) == sorted(ids)
 
 
-@pytest.mark.kbconform(id="spoof-04", level="L1", requires=("escalation", "spoof-overwrite"))
+@pytest.mark.kbconform(
+    id="spoof-04",
+    rule="stamping.md#spoof-policy-spoofrejectionmode",
+    guide="ingestprincipal-records",
+    level="L1",
+    requires=("escalation", "spoof-overwrite"),
+)
 def test_repeated_spoofs_escalate_the_principal_to_reject(
     kbconform_run: Run, kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
@@ -142,7 +165,13 @@ def test_repeated_spoofs_escalate_the_principal_to_reject(
     assert len(_listed(backend, acme)) == threshold + 1
 
 
-@pytest.mark.kbconform(id="spoof-05", level="L1", requires="shared-namespace")
+@pytest.mark.kbconform(
+    id="spoof-05",
+    rule="stamping.md#other-write-rules",
+    guide="ingestprincipal-records",
+    level="L1",
+    requires="shared-namespace",
+)
 def test_a_member_of_the_shared_namespace_cannot_write_into_it(
     kbconform_backend: Any, kbconform_principals: Principals
 ) -> None:
@@ -175,7 +204,13 @@ NAMED_LIKE_STAMPS: dict[str, Any] = {
 }
 
 
-@pytest.mark.kbconform(id="spoof-06", level="L1", requires="spoof-overwrite")
+@pytest.mark.kbconform(
+    id="spoof-06",
+    rule="stamping.md#custommeta-in-stored-metadata",
+    guide="ingestprincipal-records",
+    level="L1",
+    requires="spoof-overwrite",
+)
 def test_custom_meta_named_like_a_stamp_never_changes_the_stored_stamps(
     kbconform_open: Any, kbconform_principals: Principals
 ) -> None:
@@ -223,7 +258,9 @@ def _reads(backend: Any, facade: str, principal: Principal, size: int) -> list[A
     return []  # get reads by id (below); count returns no chunks
 
 
-@pytest.mark.kbconform(id="spoof-07", level="L1")
+@pytest.mark.kbconform(
+    id="spoof-07", rule="stamping.md#guarded-fields", guide="ingestprincipal-records", level="L1"
+)
 def test_every_ingested_chunk_carries_the_servers_config_version_and_ingest_time(
     kbconform_run: Run, kbconform_backend: Any, kbconform_principals: Principals
 ) -> None:
@@ -289,7 +326,13 @@ def test_every_ingested_chunk_carries_the_servers_config_version_and_ingest_time
     assert not problems, f"{chunk} ingested over its restored row: {'; '.join(problems)}"
 
 
-@pytest.mark.kbconform(id="spoof-08", level="L1", requires="envelope")
+@pytest.mark.kbconform(
+    id="spoof-08",
+    rule="stamping.md#the-request-envelope",
+    guide="ingestprincipal-records",
+    level="L1",
+    requires="envelope",
+)
 @pytest.mark.parametrize("field", sorted(ENVELOPE_CLAIMS))
 def test_a_request_envelope_claiming_another_identity_changes_nothing_that_is_stored(
     field: str, kbconform_open: Any, kbconform_principals: Principals
@@ -321,7 +364,13 @@ def test_a_request_envelope_claiming_another_identity_changes_nothing_that_is_st
     )
 
 
-@pytest.mark.kbconform(id="spoof-09", level="L1", requires="envelope")
+@pytest.mark.kbconform(
+    id="spoof-09",
+    rule="stamping.md#the-request-envelope",
+    guide="ingestprincipal-records",
+    level="L1",
+    requires="envelope",
+)
 def test_an_envelope_naming_a_tenant_is_no_identity_without_a_principal(
     kbconform_backend: Any, kbconform_principals: Principals
 ) -> None:

@@ -896,7 +896,7 @@ def machine_for(run: Run, mode: str) -> type[KnowledgeBaseMachine]:
     return KnowledgeBaseMachine.bound(run, "KnowledgeBase", mode=mode)
 
 
-@pytest.mark.kbconform(id="state-01", level="L4")
+@pytest.mark.kbconform(id="state-01", rule="read-filter.md#the-filter", guide="every-facade", level="L4")
 def test_interleaved_operations_of_many_principals_match_the_model(
     kbconform_run: Run, kbconform_spoof_mode: str
 ) -> None:

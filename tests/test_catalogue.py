@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +15,7 @@ from kbconform._resources import data_dir
 pytest_plugins = ["pytester"]
 
 SHIPPED = data_dir("suites") / "catalogue.json"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_shipped_catalogue_is_what_the_suites_declare() -> None:
@@ -62,3 +65,54 @@ def test_catalogue_mode_runs_no_backend(pytester: pytest.Pytester) -> None:
     listed = (pytester.path / "c.json").read_text(encoding="utf-8")
     assert '"grant-01"' in listed
     assert '"leak-01' not in listed
+
+
+def _sections(text: str) -> dict[str, str]:
+    """A Markdown document's sections by anchor (as GitHub makes a heading's anchor: lower
+    case, punctuation dropped, spaces as hyphens), each with its text up to the next heading;
+    lines inside fenced code are text, never headings."""
+    found: dict[str, str] = {}
+    anchor, fenced = "", False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and line.startswith("#"):
+            anchor = re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+            found.setdefault(anchor, "")
+            continue
+        found[anchor] = found.get(anchor, "") + line + "\n"
+    return found
+
+
+def _unresolved(tests: list[dict[str, object]], specs: dict[str, str], guide: str) -> list[str]:
+    """Each entry whose rule is not a section of a spec document, or whose guide anchor is not
+    a section of the guide that names the test."""
+    documents = {name: _sections(text) for name, text in specs.items()}
+    sections = _sections(guide)
+    problems = []
+    for entry in tests:
+        stable, base = str(entry["id"]), str(entry["id"]).split("[")[0]
+        document, _, anchor = str(entry.get("rule", "")).partition("#")
+        if anchor not in documents.get(document, {}):
+            problems.append(f"{stable}: rule {entry.get('rule')!r} is no section of schemas/")
+        if not re.search(rf"\b{re.escape(base)}\b", sections.get(str(entry.get("guide")), "")):
+            problems.append(f"{stable}: guide #{entry.get('guide')} is no section of the guide naming {base}")
+    return problems
+
+
+def test_every_test_names_the_spec_section_of_its_rule_and_the_guide_section_that_asks_it() -> None:
+    """Each built-in test's rule is a section of a spec document in schemas/ (DOC.md#anchor),
+    and its guide anchor a section of docs/adapter-guide.md that names the test; a rule or an
+    anchor broken is found (control)."""
+    specs = {path.name: path.read_text(encoding="utf-8") for path in data_dir("schemas").glob("*.md")}
+    guide = (ROOT / "docs" / "adapter-guide.md").read_text(encoding="utf-8")
+    tests = reports.catalogue()
+    assert _unresolved(list(tests), specs, guide) == []
+    entry = dict(next(test for test in tests if test["id"].startswith("leak-01")))
+    broken = [
+        {**entry, "rule": "read-filter.md#no-such-section"},
+        {**entry, "rule": "no-such-doc.md#the-filter"},
+        {**entry, "guide": "the-manifest"},  # a section of the guide that does not name leak-01
+        {key: value for key, value in entry.items() if key != "rule"},
+    ]
+    assert len(_unresolved(broken, specs, guide)) == 4

@@ -205,9 +205,20 @@ def test_only_selects_tests_by_stable_id_and_the_report_says_the_run_is_partial(
     reports.verify(report)
     result.stdout.fnmatch_lines(["*kbconform: partial run*", "*partial: a run of 3 selected tests*"])
     assert result.ret == 0
+    assert "kbconform: failing tests" not in result.stdout.str()
     result, report = _run(pytester, "leaky", *(f"--kbconform-only={stable}" for stable in chosen[:2]))
     assert {entry["id"]: entry["status"] for entry in report["tests"]} == dict.fromkeys(chosen[:2], "fail")
     assert result.ret == 1
+    # each failing test by its id, then the rule it checks and the guide's section
+    result.stdout.fnmatch_lines(
+        [
+            "*= kbconform: failing tests =*",
+            "  FAIL closed-03 (L2 fail-closed): *",
+            "      rule: schemas/read-filter.md#fail-closed; guide: docs/adapter-guide.md#list*",
+            "  FAIL leak-01[[]list] (L2 cross-tenant-leak): *",
+            "      rule: schemas/read-filter.md#every-facade; guide: docs/adapter-guide.md#*",
+        ]
+    )
 
 
 def test_only_refuses_an_id_the_catalogue_lacks(pytester: pytest.Pytester) -> None:
