@@ -328,6 +328,12 @@ def _add_run(commands: Any) -> None:
     run.add_argument("--badge", metavar="PATH", help="write a shields.io endpoint badge (JSON) here")
     run.add_argument("--html", metavar="PATH", help="write a self-contained HTML report here")
     run.add_argument(
+        "--sarif",
+        metavar="PATH",
+        help="write a SARIF 2.1.0 log here: one result per failing test, with its rule (for code "
+        "scanning, e.g. github/codeql-action/upload-sarif)",
+    )
+    run.add_argument(
         "--only",
         action="append",
         metavar="ID",
@@ -660,7 +666,14 @@ def _run(arguments: argparse.Namespace) -> int:
     from kbconform import report as reports
     from kbconform import runner
 
-    outputs = [arguments.report, arguments.junitxml, arguments.summary, arguments.badge, arguments.html]
+    outputs = [
+        arguments.report,
+        arguments.junitxml,
+        arguments.summary,
+        arguments.badge,
+        arguments.html,
+        arguments.sarif,
+    ]
     for path in filter(None, outputs):
         check_output_path(path)
     if arguments.adapter and (arguments.harness or arguments.harness_url):
@@ -717,6 +730,10 @@ def _run(arguments: argparse.Namespace) -> int:
         from kbconform._html import render
 
         reports.write(arguments.html, render(report))
+    if arguments.sarif:
+        from kbconform._sarif import sarif
+
+        reports.write(arguments.sarif, json.dumps(sarif(report), indent=2) + "\n")
     for problem in outcome.problems:
         print(f"kbconform: error: {problem}", file=sys.stderr)
     failed, unknown = outcome.failed, report["completeness"]["unknown"]

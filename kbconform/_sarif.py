@@ -1,0 +1,116 @@
+"""A report-v1 report as a SARIF 2.1.0 log, for code-scanning tools (``kbconform run --sarif``).
+
+One result per failing or erroring test: its stable id is the rule (``ruleId``), described in
+``tool.driver.rules`` with its level, suite, the spec section it checks and the adapter guide's
+section; the result's message is the first line of the test's message. Every rule is an
+isolation rule of a vector store or knowledge base, so each carries the OWASP Top 10 for LLM
+Applications 2025 category LLM08 (vector and embedding weaknesses: unauthorized access and data
+leakage, cross-context leaks, poisoning through another tenant's scope) as a tag. A result is
+located at the adapter module or harness file the run tested when the report names one.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from kbconform import report as reports
+
+VERSION = "2.1.0"
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+#: The OWASP Top 10 for LLM Applications 2025 category of every kbconform rule.
+OWASP = "OWASP LLM08:2025 Vector and Embedding Weaknesses"
+#: An adapter factory, ``module:attribute``.
+_SPEC = r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*"
+#: File endings of a harness program among a command's words.
+_PROGRAMS = (".mjs", ".cjs", ".js", ".ts", ".py", ".rb", ".go", ".java", ".sh")
+
+
+def _module(spec: str) -> str | None:
+    """``pkg/mod.py`` for an adapter given as ``pkg.mod:factory``, else None."""
+    return spec.partition(":")[0].replace(".", "/") + ".py" if re.fullmatch(_SPEC, spec) else None
+
+
+def _located(config: Mapping[str, Any]) -> str:
+    """The file the run tested, as a path from the caller's directory: an adapter's module
+    (``pkg.mod:factory`` -> ``pkg/mod.py``, served by ``kbconform serve`` too), else a harness
+    command's program, else ``kbconform`` (a harness reached at a URL)."""
+    target = str(config.get("adapter", ""))
+    harness = config.get("harness")
+    command = harness.get("command") if isinstance(harness, Mapping) else None
+    if not isinstance(command, str):
+        return _module(target) or "kbconform"
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    served = [found for found in map(_module, words) if found]
+    programs = [word for word in words if word.endswith(_PROGRAMS)]
+    return (served or programs or words or ["kbconform"])[-1]
+
+
+def sarif(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The SARIF 2.1.0 log of ``report``: one run of the tool kbconform, one result per failing
+    or erroring test (none for a run where every test passed or was declined)."""
+    failing = [test for test in report["tests"] if test["status"] in reports.FAILED]
+    where = _located(report.get("config", {}))
+    rules: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+    for index, test in enumerate(failing):
+        properties: dict[str, Any] = {
+            "tags": ["security", "isolation", OWASP],
+            "level": test["level"],
+            "suite": test["suite"],
+            "owasp": OWASP,
+        }
+        for key in ("rule", "guide", "profile", "facade", "spoofMode", "notImplemented"):
+            if key in test:
+                properties[key] = test[key]
+        spec = f"; rule: schemas/{test['rule']}" if "rule" in test else ""
+        described = f"kbconform {test['id']} ({test['level']} {test['suite']}){spec}"
+        rules.append(
+            {
+                "id": test["id"],
+                "name": test["suite"],
+                "shortDescription": {"text": described},
+                "defaultConfiguration": {"level": "error"},
+                "properties": properties,
+            }
+        )
+        said = reports.first_line(test) or str(test.get("reason", "")) or f"{test['id']} {test['status']}"
+        results.append(
+            {
+                "ruleId": test["id"],
+                "ruleIndex": index,
+                "level": "error",
+                "kind": "fail",
+                "message": {"text": said},
+                "locations": [{"physicalLocation": {"artifactLocation": {"uri": where}}}],
+                "properties": {"status": test["status"]},
+            }
+        )
+    return {
+        "$schema": SCHEMA,
+        "version": VERSION,
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "kbconform",
+                        "version": str(report["suiteVersion"]),
+                        "rules": rules,
+                    }
+                },
+                "results": results,
+                "properties": {
+                    "seed": report["seed"],
+                    "highestLevelEarned": reports.earned(report),
+                    "testListHash": report["testListHash"],
+                },
+            }
+        ],
+    }
