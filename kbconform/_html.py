@@ -3,8 +3,11 @@
 The page reads offline in any browser: inline CSS, no script, no image, no link to anything
 else, and a Content-Security-Policy that forbids loading or running anything even if markup
 got in. From the top: the verdict (highest level earned, counts, the levels), the manifest as
-the report records it (its config already redacted), the run, the failing tests, then every
-test. Every string from the report is text on the page, never markup: it is escaped with
+the report records it (its config already redacted), the failing tests (each with its message,
+the rule it checks and the guide's section, and the commands that show it again: a rerun from
+the seed, and a replay of its recorded exchanges), the run, then every test, collapsed. The
+spec and guide sections are named as text, not linked: the page links nowhere. Every string
+from the report is text on the page, never markup: it is escaped with
 :func:`html.escape`, terminal colour sequences are dropped, other control characters are shown
 as ``\\xNN``, and a very long one is cut (the JSON report keeps it whole).
 """
@@ -14,12 +17,21 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kbconform._levels import LEVELS
 from kbconform.profiles import profile_of
-from kbconform.report import FAILED, declined_words, earned, rests_on, selection
+from kbconform.report import (
+    FAILED,
+    declined_words,
+    earned,
+    replay_command,
+    rerun_command,
+    rests_on,
+    selection,
+)
 
 #: The most characters of one string shown; the rest is counted, not shown.
 MAX_TEXT = 20_000
@@ -56,6 +68,8 @@ dd { margin: 0; overflow-wrap: anywhere; }
 .failure { border-left: 4px solid var(--bad); padding: 6px 12px; margin: 10px 0; background: #fff8f7; }
 .failure h3 { font-size: 15px; margin: 0; }
 .note { color: #59636e; }
+.again { margin-top: 6px; font-size: 13px; }
+summary { cursor: pointer; color: #59636e; }
 """
 
 
@@ -227,7 +241,24 @@ def _run(report: Mapping[str, Any]) -> str:
     return f'<section id="run"><h2>Run</h2><dl>{_rows(rows)}</dl></section>'
 
 
-def _failures(tests: list[Mapping[str, Any]]) -> str:
+def _checks(test: Mapping[str, Any]) -> str:
+    """Where the rule a test checks is written: its spec section and the guide's, as text."""
+    where = [f"rule <code>schemas/{text(test['rule'])}</code>"] if test.get("rule") else []
+    where += [f"guide <code>docs/adapter-guide.md#{text(test['guide'])}</code>"] if test.get("guide") else []
+    return f'<p class="note">{"; ".join(where)}</p>' if where else ""
+
+
+def _again(report: Mapping[str, Any], test: Mapping[str, Any]) -> str:
+    """The commands that show the failure again: a rerun from the seed, and a replay of the
+    recorded exchanges when the test has them."""
+    rows = [("run it again", f"<code>{text(rerun_command(report, test))}</code>")]
+    replay = replay_command(report, test)
+    if replay is not None:
+        rows.append(("replay its exchanges", f"<code>{text(replay)}</code> (REPORT.json: this report)"))
+    return f'<dl class="again">{_rows(rows)}</dl>'
+
+
+def _failures(report: Mapping[str, Any], tests: list[Mapping[str, Any]]) -> str:
     failing = [t for t in tests if t["status"] in FAILED]
     if not failing:
         return (
@@ -239,6 +270,7 @@ def _failures(tests: list[Mapping[str, Any]]) -> str:
         f'<p class="note">{text(t["level"])}, suite {text(t["suite"])}'
         + (f", {_where(t)}" if _where(t) else "")
         + "</p>"
+        + _checks(t)
         + (f"<pre>{text(t['reason'])}</pre>" if t.get("reason") else "")
         + (f'<pre class="message">{text(t["message"])}</pre>' if t.get("message") else "")
         + (
@@ -247,6 +279,7 @@ def _failures(tests: list[Mapping[str, Any]]) -> str:
             else '<p class="note">The report records no message for this test; the run\'s output and '
             "its JUnit XML (<code>--junitxml</code>) hold the traceback.</p>"
         )
+        + _again(report, t)
         + "</div>"
         for t in failing
     )
@@ -260,10 +293,16 @@ def _tests(tests: list[Mapping[str, Any]]) -> str:
         f"<td>{text(t['suite'])}</td><td>{_where(t)}</td><td>{text(t.get('reason', ''))}</td></tr>"
         for t in ordered
     )
+    counts = Counter(t["status"] for t in tests)
+    told = ", ".join(
+        f"{counts[status]} {status}" for status in ("pass", "fail", "error", "skip") if counts[status]
+    )
+    # collapsed: the failures above are what a reader comes for; the table is there to check
     return (
-        f'<section id="tests"><h2>Every test ({len(tests)})</h2><table><thead><tr><th>id</th><th>level</th>'
+        f'<section id="tests"><h2>Every test ({len(tests)})</h2><details><summary>{text(told)}: show '
+        "every test</summary><table><thead><tr><th>id</th><th>level</th>"
         f"<th>status</th><th>suite</th><th>ran with</th><th>reason</th></tr></thead>"
-        f"<tbody>{rows}</tbody></table></section>"
+        f"<tbody>{rows}</tbody></table></details></section>"
     )
 
 
@@ -286,7 +325,7 @@ def render(report: Mapping[str, Any]) -> str:
         "<h1>kbconform conformance report</h1>"
         + _verdict(report)
         + _manifest(manifest)
-        + _failures(tests)
+        + _failures(report, tests)
         + _run(report)
         + _tests(tests)
         + "</body></html>\n"

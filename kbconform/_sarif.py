@@ -13,7 +13,6 @@ Standard library only.
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Mapping
 from typing import Any
@@ -24,33 +23,27 @@ VERSION = "2.1.0"
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 #: The OWASP Top 10 for LLM Applications 2025 category of every kbconform rule.
 OWASP = "OWASP LLM08:2025 Vector and Embedding Weaknesses"
-#: An adapter factory, ``module:attribute``.
-_SPEC = r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*"
 #: File endings of a harness program among a command's words.
 _PROGRAMS = (".mjs", ".cjs", ".js", ".ts", ".py", ".rb", ".go", ".java", ".sh")
 
 
-def _module(spec: str) -> str | None:
-    """``pkg/mod.py`` for an adapter given as ``pkg.mod:factory``, else None."""
-    return spec.partition(":")[0].replace(".", "/") + ".py" if re.fullmatch(_SPEC, spec) else None
-
-
 def _located(config: Mapping[str, Any]) -> str:
     """The file the run tested, as a path from the caller's directory: an adapter's module
-    (``pkg.mod:factory`` -> ``pkg/mod.py``, served by ``kbconform serve`` too), else a harness
-    command's program, else ``kbconform`` (a harness reached at a URL)."""
-    target = str(config.get("adapter", ""))
+    (``pkg.mod:factory`` -> ``pkg/mod.py``, in process or served by ``kbconform serve``), else
+    a harness command's program, else ``kbconform`` (a harness reached at a URL)."""
+    adapter = reports.served_adapter(config)
+    if adapter is not None:
+        return adapter.partition(":")[0].replace(".", "/") + ".py"
     harness = config.get("harness")
     command = harness.get("command") if isinstance(harness, Mapping) else None
     if not isinstance(command, str):
-        return _module(target) or "kbconform"
+        return "kbconform"
     try:
         words = shlex.split(command)
     except ValueError:
         words = command.split()
-    served = [found for found in map(_module, words) if found]
     programs = [word for word in words if word.endswith(_PROGRAMS)]
-    return (served or programs or words or ["kbconform"])[-1]
+    return (programs or words or ["kbconform"])[-1]
 
 
 def sarif(report: Mapping[str, Any]) -> dict[str, Any]:

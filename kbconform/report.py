@@ -12,6 +12,7 @@ import contextlib
 import errno
 import hashlib
 import importlib.metadata
+import itertools
 import json
 import os
 import platform
@@ -738,6 +739,71 @@ def not_implemented(tests: Iterable[Mapping[str, Any]]) -> list[tuple[str, list[
         if "notImplemented" in test:
             by_call.setdefault(str(test["notImplemented"]), []).append(test)
     return sorted(by_call.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+
+
+#: An adapter factory, ``module:attribute``.
+_FACTORY = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+
+
+def served_adapter(config: Mapping[str, Any]) -> str | None:
+    """The Python adapter (``module:factory``) a report's run tested, in process or served by
+    ``kbconform serve`` (as ``kbconform run --adapter`` serves it); None for a harness."""
+    target = str(config.get("adapter", ""))
+    if _FACTORY.fullmatch(target):
+        return target
+    harness = config.get("harness")
+    command = harness.get("command") if isinstance(harness, Mapping) else None
+    words = command.split() if isinstance(command, str) else []
+    for before, word in itertools.pairwise(words):
+        if before == "serve" and _FACTORY.fullmatch(word):
+            return word
+    return None
+
+
+def _quoted(word: str) -> str:
+    return word if re.fullmatch(r"[\w@%+=:,./-]+", word) else "'" + word.replace("'", "'\\''") + "'"
+
+
+def rerun_command(report: Mapping[str, Any], test: Mapping[str, Any]) -> str:
+    """The command that runs ``test`` again against what the report's run tested, with its seed
+    and profile (a failure reproduces from them)."""
+    config = report["config"]
+    harness = config.get("harness")
+    adapter = served_adapter(config)
+    if adapter is not None:
+        target = ["--adapter", adapter]
+    elif isinstance(harness, Mapping) and "url" in harness:
+        target = ["--harness-url", str(harness["url"])]
+    elif isinstance(harness, Mapping) and "command" in harness:
+        target = ["--harness", str(harness["command"])]
+    else:
+        target = ["--adapter", str(config.get("adapter", ""))]
+    words = ["kbconform", "run", *target, "--only", str(test["id"]), "--seed", str(report["seed"])]
+    if report.get("profile") not in (None, "quick"):
+        words += ["--profile", str(report["profile"])]
+    return " ".join(map(_quoted, words))
+
+
+def replay_command(
+    report: Mapping[str, Any], test: Mapping[str, Any], path: str = "REPORT.json"
+) -> str | None:
+    """The command that sends ``test``'s recorded harness-v1 exchanges (its ``transcript``) to
+    the backend again (``kbconform replay``), with the report at ``path``; None for a test
+    that has no transcript."""
+    if not test.get("transcript"):
+        return None
+    config = report["config"]
+    harness = config.get("harness")
+    adapter = served_adapter(config)
+    if adapter is not None:
+        target = ["--adapter", adapter]
+    elif isinstance(harness, Mapping) and "url" in harness:
+        target = ["--url", str(harness["url"])]
+    elif isinstance(harness, Mapping) and "command" in harness:
+        target = ["--harness", str(harness["command"])]
+    else:
+        return None
+    return " ".join(map(_quoted, ["kbconform", "replay", path, "--test", str(test["id"]), *target]))
 
 
 #: How many failing tests a terminal names one by one (the report holds every one).

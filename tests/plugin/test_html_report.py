@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shlex
 import struct
 import subprocess
 import zlib
@@ -110,9 +111,16 @@ def test_the_page_puts_verdict_and_manifest_first_then_failures_then_every_test(
     assert "did not run: the run stopped" in failures
     assert "The report records no message for this test" in failures  # backup-01 carries none
     assert "contract-01" not in failures  # control: a passing test is not a failure
-    every = _section(page, "tests").text
-    assert f"Every test ({len(report['tests'])})" in every
-    assert all(test["id"] in every for test in report["tests"])
+    failed = next(t for t in report["tests"] if t["id"] == "backup-01")
+    assert f"rule schemas/{failed['rule']}; guide docs/adapter-guide.md#{failed['guide']}" in failures
+    assert f"run it again{reports.rerun_command(report, failed)}" in failures
+    assert "--only backup-01 --seed" in reports.rerun_command(report, failed)
+    assert "replay its exchanges" not in failures  # no transcript recorded: no replay offered
+    every = _section(page, "tests")
+    assert f"Every test ({len(report['tests'])})" in every.text
+    assert all(test["id"] in every.text for test in report["tests"])
+    assert every.tags["details"] == 1  # collapsed: a reader opens it
+    assert ("open", None) not in every.attributes
 
 
 def test_a_report_without_failures_says_so_and_lists_the_passes() -> None:
@@ -339,7 +347,11 @@ def test_chromium_renders_a_real_runs_page_with_its_verdict_and_failures(
     assert "No level earned" in _section(dom, "verdict").text
     assert "3 passed, 1 failing, 0 skipped of 4 tests" in _section(dom, "verdict").text
     assert report["manifest"]["adapter"]["name"] in _section(dom, "manifest").text
-    assert "contract-01" in _section(dom, "failures").text
+    failures = _section(dom, "failures").text
+    assert "contract-01" in failures
+    failed = next(t for t in report["tests"] if t["id"] == "contract-01")
+    assert reports.rerun_command(report, failed) in failures
+    assert f"kbconform replay REPORT.json --test contract-01 --adapter {FAILING_MUTANT}" in failures
     assert "contract-02" not in _section(dom, "failures").text  # control: a pass is not listed
     shot = tmp_path / "report.png"
     _chromium(tmp_path, page, f"--screenshot={shot}", "--window-size=1280,2000")
@@ -381,3 +393,22 @@ def test_chromium_shows_a_hostile_message_as_text_not_as_an_element(
     dom = _chromium(tmp_path, raw, "--dump-dom")
     assert "<script>alert(1)</script>" in dom
     assert "&lt;script&gt;" not in dom
+
+
+def test_the_commands_a_failure_offers_show_it_again(
+    real_run: tuple[dict[str, Any], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The page's rerun command of a real run's failing test fails that test again, and its
+    replay command, given the report, reproduces the recorded failure (exit 0: the last
+    response is as recorded)."""
+    report, _ = real_run
+    failed = next(t for t in report["tests"] if t["id"] == "contract-01")
+    rerun = shlex.split(reports.rerun_command(report, failed))
+    assert rerun[:2] == ["kbconform", "run"]
+    assert main([*rerun[1:], "--report", str(tmp_path / "again.json")]) == 1
+    again = json.loads((tmp_path / "again.json").read_text(encoding="utf-8"))
+    assert [(t["id"], t["status"]) for t in again["tests"]] == [("contract-01", "fail")]
+    (tmp_path / "REPORT.json").write_text(json.dumps(report), encoding="utf-8")
+    replay = reports.replay_command(report, failed, str(tmp_path / "REPORT.json"))
+    assert replay is not None
+    assert main(shlex.split(replay)[1:]) == 0, capsys.readouterr().out[-2000:]
