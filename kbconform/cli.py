@@ -248,6 +248,13 @@ def _parser() -> argparse.ArgumentParser:
         help="run only the mutant of this name (repeatable; default: every mutant of the sets)",
     )
     mutants.add_argument(
+        "--variants",
+        metavar="FILE",
+        help="run the mutants a Python file lists (MUTANTS: each with name, breaks, killers and "
+        "adapter, a factory of the file or a module:factory) instead of the installed sets: "
+        "broken variants of your own adapter, no packaging needed",
+    )
+    mutants.add_argument(
         "--jobs", type=_positive_int, default=2, metavar="N", help="mutants run at once (default 2)"
     )
     mutants.add_argument(
@@ -906,11 +913,15 @@ def _differences(claimed: dict[str, Any], replayed: dict[str, Any]) -> list[str]
 def _mutants(arguments: argparse.Namespace) -> int:
     from kbconform import report as reports
     from kbconform import runner
+    from kbconform.mutants import from_file
 
     if arguments.json:
         check_output_path(arguments.json)
     started = time.perf_counter()
+    if arguments.variants and arguments.sets:
+        raise UsageError("give --variants or --set, not both")
     try:
+        variants = from_file(arguments.variants) if arguments.variants else None
         with runner.interruptible():
             results = runner.run_mutants(
                 seed=arguments.seed,
@@ -919,6 +930,7 @@ def _mutants(arguments: argparse.Namespace) -> int:
                 full=arguments.full,
                 names=arguments.names,
                 transport=arguments.transport,
+                variants=variants,
             )
     except runner.RunError as error:
         raise UsageError(str(error)) from None

@@ -582,6 +582,7 @@ def run_mutants(
     names: Sequence[str] = (),
     transport: Transport = "stdio",
     warm: bool = True,
+    variants: Sequence[Any] | None = None,
 ) -> list[MutantResult]:
     """Run every registered mutant (of ``sets``, and named ``names``, when given) and decide
     whether it is killed: when every test named for it fails (a smoke: when the run fails).
@@ -592,11 +593,12 @@ def run_mutants(
     the mutant alive, and ``unmet`` says which and why.
 
     Each job forks its runs from a warm process (:class:`Warm`) where the platform allows;
-    ``warm=False`` starts every run cold (the benchmark's baseline)."""
+    ``warm=False`` starts every run cold (the benchmark's baseline). ``variants`` (mutants
+    from :func:`kbconform.mutants.from_file`) are run instead of the installed sets."""
     from kbconform.mutants import discover
     from kbconform.report import unknown_ids
 
-    mutants = discover(sets)
+    mutants = tuple(variants) if variants is not None else discover(sets)
     if names:
         unknown = sorted(set(names) - {mutant.name for mutant in mutants})
         if unknown:
