@@ -240,3 +240,36 @@ def test_the_summary_shows_a_short_first_line_of_a_message_as_plain_text() -> No
     unescaped = f"- `backup-01` (fail): {HOSTILE}"  # the controls
     assert {"html_inline", "link_open"} <= set(_tokens(unescaped))
     assert "http://x" not in _markdown(f"| id | message |\n|---|---|\n| x | {unescaped} |\n")
+
+
+@pytest.mark.parametrize("shrink", [True, False])
+def test_a_failing_property_is_shrunk_unless_the_run_says_not_and_never_explained(shrink: bool) -> None:
+    """A run's property that fails reports Hypothesis's shortest failing example when the run
+    shrinks ([100] for 'the sum stays under 100'), the first one found otherwise (so never a
+    step longer than finding it); and its message never carries Hypothesis's explanation, whose
+    lines name the kit's own code rather than the backend's."""
+    from hypothesis import strategies as st
+
+    from kbconform.conformance import Run
+
+    run = Run(adapter=None, manifest=None, seed=11, shrink=shrink)  # type: ignore[arg-type]
+    tried: list[list[int]] = []
+
+    @run.given(st.lists(st.integers(0, 1000), min_size=1))
+    def stays_small(numbers: list[int]) -> None:
+        tried.append(numbers)
+        total = sum(numbers)
+        if total >= 100:
+            message = f"the sum of {numbers} is not under 100"  # a line only failing examples run
+            raise AssertionError(message)
+
+    with pytest.raises(AssertionError) as failed:
+        stays_small()
+    last = tried[-1]
+    assert (last == [100]) is shrink
+    assert sum(last) >= 100
+    if not shrink:  # the first failing example ends the test (Hypothesis runs it once more to report it)
+        assert len({tuple(numbers) for numbers in tried if sum(numbers) >= 100}) == 1
+    shown = str(failed.value) + "".join(getattr(failed.value, "__notes__", []))
+    assert "Explanation" not in shown
+    assert "always and only run by failing" not in shown
