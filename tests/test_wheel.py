@@ -30,8 +30,9 @@ def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_the_installed_wheel_runs_the_suites_through_pytest_and_kbconform_run(tmp_path: Path) -> None:
     """The wheel carries the suites, their catalogue and the schemas; with an adapter written
-    outside the repository, both ``pytest --kbconform-adapter`` and ``kbconform run --adapter``
-    pass, and the installed ``kbconform verify`` accepts the report (and rejects it trimmed)."""
+    outside the repository, ``pytest --kbconform-adapter`` passes every suite test and
+    ``kbconform run --adapter`` the L0 ones, and the installed ``kbconform verify`` accepts the
+    report (and rejects it trimmed)."""
     built = _run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"), str(ROOT)],
         tmp_path,
@@ -67,7 +68,12 @@ def test_the_installed_wheel_runs_the_suites_through_pytest_and_kbconform_run(tm
     )
 
     kbconform = str(tmp_path / "venv" / "bin" / "kbconform")
-    with_run = _run([kbconform, "run", "--adapter", "my_adapter:adapter", "--report", "report.json"], project)
+    # L0: the installed command serves the adapter, runs the shipped suites and writes a report
+    # that verifies; every level through kbconform run is the reference conformance test's
+    with_run = _run(
+        [kbconform, "run", "--adapter", "my_adapter:adapter", "--level", "L0", "--report", "report.json"],
+        project,
+    )
     assert with_run.returncode == 0, with_run.stdout[-3000:] + with_run.stderr[-2000:]
     assert "every test passed or was declined" in with_run.stdout
     verified = _run([kbconform, "verify", "report.json"], project)
