@@ -764,20 +764,25 @@ def _quoted(word: str) -> str:
     return word if re.fullmatch(r"[\w@%+=:,./-]+", word) else "'" + word.replace("'", "'\\''") + "'"
 
 
-def rerun_command(report: Mapping[str, Any], test: Mapping[str, Any]) -> str:
-    """The command that runs ``test`` again against what the report's run tested, with its seed
-    and profile (a failure reproduces from them)."""
-    config = report["config"]
+def _target(config: Mapping[str, Any], url: str) -> list[str]:
+    """The arguments naming what a report's run tested, for ``kbconform run`` or ``replay``
+    (``url``: the option naming a harness-v1 server); empty when the report names nothing a
+    command can reach."""
     harness = config.get("harness")
     adapter = served_adapter(config)
     if adapter is not None:
-        target = ["--adapter", adapter]
-    elif isinstance(harness, Mapping) and "url" in harness:
-        target = ["--harness-url", str(harness["url"])]
-    elif isinstance(harness, Mapping) and "command" in harness:
-        target = ["--harness", str(harness["command"])]
-    else:
-        target = ["--adapter", str(config.get("adapter", ""))]
+        return ["--adapter", adapter]
+    if isinstance(harness, Mapping) and "url" in harness:
+        return [url, str(harness["url"])]
+    if isinstance(harness, Mapping) and "command" in harness:
+        return ["--harness", str(harness["command"])]
+    return []
+
+
+def rerun_command(report: Mapping[str, Any], test: Mapping[str, Any]) -> str:
+    """The command that runs ``test`` again against what the report's run tested, with its seed
+    and profile (a failure reproduces from them)."""
+    target = _target(report["config"], "--harness-url") or ["--adapter", str(report["config"]["adapter"])]
     words = ["kbconform", "run", *target, "--only", str(test["id"]), "--seed", str(report["seed"])]
     if report.get("profile") not in (None, "quick"):
         words += ["--profile", str(report["profile"])]
@@ -790,18 +795,8 @@ def replay_command(
     """The command that sends ``test``'s recorded harness-v1 exchanges (its ``transcript``) to
     the backend again (``kbconform replay``), with the report at ``path``; None for a test
     that has no transcript."""
-    if not test.get("transcript"):
-        return None
-    config = report["config"]
-    harness = config.get("harness")
-    adapter = served_adapter(config)
-    if adapter is not None:
-        target = ["--adapter", adapter]
-    elif isinstance(harness, Mapping) and "url" in harness:
-        target = ["--url", str(harness["url"])]
-    elif isinstance(harness, Mapping) and "command" in harness:
-        target = ["--harness", str(harness["command"])]
-    else:
+    target = _target(report["config"], "--url")
+    if not test.get("transcript") or not target:
         return None
     return " ".join(map(_quoted, ["kbconform", "replay", path, "--test", str(test["id"]), *target]))
 

@@ -22,6 +22,19 @@ from kbconform.errors import BackendUnavailable, Unauthenticated
 #: Every registered isolation profile: each gives its world through its Isolation (Profile.isolation).
 PROFILES = ("*",)
 
+#: The rule each profile's read isolation is written in (the shared tests check it per profile),
+#: and the guide's section for each; iso-01 names the tenant-namespace filter itself.
+FAIL_CLOSED = {
+    "tenant-namespace": "read-filter.md#fail-closed",
+    "project-pool": "project-pool.md#scope-the-rules",
+    "kb-grant": "kb-grant.md#the-rules",
+}
+GUIDE = {
+    "tenant-namespace": "every-facade",
+    "project-pool": "the-project-pool-profile",
+    "kb-grant": "the-kb-grant-profile",
+}
+
 
 def _assert_reads_exactly(world: World, backend: Any, facade: str) -> None:
     """Every reader reads exactly what the model says through ``facade``; someone reads
@@ -46,16 +59,8 @@ def _assert_reads_something(world: World, backend: Any, facade: str) -> None:
 
 @pytest.mark.kbconform(
     id="iso-01",
-    rule={
-        "tenant-namespace": "read-filter.md#the-filter",
-        "project-pool": "project-pool.md#scope-the-rules",
-        "kb-grant": "kb-grant.md#the-rules",
-    },
-    guide={
-        "tenant-namespace": "queryprincipal-text-n_results-where",
-        "project-pool": "the-project-pool-profile",
-        "kb-grant": "the-kb-grant-profile",
-    },
+    rule={**FAIL_CLOSED, "tenant-namespace": "read-filter.md#the-filter"},
+    guide={**GUIDE, "tenant-namespace": "queryprincipal-text-n_results-where"},
     level="L1",
 )
 def test_every_reader_reads_exactly_its_scope_through_every_read_facade(
@@ -70,16 +75,8 @@ def test_every_reader_reads_exactly_its_scope_through_every_read_facade(
 
 @pytest.mark.kbconform(
     id="iso-02",
-    rule={
-        "tenant-namespace": "read-filter.md#fail-closed",
-        "project-pool": "project-pool.md#scope-the-rules",
-        "kb-grant": "kb-grant.md#the-rules",
-    },
-    guide={
-        "tenant-namespace": "every-facade",
-        "project-pool": "the-project-pool-profile",
-        "kb-grant": "the-kb-grant-profile",
-    },
+    rule=FAIL_CLOSED,
+    guide=GUIDE,
     level="L1",
 )
 def test_no_identity_is_refused_on_every_read_facade_and_told_nothing(
@@ -103,16 +100,8 @@ def test_no_identity_is_refused_on_every_read_facade_and_told_nothing(
 
 @pytest.mark.kbconform(
     id="iso-03",
-    rule={
-        "tenant-namespace": "read-filter.md#fail-closed",
-        "project-pool": "project-pool.md#scope-the-rules",
-        "kb-grant": "kb-grant.md#the-rules",
-    },
-    guide={
-        "tenant-namespace": "every-facade",
-        "project-pool": "the-project-pool-profile",
-        "kb-grant": "the-kb-grant-profile",
-    },
+    rule=FAIL_CLOSED,
+    guide=GUIDE,
     level="L2",
     requires="fault-injection",
 )
