@@ -19,12 +19,13 @@ from typing import Any, TypeVar
 from kbconform.adapter import GrantHit, KbInfo
 from kbconform.errors import BackendUnavailable, Forbidden, NotFound
 from kbconform_reference import _mutant_base
+from kbconform_reference._arguments import describe
 from kbconform_reference._mutant_base import ServesMutant, factories
 from kbconform_reference.grant.adapter import GrantAdapter
 from kbconform_reference.grant.catalogue import _COLUMNS, _READABLE, Catalogue, KbRow, Tenant, _row
 from kbconform_reference.grant.fanout import FanOut, GroupFailed
 from kbconform_reference.grant.index import Point, VectorIndex
-from kbconform_reference.grant.service import KbGrantService, _describe, _name
+from kbconform_reference.grant.service import KbGrantService, _name
 
 T = TypeVar("T")
 
@@ -71,7 +72,7 @@ class PivotsToFirstReadable(KbGrantService):
             return kept
         own = self.catalogue.readable_by(tenant.id)
         if not own:
-            raise NotFound(_describe(names[0]))
+            raise NotFound(describe(names[0]))
         return own[:1]
 
 
@@ -88,7 +89,7 @@ class UnknownTenantUnfiltered(KbGrantService):
         if tenant.id == -1:
             row = self.catalogue.kb(_name(kb, "kb"))
             if row is None:
-                raise NotFound(_describe(kb))
+                raise NotFound(describe(kb))
             return row
         return super()._readable(tenant, kb)
 
@@ -291,7 +292,7 @@ class GrantCached(KbGrantService):
         name = _name(kb, "kb")
         known = self._remember(tenant, self.catalogue.readable(tenant.id, [name]))
         if name not in known:
-            raise NotFound(_describe(kb))
+            raise NotFound(describe(kb))
         return known[name]
 
     def _authorize(self, tenant: Tenant, names: Sequence[str]) -> list[KbRow]:
@@ -437,7 +438,7 @@ class CopyTrustsSource(KbGrantService):
         if self._copying:
             row = self.catalogue.kb(_name(kb, "kb"))
             if row is None:
-                raise NotFound(_describe(kb))
+                raise NotFound(describe(kb))
             return row
         return super()._readable(tenant, kb)
 
@@ -575,7 +576,7 @@ class NoAuthorizationAnywhere(KbGrantService):
     def _readable(self, tenant: Tenant, kb: object) -> KbRow:
         row = self.catalogue.kb(_name(kb, "kb"))
         if row is None:
-            raise NotFound(_describe(kb))
+            raise NotFound(describe(kb))
         return row
 
     def _authorize(self, tenant: Tenant, names: Sequence[str]) -> list[KbRow]:

@@ -57,9 +57,6 @@ def unit_score(engine: str, native: float) -> float:
 # -- the call's shape ---------------------------------------------------------------------------
 
 
-_describe = describe
-
-
 def _name(value: object, what: str) -> str:
     """A non-empty string argument (a knowledge base, tenant or store name), else ``KB_GRANT_INVALID``."""
     return checked_name(value, what, grant_invalid)
@@ -68,36 +65,36 @@ def _name(value: object, what: str) -> str:
 def _vector(value: object, what: str) -> tuple[float, ...]:
     """A vector: a list of finite numbers, not all zero (its dimension is checked later)."""
     if not isinstance(value, (list, tuple)) or not value:
-        raise grant_invalid(what, "a non-empty list of numbers", _describe(value))
+        raise grant_invalid(what, "a non-empty list of numbers", describe(value))
     if not all(type(x) in (int, float) and math.isfinite(x) for x in value):
-        raise grant_invalid(what, "finite numbers (not bools)", _describe(value))
+        raise grant_invalid(what, "finite numbers (not bools)", describe(value))
     if not any(value):
-        raise grant_invalid(what, "a vector that is not all zero", _describe(value))
+        raise grant_invalid(what, "a vector that is not all zero", describe(value))
     return tuple(float(x) for x in value)
 
 
 def _kb_list(value: object) -> list[str]:
     if not isinstance(value, (list, tuple)) or not value or not all(type(kb) is str and kb for kb in value):
-        raise grant_invalid("kbs", "a non-empty list of knowledge base ids", _describe(value))
+        raise grant_invalid("kbs", "a non-empty list of knowledge base ids", describe(value))
     if len(set(value)) != len(value):
-        raise grant_invalid("kbs", "knowledge base ids without duplicates", _describe(value))
+        raise grant_invalid("kbs", "knowledge base ids without duplicates", describe(value))
     return list(value)
 
 
 def _limit(value: object) -> int:
     if type(value) is not int or not 1 <= value <= MAX_LIMIT:
-        raise grant_invalid("limit", f"an integer from 1 to {MAX_LIMIT}", _describe(value))
+        raise grant_invalid("limit", f"an integer from 1 to {MAX_LIMIT}", describe(value))
     return value
 
 
 def _documents(value: object) -> list[tuple[str, tuple[float, ...]]]:
     """Every document checked before anything is stored; keys beside text and embedding dropped."""
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence) or not value:
-        raise grant_invalid("documents", "a non-empty list of documents", _describe(value))
+        raise grant_invalid("documents", "a non-empty list of documents", describe(value))
     checked = []
     for index, document in enumerate(value):
         if not isinstance(document, Mapping):
-            raise grant_invalid(f"documents[{index}]", "a document {text, embedding}", _describe(document))
+            raise grant_invalid(f"documents[{index}]", "a document {text, embedding}", describe(document))
         text = _name(document.get("text"), f"documents[{index}].text")
         checked.append((text, _vector(document.get("embedding"), f"documents[{index}].embedding")))
     return checked
@@ -183,7 +180,7 @@ class KbGrantService:
         name = _name(kb, "kb")
         row = self.catalogue.readable(tenant.id, [name]).get(name)
         if row is None:
-            raise NotFound(_describe(kb))
+            raise NotFound(describe(kb))
         return row
 
     def _administered(self, tenant: Tenant, kb: object, operation: str) -> KbRow:
@@ -195,7 +192,7 @@ class KbGrantService:
 
     def _store(self, value: object) -> str:
         if type(value) is not str or value not in self.stores:
-            raise grant_invalid("store", f"one of the stores {sorted(self.stores)}", _describe(value))
+            raise grant_invalid("store", f"one of the stores {sorted(self.stores)}", describe(value))
         return value
 
     def _dimension(self, model: str, vector: tuple[float, ...], what: str) -> None:
@@ -209,7 +206,7 @@ class KbGrantService:
         name = _name(tenant, "tenant")
         with self._lock:
             if self.catalogue.tenant(name) is not None:
-                raise grant_invalid("tenant", "a tenant name not in use", _describe(name))
+                raise grant_invalid("tenant", "a tenant name not in use", describe(name))
             self.catalogue.create_tenant(name)
 
     # -- knowledge bases and grants ---------------------------------------------------------------
@@ -219,7 +216,7 @@ class KbGrantService:
             tenant = self._caller(caller, "create_kb")
             bound = self._store(store)
             if type(model) is not str or model not in self.models:
-                raise grant_invalid("model", f"one of the models {sorted(self.models)}", _describe(model))
+                raise grant_invalid("model", f"one of the models {sorted(self.models)}", describe(model))
             external = f"kb-{uuid.uuid4().hex}"
             self.catalogue.create_kb(external, tenant.id, bound, model)
             return external
@@ -227,7 +224,7 @@ class KbGrantService:
     def _grantee(self, grantee: object) -> Tenant:
         found = self.catalogue.tenant(grantee) if type(grantee) is str and grantee else None
         if found is None:
-            raise grant_invalid("grantee", "a tenant", _describe(grantee))
+            raise grant_invalid("grantee", "a tenant", describe(grantee))
         return found
 
     def share_kb(self, caller: object, kb: object, grantee: object, /) -> None:
@@ -236,7 +233,7 @@ class KbGrantService:
             row = self._administered(tenant, kb, "share_kb")
             other = self._grantee(grantee)
             if other.id == row.owner:
-                raise grant_invalid("grantee", "a tenant other than the owner", _describe(grantee))
+                raise grant_invalid("grantee", "a tenant other than the owner", describe(grantee))
             self.catalogue.share(row.id, other.id)
 
     def revoke_kb(self, caller: object, kb: object, grantee: object, /) -> None:
@@ -375,7 +372,7 @@ class KbGrantService:
         readable = self.catalogue.readable(tenant.id, names)
         for name in names:
             if name not in readable:
-                raise NotFound(_describe(name))
+                raise NotFound(describe(name))
         return [readable[name] for name in names]
 
     def _model(self, rows: Sequence[KbRow]) -> str:

@@ -60,9 +60,6 @@ class PoolHit:
     score: float | None = None
 
 
-_describe = describe
-
-
 def _name(value: object, what: str) -> str:
     """A non-empty string argument (a session or project name), else ``KB_POOL_INVALID``."""
     return checked_name(value, what, pool_invalid)
@@ -70,7 +67,7 @@ def _name(value: object, what: str) -> str:
 
 def _limit(value: object) -> int:
     if type(value) is not int or not 1 <= value <= MAX_LIMIT:
-        raise pool_invalid("limit", f"an integer from 1 to {MAX_LIMIT}", _describe(value))
+        raise pool_invalid("limit", f"an integer from 1 to {MAX_LIMIT}", describe(value))
     return value
 
 
@@ -79,7 +76,7 @@ def _entities(value: object) -> list[dict[str, str]]:
     ``notes`` are non-empty strings. Only those three are kept: any other key (a ``projectId``
     claimed by the caller included) is never stored nor read."""
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise pool_invalid("entities", "a list of entities", _describe(value))
+        raise pool_invalid("entities", "a list of entities", describe(value))
     checked = []
     for index, entity in enumerate(value):
         if not isinstance(entity, Mapping) or not all(
@@ -88,7 +85,7 @@ def _entities(value: object) -> list[dict[str, str]]:
             raise pool_invalid(
                 f"entities[{index}]",
                 "an entity: name, type and notes, each a non-empty string",
-                _describe(entity),
+                describe(entity),
             )
         checked.append({key: str(entity[key]) for key in ENTITY_FIELDS})
     return checked
@@ -98,7 +95,7 @@ def _known(value: object) -> str:
     """A session or project a membership operation names: anything but a non-empty string names
     none, and is NotFound like an unknown name."""
     if type(value) is not str or not value:
-        raise NotFound(_describe(value))
+        raise NotFound(describe(value))
     return value
 
 
@@ -163,7 +160,7 @@ class ProjectPool:
         name = _name(project, "project")
         with self._lock, self._store("create_project"):
             if self.membership.project(name) is not None:
-                raise pool_invalid("project", "a project name not in use", _describe(name))
+                raise pool_invalid("project", "a project name not in use", describe(name))
             self.membership.create_project(name)
 
     def start_session(self, session: object, project: object, /) -> None:
@@ -171,7 +168,7 @@ class ProjectPool:
         name = None if project is None else _known(project)
         with self._lock, self._store("start_session"):
             if self.membership.session(external) is not None:
-                raise pool_invalid("session", "a session not started yet", _describe(external))
+                raise pool_invalid("session", "a session not started yet", describe(external))
             project_id = None if name is None else self.membership.project(name)
             if name is not None and project_id is None:
                 raise NotFound(name)
@@ -254,7 +251,7 @@ class ProjectPool:
 
     def _query(self, text: object, limit: object) -> tuple[str, int]:
         if type(text) is not str:
-            raise pool_invalid("text", "a string", _describe(text))
+            raise pool_invalid("text", "a string", describe(text))
         return text, _limit(limit)
 
     def _search(
