@@ -478,7 +478,8 @@ class PoolMachine(DriverMachine[PoolDriver]):
         self, names: tuple[list[str], list[str], list[int]], written: list[tuple[int, int]], seed: int
     ) -> None:
         """A backend with a few projects and sessions; each session has written a few episodes
-        and extracted a few entities, or none (a project whose sessions wrote nothing exists)."""
+        and extracted a few entities, or none (a project whose sessions wrote nothing exists);
+        then each caller that is no identity is refused a write and an extraction."""
         projects, sessions, places = names
         self.driver = d = PoolDriver(self.fresh_backend(), random.Random(seed))
         for project in projects:
@@ -489,6 +490,12 @@ class PoolMachine(DriverMachine[PoolDriver]):
                 d.write(session)
             if extracted:
                 d.extract(session, extracted)
+        # every program starts with a write and an extraction by each caller that is no identity
+        # refused (P10): a backend that starts a session it never saw on its first write, or
+        # stores the write of a session id that only looks like a started one, shows at once
+        for caller in NO_IDENTITY:
+            d.refuse("write_episode", caller, d.text())
+            d.refuse("extract_entities", caller, d.entities(1))
 
     def _session(self, pick: int) -> str:
         sessions = list(self.d.policy.sessions)
