@@ -185,7 +185,8 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
     ) -> None:
         """A backend with the world's names: every user writes a few records, one chunk is
         deleted and ingested again by its writer, then an operator exports and restores some of
-        them as private (with and without an owner) or public."""
+        them as private (with and without an owner) or public; then a query and an ask about a
+        file outside the corpus and about a stored path."""
         self.world = world
         for tenant in world.tenants:
             self.users += [User(tenant, agent) for agent in world.agents]
@@ -258,6 +259,12 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
             self.restore(operator, [*corners, *private], None)
             self.export(operator, None)  # an export taken after chunks became private
             self._collide(operator)
+        # every program asks once about a file a deployment holds and once about a stored path
+        # (read-filter.md: every result is a stored chunk in the reader's scope), whatever rules
+        # Hypothesis draws after
+        names = (*world.paths, *world.repos, *world.tenants, *world.agents)
+        self.ask_about_names(0, len(names))  # OUTSIDE[0], package.json
+        self.ask_about_names(1, 0)  # the world's first path
 
     # -- helpers ---------------------------------------------------------------------------------
 
