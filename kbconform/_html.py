@@ -25,12 +25,14 @@ from kbconform._levels import LEVELS
 from kbconform.profiles import profile_of
 from kbconform.report import (
     FAILED,
+    UNSHRUNK,
     declined_words,
     earned,
     replay_command,
     rerun_command,
     rests_on,
     selection,
+    unshrunk,
 )
 
 #: The most characters of one string shown; the rest is counted, not shown.
@@ -235,6 +237,7 @@ def _run(report: Mapping[str, Any]) -> str:
         ("seed", f"<code>{text(report['seed'])}</code>"),
         ("workers", text(execution.get("workers", "?"))),
         ("call deadline", text(f"{execution.get('callTimeout', '?')} s")),
+        ("failing examples", text("not shrunk (--no-shrink)" if unshrunk(report) else "shrunk")),
         ("other pytest plugins", text(", ".join(execution.get("plugins", ())) or "none")),
         *((name, text(version)) for name, version in report["environment"].items()),
     ]
@@ -283,7 +286,8 @@ def _failures(report: Mapping[str, Any], tests: list[Mapping[str, Any]]) -> str:
         + "</div>"
         for t in failing
     )
-    return f'<section id="failures"><h2>Failures ({len(failing)})</h2>{items}</section>'
+    note = f'<p class="note">{text(UNSHRUNK)}.</p>' if unshrunk(report) else ""
+    return f'<section id="failures"><h2>Failures ({len(failing)})</h2>{note}{items}</section>'
 
 
 def _tests(tests: list[Mapping[str, Any]]) -> str:

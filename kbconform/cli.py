@@ -762,6 +762,8 @@ def _run(arguments: argparse.Namespace) -> int:
         print(f"  NOT IMPLEMENTED {call}: {len(tests)} tests ended there ({reports.first_line(tests[0])})")
     for line in reports.failure_lines([t for t in failing if "notImplemented" not in t]):
         print(line)
+    if failing and reports.unshrunk(report):
+        print(f"  {reports.UNSHRUNK}")
     if halted:
         unreached = len(report["completeness"]["missing"])
         print(f"  stopped at the first failure (--fail-fast): {unreached} tests not reached")

@@ -755,8 +755,9 @@ def _applicable(run: Any, chosen: frozenset[str] | None) -> frozenset[str] | Non
 def _execution(config: pytest.Config, call_timeout: float, chosen: frozenset[str] | None) -> dict[str, Any]:
     """How the suites ran: every plugin pytest loaded besides its own, whether installed plugins
     were loaded automatically, the number of pytest-xdist workers, the call deadline, after how
-    many failing tests the run stops (pytest's ``--maxfail``, 0: never), and the tests a partial
-    run selected (None: all)."""
+    many failing tests the run stops (pytest's ``--maxfail``, 0: never), the tests a partial
+    run selected (None: all), and whether a failing example was shrunk (``--kbconform-no-shrink``:
+    not; the failing example reported is the first found)."""
     plugins: set[str] = set()
     distributed = set()
     for plugin, dist in config.pluginmanager.list_plugin_distinfo():
@@ -780,6 +781,7 @@ def _execution(config: pytest.Config, call_timeout: float, chosen: frozenset[str
         "callTimeout": call_timeout,
         "maxfail": int(getattr(config.option, "maxfail", 0) or 0),
         "selection": None if chosen is None else sorted(chosen),
+        "shrink": not config.getoption("kbconform_no_shrink"),
     }
 
 
@@ -806,6 +808,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.section("kbconform: failing tests", sep="=", red=True)
         for line in reports.failure_lines(failing):
             terminalreporter.line(line)
+        if reports.unshrunk(report):
+            terminalreporter.line(f"  {reports.UNSHRUNK}")
     if halted:
         terminalreporter.section("kbconform: stopped", sep="=", red=True)
         terminalreporter.line(

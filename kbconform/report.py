@@ -801,6 +801,19 @@ def replay_command(
     return " ".join(map(_quoted, ["kbconform", "replay", path, "--test", str(test["id"]), *target]))
 
 
+def unshrunk(report: Mapping[str, Any]) -> bool:
+    """Whether the run reported each failing example as first found, not shrunk (``--no-shrink``;
+    an older report, without ``execution.shrink``, shrank)."""
+    return report["execution"].get("shrink", True) is False
+
+
+#: Said of a run that did not shrink, where its failures are shown.
+UNSHRUNK = (
+    "failing examples were not shrunk (--no-shrink): each is the first found; rerun without it "
+    "for the shortest"
+)
+
+
 #: How many failing tests a terminal names one by one (the report holds every one).
 FAILURES_SHOWN = 20
 

@@ -412,3 +412,17 @@ def test_the_commands_a_failure_offers_show_it_again(
     replay = reports.replay_command(report, failed, str(tmp_path / "REPORT.json"))
     assert replay is not None
     assert main(shlex.split(replay)[1:]) == 0, capsys.readouterr().out[-2000:]
+
+
+def test_a_run_that_did_not_shrink_says_so_above_its_failures() -> None:
+    """A report of a run with --no-shrink: the failures say their examples are the first found,
+    and the run says failing examples were not shrunk; a run that shrank says neither (control)."""
+    report = _report(**{"backup-01": "fail"})
+    report["execution"]["shrink"] = False
+    page = render(report)
+    assert reports.UNSHRUNK in _section(page, "failures").text
+    assert "failing examplesnot shrunk (--no-shrink)" in _section(page, "run").text
+    report["execution"]["shrink"] = True
+    page = render(report)
+    assert reports.UNSHRUNK not in page
+    assert "failing examplesshrunk" in _section(page, "run").text

@@ -112,6 +112,9 @@ def test_a_broken_backend_fails_the_suite_tests_that_guard_its_invariant(
     failed = {entry["id"] for entry in report["tests"] if entry["status"] == "fail"}
     assert killed_by <= failed
     assert result.ret == 1
+    # unshrunk, and the report and the terminal say so
+    assert report["execution"]["shrink"] is False
+    result.stdout.fnmatch_lines(["  failing examples were not shrunk (--no-shrink)*"])
 
 
 @pytest.mark.slow
@@ -206,6 +209,7 @@ def test_only_selects_tests_by_stable_id_and_the_report_says_the_run_is_partial(
     result.stdout.fnmatch_lines(["*kbconform: partial run*", "*partial: a run of 3 selected tests*"])
     assert result.ret == 0
     assert "kbconform: failing tests" not in result.stdout.str()
+    assert report["execution"]["shrink"] is True  # the control: shrunk unless told not to
     result, report = _run(pytester, "leaky", *(f"--kbconform-only={stable}" for stable in chosen[:2]))
     assert {entry["id"]: entry["status"] for entry in report["tests"]} == dict.fromkeys(chosen[:2], "fail")
     assert result.ret == 1
@@ -219,6 +223,7 @@ def test_only_selects_tests_by_stable_id_and_the_report_says_the_run_is_partial(
             "      rule: schemas/read-filter.md#every-facade; guide: docs/adapter-guide.md#*",
         ]
     )
+    assert "were not shrunk" not in result.stdout.str()
 
 
 def test_only_refuses_an_id_the_catalogue_lacks(pytester: pytest.Pytester) -> None:
