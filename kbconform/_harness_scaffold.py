@@ -19,6 +19,9 @@ from pathlib import Path
 
 from kbconform._scaffold import INVALID_NAME, ScaffoldError, Written, check_name, place, skeleton_manifest
 
+#: A profile that is not registered, or gives no manifest skeleton.
+PROFILE_INVALID = "KB_SCAFFOLD_PROFILE_INVALID"
+
 #: The languages a harness skeleton is written in: the file it is, and the command that runs it.
 LANGUAGES = {"node": ("{name}.mjs", "node {name}.mjs"), "python": ("{name}.py", "python3 {name}.py")}
 
@@ -39,7 +42,7 @@ def files(name: str, language: str, profile_name: str, version: str) -> dict[str
     try:
         manifest = skeleton_manifest(profile_name, name.replace("_", "-"), name.replace("_", "-"))
     except LookupError as error:
-        raise ScaffoldError(INVALID_NAME, str(error)) from None
+        raise ScaffoldError(PROFILE_INVALID, str(error)) from None
     operations = list(profile(profile_name).operations)
     harness, command = (part.format(name=name) for part in LANGUAGES[language])
     template = _NODE if language == "node" else _PYTHON
@@ -115,21 +118,21 @@ backends = {}  # handle -> your backend's state (a client, a collection, a tenan
 
 
 def backend_of(params):
-    handle = params.get("backend")
-    if handle not in backends:
-        raise HarnessError("KB_HARNESS_REQUEST_INVALID", f"no open backend {handle!r}")
-    return backends[handle]
+    key = params.get("backend")
+    if key not in backends:
+        raise HarnessError("KB_HARNESS_REQUEST_INVALID", f"no open backend {key!r}")
+    return backends[key]
 
 
 def handle(op, params):
     if op == "hello":
         return {"protocol": "harness-v1", "manifest": MANIFEST}
     if op == "open":
-        handle = f"b{len(backends) + 1}"
-        while handle in backends:
-            handle += "+"
-        backends[handle] = {}  # open a fresh, empty backend of your system here
-        return {"backend": handle}
+        opened = f"b{len(backends) + 1}"
+        while opened in backends:
+            opened += "+"
+        backends[opened] = {}  # open a fresh, empty backend of your system here
+        return {"backend": opened}
     if op == "close":
         backend_of(params)
         del backends[params["backend"]]  # and release what open took
@@ -211,10 +214,10 @@ function backendOf(params) {
 async function handle(op, params) {
   if (op === 'hello') return { protocol: 'harness-v1', manifest: MANIFEST };
   if (op === 'open') {
-    let handle = `b${backends.size + 1}`;
-    while (backends.has(handle)) handle += '+';
-    backends.set(handle, {}); // open a fresh, empty backend of your system here
-    return { backend: handle };
+    let opened = `b${backends.size + 1}`;
+    while (backends.has(opened)) opened += '+';
+    backends.set(opened, {}); // open a fresh, empty backend of your system here
+    return { backend: opened };
   }
   if (op === 'close') {
     backendOf(params);
