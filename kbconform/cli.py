@@ -756,8 +756,7 @@ def _run(arguments: argparse.Namespace) -> int:
     )
     print(reports.level_line(report))
     halted = reports.halted(report)
-    judged = reports.reached(report) if halted else report["tests"]
-    failing = [t for t in judged if t["status"] in reports.FAILED]
+    failing = reports.failing(report)
     for call, tests in reports.not_implemented(failing):
         print(f"  NOT IMPLEMENTED {call}: {len(tests)} tests ended there ({reports.first_line(tests[0])})")
     for line in reports.failure_lines([t for t in failing if "notImplemented" not in t]):

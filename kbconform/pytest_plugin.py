@@ -802,8 +802,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         for call, tests in unimplemented:
             terminalreporter.line(f"{len(tests)} tests ended at {call}: {tests[0].get('message', '')}")
     halted = reports.halted(report)
-    judged = reports.reached(report) if halted else report["tests"]
-    failing = [t for t in judged if t["status"] in reports.FAILED and "notImplemented" not in t]
+    failing = [t for t in reports.failing(report) if "notImplemented" not in t]
     if failing:
         terminalreporter.section("kbconform: failing tests", sep="=", red=True)
         for line in reports.failure_lines(failing):

@@ -452,6 +452,13 @@ def reached(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [test for test in report["tests"] if test["id"] not in missing]
 
 
+def failing(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The tests a built report's run failed or erred at: of a run stopped at its maxfail, only
+    those it reached (the rest did not run)."""
+    judged = reached(report) if halted(report) else report["tests"]
+    return [test for test in judged if test["status"] in FAILED]
+
+
 def halted(report: Mapping[str, Any]) -> bool:
     """Whether a built report's run stopped at its ``maxfail`` (:func:`stopped`, over the tests
     it reached): its missing tests were not reached, by design."""
