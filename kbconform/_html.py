@@ -24,10 +24,11 @@ from typing import Any
 from kbconform._levels import LEVELS
 from kbconform.profiles import profile_of
 from kbconform.report import (
-    FAILED,
+    SHRINK_STOPPED,
     UNSHRUNK,
     declined_words,
     earned,
+    failing,
     replay_command,
     rerun_command,
     rests_on,
@@ -112,12 +113,12 @@ def _rows(items: Iterable[tuple[str, str]]) -> str:
 
 def _verdict(report: Mapping[str, Any]) -> str:
     tests = report["tests"]
-    failing = sum(1 for t in tests if t["status"] in FAILED)
+    failed = len(failing(report))
     passed = sum(1 for t in tests if t["status"] == "pass")
     skipped = sum(1 for t in tests if t["status"] == "skip")
     level = earned(report)
     headline = f"Highest level earned: {level}" if level else "No level earned"
-    counts = f"{passed} passed, {failing} failing, {skipped} skipped of {len(tests)} tests"
+    counts = f"{passed} passed, {failed} failing, {skipped} skipped of {len(tests)} tests"
     notes = []
     chosen = selection(report)
     if chosen is not None:
@@ -142,7 +143,7 @@ def _verdict(report: Mapping[str, Any]) -> str:
         if name in LEVELS and any(verdict[s] for s in ("pass", "fail", "error", "skip"))
     )
     return (
-        f'<section class="verdict {"fail" if failing or not level else "pass"}" id="verdict">'
+        f'<section class="verdict {"fail" if failed or not level else "pass"}" id="verdict">'
         f'<p class="headline">{text(headline)}</p><p>{text(counts)}</p>'
         + "".join(f"<p><strong>{text(note)}</strong></p>" for note in notes)
         + (
@@ -261,9 +262,9 @@ def _again(report: Mapping[str, Any], test: Mapping[str, Any]) -> str:
     return f'<dl class="again">{_rows(rows)}</dl>'
 
 
-def _failures(report: Mapping[str, Any], tests: list[Mapping[str, Any]]) -> str:
-    failing = [t for t in tests if t["status"] in FAILED]
-    if not failing:
+def _failures(report: Mapping[str, Any]) -> str:
+    failed = failing(report)
+    if not failed:
         return (
             '<section id="failures"><h2>Failures</h2>'
             "<p>No failures: every test passed or was declined.</p></section>"
@@ -274,6 +275,7 @@ def _failures(report: Mapping[str, Any], tests: list[Mapping[str, Any]]) -> str:
         + (f", {_where(t)}" if _where(t) else "")
         + "</p>"
         + _checks(t)
+        + (f'<p class="note">{text(SHRINK_STOPPED)}.</p>' if t.get("shrinkStopped") else "")
         + (f"<pre>{text(t['reason'])}</pre>" if t.get("reason") else "")
         + (f'<pre class="message">{text(t["message"])}</pre>' if t.get("message") else "")
         + (
@@ -284,10 +286,10 @@ def _failures(report: Mapping[str, Any], tests: list[Mapping[str, Any]]) -> str:
         )
         + _again(report, t)
         + "</div>"
-        for t in failing
+        for t in failed
     )
     note = f'<p class="note">{text(UNSHRUNK)}.</p>' if unshrunk(report) else ""
-    return f'<section id="failures"><h2>Failures ({len(failing)})</h2>{note}{items}</section>'
+    return f'<section id="failures"><h2>Failures ({len(failed)})</h2>{note}{items}</section>'
 
 
 def _tests(tests: list[Mapping[str, Any]]) -> str:
@@ -315,11 +317,11 @@ def render(report: Mapping[str, Any]) -> str:
     the failing tests with their messages, and every test."""
     manifest = report["manifest"]
     tests = list(report["tests"])
-    failing = sum(1 for t in tests if t["status"] in FAILED)
+    failed = len(failing(report))
     level = earned(report)
     title = (
         f"kbconform: {manifest['adapter']['name']} on {manifest['backend']['name']}: "
-        f"{level or 'no level'}" + (f", {failing} failing" if failing else "")
+        f"{level or 'no level'}" + (f", {failed} failing" if failed else "")
     )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -329,7 +331,7 @@ def render(report: Mapping[str, Any]) -> str:
         "<h1>kbconform conformance report</h1>"
         + _verdict(report)
         + _manifest(manifest)
-        + _failures(report, tests)
+        + _failures(report)
         + _run(report)
         + _tests(tests)
         + "</body></html>\n"

@@ -48,8 +48,9 @@ def _located(config: Mapping[str, Any]) -> str:
 
 def sarif(report: Mapping[str, Any]) -> dict[str, Any]:
     """The SARIF 2.1.0 log of ``report``: one run of the tool kbconform, one result per failing
-    or erroring test (none for a run where every test passed or was declined)."""
-    failing = [test for test in report["tests"] if test["status"] in reports.FAILED]
+    or erroring test it reached (none for a run where every test passed or was declined; of a
+    run stopped at its first failure, not the tests it never ran: :func:`report.failing`)."""
+    failing = reports.failing(report)
     where = _located(report.get("config", {}))
     rules: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []

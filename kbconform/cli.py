@@ -359,6 +359,14 @@ def _add_run(commands: Any) -> None:
         action="store_true",
         help="report the first failing example Hypothesis finds, without shrinking it (faster)",
     )
+    run.add_argument(
+        "--shrink-budget",
+        type=_positive,
+        default=None,
+        metavar="SECONDS",
+        help="how long Hypothesis may shrink one test's failing example (default 60); past it, the "
+        "example found so far is reported, and the report says it may not be the shortest",
+    )
     _add_limits(run)
     run.set_defaults(handler=_run)
 
@@ -712,6 +720,7 @@ def _run(arguments: argparse.Namespace) -> int:
         profile=arguments.profile,
         select=select,
         shrink=not arguments.no_shrink,
+        shrink_budget=arguments.shrink_budget,
         extra=extra,
         stream=True,
     )

@@ -9,6 +9,7 @@ library: the adapter, the suites' support code and Hypothesis load when an adapt
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import json
 import os
@@ -38,6 +39,8 @@ _SELECTION = pytest.StashKey["frozenset[str] | None"]()
 _DESELECTED = pytest.StashKey[dict[str, int]]()
 #: Why the run ended before every test ran (the backend stopped answering), once it did.
 _STOPPED = pytest.StashKey[str]()
+#: Whether Hypothesis stopped shrinking a test's failure at the run's budget.
+_SHRINK_STOPPED = pytest.StashKey[bool]()
 #: Catalogue mode: the profile, its maximal manifest (every value of every axis) and the file.
 _CATALOGUE = pytest.StashKey["tuple[str, dict[str, Any], Path]"]()
 _PROPERTY = "kbconform"
@@ -121,6 +124,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "only the verdict matters, as in a mutant's run)",
     )
     group.addoption(
+        "--kbconform-shrink-budget",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long Hypothesis may shrink one test's failing example (default: 60); past it, "
+        "the example found so far is reported and the report says it may not be the shortest",
+    )
+    group.addoption(
         "--kbconform-catalogue",
         metavar="PATH",
         help="run no test: write the catalogue entries the suites declare for one isolation "
@@ -199,6 +210,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "level": config.getoption("kbconform_level") or "L4",
         "call_timeout": timeout,
         "shrink": not config.getoption("kbconform_no_shrink"),
+        "shrink_budget": _shrink_budget(config),
     }
     label = f"--kbconform-{given[0]}={spec or command or url}"
     try:
@@ -314,6 +326,18 @@ def _call_timeout(config: pytest.Config) -> float:
             f"kbconform call timeout: expected a positive number of seconds; got {given!r}"
         )
     return float(given)
+
+
+def _shrink_budget(config: pytest.Config) -> float:
+    from kbconform.conformance import DEFAULT_SHRINK_BUDGET
+
+    given = config.getoption("kbconform_shrink_budget")
+    budget = DEFAULT_SHRINK_BUDGET if given is None else given
+    if not 0 < budget < float("inf"):
+        raise pytest.UsageError(
+            f"--kbconform-shrink-budget: expected a positive number of seconds; got {budget!r}"
+        )
+    return float(budget)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -585,8 +609,15 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     transcript = _transcript(item.config)
     if transcript is not None:
         transcript.begin_call()
-    with ending_tests():  # a facade not implemented yet ends the test at once
-        return (yield)
+    run = item.config.stash.get(_RUN, None)
+    shrinking: contextlib.AbstractContextManager[list[str]] = (
+        run.shrinking() if run is not None else contextlib.nullcontext([])
+    )
+    with ending_tests(), shrinking as stopped:  # a facade not implemented yet ends the test at once
+        try:
+            return (yield)
+        finally:
+            item.stash[_SHRINK_STOPPED] = bool(stopped)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -611,6 +642,8 @@ def pytest_runtest_makereport(
         entry["message"] = _failure(report)  # the report cleans, redacts and bounds it
         if unimplemented is not None:
             entry["notImplemented"] = unimplemented
+        if item.stash.get(_SHRINK_STOPPED, False):
+            entry["shrinkStopped"] = True
         transcript = _transcript(item.config)
         if transcript is not None and transcript.exchanges:
             entry["transcript"] = transcript.lines()
@@ -782,6 +815,7 @@ def _execution(config: pytest.Config, call_timeout: float, chosen: frozenset[str
         "maxfail": int(getattr(config.option, "maxfail", 0) or 0),
         "selection": None if chosen is None else sorted(chosen),
         "shrink": not config.getoption("kbconform_no_shrink"),
+        "shrinkBudget": _shrink_budget(config),
     }
 
 

@@ -821,6 +821,12 @@ UNSHRUNK = (
 )
 
 
+#: Said of a failing test whose shrinking stopped at the run's budget (``shrinkStopped``).
+SHRINK_STOPPED = (
+    "shrinking stopped at the run's shrink budget: a shorter failing example may exist "
+    "(--shrink-budget SECONDS)"
+)
+
 #: How many failing tests a terminal names one by one (the report holds every one).
 FAILURES_SHOWN = 20
 
@@ -829,7 +835,8 @@ def failure_lines(tests: Sequence[Mapping[str, Any]], shown: int = FAILURES_SHOW
     """Lines naming the first ``shown`` of ``tests`` (failing ones, none ended at a call not
     implemented yet), each as its status, id, level, suite and the first line of its message,
     then, when the test declares them, the rule it checks (its spec section in schemas/) and
-    the adapter guide's section that says what it asks; and a line counting the rest."""
+    the adapter guide's section that says what it asks, and whether its shrinking stopped at
+    the budget; and a line counting the rest."""
     lines = []
     for test in tests[:shown]:
         said = first_line(test) or str(test.get("reason", ""))
@@ -838,6 +845,8 @@ def failure_lines(tests: Sequence[Mapping[str, Any]], shown: int = FAILURES_SHOW
         where += [f"guide: docs/adapter-guide.md#{test['guide']}"] if test.get("guide") else []
         if where:
             lines.append("      " + "; ".join(where))
+        if test.get("shrinkStopped"):
+            lines.append(f"      {SHRINK_STOPPED}")
     if len(tests) > shown:
         lines.append(
             f"  and {len(tests) - shown} more failing tests: the report (--report) has every message"

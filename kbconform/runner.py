@@ -105,6 +105,7 @@ def run_suites(
     workers: int = 0,
     select: Sequence[str] | None = None,
     shrink: bool = True,
+    shrink_budget: float | None = None,
     extra: Sequence[str] = (),
     stream: bool = False,
     warm: Warm | None = None,
@@ -120,7 +121,8 @@ def run_suites(
 
     ``select`` (stable test ids) makes a partial run of those tests only: its report says so and
     earns no level. ``kbconform run`` never selects. ``shrink=False`` reports Hypothesis's first
-    failing example unshrunk (a mutant's run, where only the verdict matters). ``warm`` forks
+    failing example unshrunk (a mutant's run, where only the verdict matters); ``shrink_budget``
+    bounds the seconds one test's shrinking may take (None: the plugin's default). ``warm`` forks
     the pytest process from a warm one (:class:`Warm`) instead of starting it cold; the run is
     otherwise the same."""
     if workers and importlib.util.find_spec("xdist") is None:
@@ -175,6 +177,7 @@ def run_suites(
             *([f"--kbconform-call-timeout={call_timeout}"] if call_timeout is not None else []),
             *(f"--kbconform-only={stable}" for stable in select or ()),
             *([] if shrink else ["--kbconform-no-shrink"]),
+            *([f"--kbconform-shrink-budget={shrink_budget}"] if shrink_budget is not None else []),
             *(["-p", "xdist", "-n", str(workers)] if workers else []),
             *extra,
         ]

@@ -144,6 +144,10 @@ SUBPACKAGES = {
         "server_stamps",
         "signal_paths",
         "spoofed_fields",
+        "sql_literal",
+        "where_literal",
+        "where_matches",
+        "where_sql",
     ],
     "kbconform.conformance": [
         "ATTEMPTS",
@@ -153,6 +157,7 @@ SUBPACKAGES = {
         "every_fault",
         "fault_points",
         "DEFAULT_CALL_TIMEOUT",
+        "DEFAULT_SHRINK_BUDGET",
         "DEFAULT_PAGE_SIZES",
         "ENVELOPE_CLAIMS",
         "ENVELOPE_REFUSALS",

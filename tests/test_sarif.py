@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from kbconform import __version__
+from kbconform import report as reports
 from kbconform._sarif import OWASP
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,6 +95,14 @@ def test_a_failing_run_gives_a_valid_sarif_log_with_one_result_per_failing_test(
         assert rule["properties"]["level"] == "L2"
     assert rules["leak-01[list]"]["properties"]["rule"] == "read-filter.md#every-facade"
     assert run["tool"]["driver"]["version"] == report["suiteVersion"]
+
+    code, halted, stopped = _run(tmp_path, "--adapter", f"{ADAPTER}:leaky", *ONLY, "--fail-fast")
+    assert code == 1
+    assert list(validator.iter_errors(stopped)) == []
+    unreached = [t["id"] for t in halted["tests"] if t["id"] in halted["completeness"]["missing"]]
+    assert len(unreached) == 1  # the run stopped at its first failure: the other test never ran
+    assert [r["ruleId"] for r in stopped["runs"][0]["results"]] == [t["id"] for t in reports.failing(halted)]
+    assert [r["ruleId"] for r in stopped["runs"][0]["results"]] != unreached
 
     code, _, passing = _run(tmp_path, "--adapter", f"{ADAPTER}:make", *ONLY)
     assert code == 0

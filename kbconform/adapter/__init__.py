@@ -60,6 +60,7 @@ from kbconform.adapter._protocol import (
     SupportsSync,
     SyncResultView,
 )
+from kbconform.adapter._where import sql_literal, where_literal, where_matches, where_sql
 
 __all__ = [
     "ADAPTER_DIR",
@@ -94,6 +95,10 @@ __all__ = [
     "server_stamps",
     "signal_paths",
     "spoofed_fields",
+    "sql_literal",
+    "where_literal",
+    "where_matches",
+    "where_sql",
     "Adapter",
     "AnswerView",
     "Backend",

@@ -32,7 +32,7 @@ from kbconform.conformance._faults import ATTEMPTS, COUNTING, FAULT_KINDS, Fault
 from kbconform.conformance._judging import Isolation, Reader, Reading, World, isolation_for, judged
 from kbconform.conformance._machine import Driver, DriverMachine
 from kbconform.conformance._model import ENVELOPE_REFUSALS, Ingest, Policy, Refused, Row, differences
-from kbconform.conformance._run import DEFAULT_PAGE_SIZES, PROFILES, ProfileName, Run
+from kbconform.conformance._run import DEFAULT_PAGE_SIZES, DEFAULT_SHRINK_BUDGET, PROFILES, ProfileName, Run
 
 __all__ = [
     "ATTEMPTS",
@@ -42,6 +42,7 @@ __all__ = [
     "every_fault",
     "fault_points",
     "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_SHRINK_BUDGET",
     "DEFAULT_PAGE_SIZES",
     "ENVELOPE_CLAIMS",
     "ENVELOPE_REFUSALS",

@@ -5,7 +5,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -22,6 +23,12 @@ PROFILES: dict[str, hypothesis.settings] = {
     "quick": hypothesis.settings(max_examples=8, stateful_step_count=10),
     "thorough": hypothesis.settings(max_examples=100, stateful_step_count=40),
 }
+
+#: How long Hypothesis may shrink one test's failure, in seconds, unless a run says otherwise.
+DEFAULT_SHRINK_BUDGET = 60.0
+#: What Hypothesis reports when it stops shrinking at its time limit (its engine's
+#: ``MAX_SHRINKING_SECONDS``, the budget); tests/plugin/test_shrink_budget.py holds the words.
+_SHRINK_STOPPED = "stopped because it is making very slow progress"
 
 #: The page sizes a backend that declares none is tried at (schemas/pages.md).
 DEFAULT_PAGE_SIZES = (10, 50, 100, 500, 1000)
@@ -47,6 +54,8 @@ class Run:
     #: Whether Hypothesis shrinks a failure to its shortest form (off: report the first failure
     #: found, as a mutant run does, where only the verdict matters).
     shrink: bool = True
+    #: How long shrinking one failure may take, in seconds (:meth:`shrinking`).
+    shrink_budget: float = DEFAULT_SHRINK_BUDGET
 
     def __post_init__(self) -> None:
         if self._caller is None:
@@ -64,6 +73,7 @@ class Run:
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         start_timeout: float = 0.0,
         shrink: bool = True,
+        shrink_budget: float = DEFAULT_SHRINK_BUDGET,
     ) -> Run:
         """A run of the adapter ``make()`` returns with its manifest (``what`` names it in a
         deadline's message): loaded in this process (:func:`~kbconform.adapter.load_adapter`)
@@ -72,7 +82,43 @@ class Run:
         call that may start the backend's process again."""
         caller = Caller(call_timeout + start_timeout)
         adapter, manifest = caller.call(what, make)
-        return cls(adapter, manifest, seed, profile, level, call_timeout, caller, shrink=shrink)
+        return cls(
+            adapter,
+            manifest,
+            seed,
+            profile,
+            level,
+            call_timeout,
+            caller,
+            shrink=shrink,
+            shrink_budget=shrink_budget,
+        )
+
+    @contextmanager
+    def shrinking(self) -> Iterator[list[str]]:
+        """Around one test: Hypothesis stops shrinking its failure after :attr:`shrink_budget`
+        seconds (the engine's ``MAX_SHRINKING_SECONDS``, which Hypothesis keeps settable for
+        this), and its warning that it stopped is taken, not printed: the list yielded holds it
+        once it came (the test's report says the example may not be the shortest)."""
+        from hypothesis.internal.conjecture import engine
+        from hypothesis.reporting import current_reporter, with_reporter
+
+        stopped: list[str] = []
+        forward = current_reporter()
+
+        def reporter(value: object) -> None:
+            if isinstance(value, str) and _SHRINK_STOPPED in value:
+                stopped.append(value)
+            else:
+                forward(value)
+
+        before = engine.MAX_SHRINKING_SECONDS
+        engine.MAX_SHRINKING_SECONDS = self.shrink_budget  # type: ignore[assignment]  # seconds
+        try:
+            with with_reporter(reporter):
+                yield stopped
+        finally:
+            engine.MAX_SHRINKING_SECONDS = before
 
     def open(self, options: BackendOptions | None = None) -> Backend:
         """A fresh, empty backend; closed by :meth:`close` (the fixtures do it)."""

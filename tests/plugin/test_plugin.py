@@ -117,6 +117,55 @@ def test_a_broken_backend_fails_the_suite_tests_that_guard_its_invariant(
     result.stdout.fnmatch_lines(["  failing examples were not shrunk (--no-shrink)*"])
 
 
+def test_the_shrink_budget_holds_inside_a_test_only_and_forwards_every_other_report() -> None:
+    from types import SimpleNamespace
+
+    from hypothesis.internal.conjecture import engine
+    from hypothesis.reporting import report, with_reporter
+
+    from kbconform.conformance import Run
+
+    before, heard = engine.MAX_SHRINKING_SECONDS, []
+    with with_reporter(heard.append), Run.shrinking(SimpleNamespace(shrink_budget=2.5)) as stopped:  # type: ignore[arg-type]
+        assert engine.MAX_SHRINKING_SECONDS == 2.5
+        report("Falsifying example: ...")
+        report("WARNING: Hypothesis ... and stopped because it is making very slow progress.")
+    assert before == engine.MAX_SHRINKING_SECONDS
+    assert heard == ["Falsifying example: ..."]
+    assert len(stopped) == 1
+
+
+@pytest.mark.slow
+def test_shrinking_stops_at_the_budget_and_the_report_and_terminal_say_so(pytester: pytest.Pytester) -> None:
+    """With a budget too short to finish, the failing state machine is reported with the
+    example shrunk so far: its entry says ``shrinkStopped`` and the terminal says a shorter one
+    may exist, and Hypothesis's own warning (which speaks of five minutes) is not printed.
+    Controls: with the default budget the same failure shrinks to the end, and unshrunk
+    (``--kbconform-no-shrink``) it never starts."""
+    from kbconform import report as reports
+
+    only = "--kbconform-only=state-01[overwrite]"
+    result, report = _run(pytester, "leaky", only, "--kbconform-shrink-budget=0.01")
+    [entry] = [t for t in report["tests"] if t["status"] != "skip"]
+    assert (entry["status"], entry.get("shrinkStopped")) == ("fail", True)
+    assert report["execution"]["shrinkBudget"] == 0.01
+    result.stdout.fnmatch_lines([f"      {reports.SHRINK_STOPPED}"])
+    assert "very slow progress" not in result.stdout.str()
+    for args in ((), ("--kbconform-no-shrink",)):
+        result, report = _run(pytester, "leaky", only, *args)
+        [entry] = [t for t in report["tests"] if t["status"] != "skip"]
+        assert entry["status"] == "fail"
+        assert "shrinkStopped" not in entry
+        assert reports.SHRINK_STOPPED not in result.stdout.str()
+    assert report["execution"]["shrinkBudget"] == 60
+    for bad in ("0", "-1", "inf"):
+        refused = pytester.runpytest_subprocess(
+            "--kbconform-adapter=tiny_adapter:leaky", f"--kbconform-shrink-budget={bad}"
+        )
+        assert refused.ret == pytest.ExitCode.USAGE_ERROR
+        refused.stderr.fnmatch_lines(["*--kbconform-shrink-budget: expected a positive number of seconds*"])
+
+
 @pytest.mark.slow
 def test_a_facade_not_implemented_ends_its_tests_at_once_in_one_line_for_each_facade(
     pytester: pytest.Pytester,
