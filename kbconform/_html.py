@@ -24,6 +24,7 @@ from typing import Any
 from kbconform._levels import LEVELS
 from kbconform.profiles import profile_of
 from kbconform.report import (
+    OWASP,
     SHRINK_STOPPED,
     UNSHRUNK,
     declined_words,
@@ -246,10 +247,11 @@ def _run(report: Mapping[str, Any]) -> str:
 
 
 def _checks(test: Mapping[str, Any]) -> str:
-    """Where the rule a test checks is written: its spec section and the guide's, as text."""
+    """Where the rule a test checks is written, its spec section and the guide's, as text, and
+    its OWASP category."""
     where = [f"rule <code>schemas/{text(test['rule'])}</code>"] if test.get("rule") else []
     where += [f"guide <code>docs/adapter-guide.md#{text(test['guide'])}</code>"] if test.get("guide") else []
-    return f'<p class="note">{"; ".join(where)}</p>' if where else ""
+    return f'<p class="note">{"; ".join([*where, text(OWASP)])}</p>'
 
 
 def _again(report: Mapping[str, Any], test: Mapping[str, Any]) -> str:

@@ -21,8 +21,7 @@ from kbconform import report as reports
 
 VERSION = "2.1.0"
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-#: The OWASP Top 10 for LLM Applications 2025 category of every kbconform rule.
-OWASP = "OWASP LLM08:2025 Vector and Embedding Weaknesses"
+OWASP = reports.OWASP
 #: File endings of a harness program among a command's words.
 _PROGRAMS = (".mjs", ".cjs", ".js", ".ts", ".py", ".rb", ".go", ".java", ".sh")
 

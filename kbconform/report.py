@@ -821,6 +821,12 @@ UNSHRUNK = (
 )
 
 
+#: The OWASP Top 10 for LLM Applications 2025 category of every kbconform rule: each is an
+#: access rule of a vector store or knowledge base (unauthorized access and data leakage,
+#: cross-context leaks, writes into another tenant's scope). The SARIF log tags each rule with
+#: it, and the HTML report names it beside each failure's rule.
+OWASP = "OWASP LLM08:2025 Vector and Embedding Weaknesses"
+
 #: Said of a failing test whose shrinking stopped at the run's budget (``shrinkStopped``).
 SHRINK_STOPPED = (
     "shrinking stopped at the run's shrink budget: a shorter failing example may exist "

@@ -26,6 +26,7 @@ import pytest
 from kbconform import report as reports
 from kbconform._html import MAX_TEXT, render, text
 from kbconform.cli import main
+from kbconform.report import OWASP
 from tests.plugin.test_report import TINY_MANIFEST, _build
 
 HOSTILE = "<script>alert(1)</script>"
@@ -112,7 +113,8 @@ def test_the_page_puts_verdict_and_manifest_first_then_failures_then_every_test(
     assert "The report records no message for this test" in failures  # backup-01 carries none
     assert "contract-01" not in failures  # control: a passing test is not a failure
     failed = next(t for t in report["tests"] if t["id"] == "backup-01")
-    assert f"rule schemas/{failed['rule']}; guide docs/adapter-guide.md#{failed['guide']}" in failures
+    said = f"rule schemas/{failed['rule']}; guide docs/adapter-guide.md#{failed['guide']}; {OWASP}"
+    assert said in failures
     assert f"run it again{reports.rerun_command(report, failed)}" in failures
     assert "--only backup-01 --seed" in reports.rerun_command(report, failed)
     assert "replay its exchanges" not in failures  # no transcript recorded: no replay offered
