@@ -28,7 +28,7 @@ from typing import Any
 from kbconform.adapter import load_adapter
 from kbconform.conformance import Run
 
-SUITE = Path(__file__).resolve().parent.parent / "suites" / "test_stateful.py"
+SUITE = Path(__file__).resolve().parent.parent / "suites" / "tenant_namespace" / "test_stateful.py"
 
 
 class Timed:

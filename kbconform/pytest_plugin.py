@@ -241,16 +241,26 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_RESULTS] = {}
     config.stash[_DECLINED] = {}
     config.pluginmanager.register(_Gatherer(config.stash[_RESULTS]), "kbconform-gatherer")
+    paths = _suite_paths(run.manifest.profile)
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        config.args[:] = _modules(config.stash[_SELECTION], paths) or paths
+    else:  # the caller's own tests, and the suites unless it named some of them
+        named = [Path(arg.split("::")[0]).resolve() for arg in config.args]
+        bases = [Path(path).parent if path.endswith(".py") else Path(path) for path in paths]
+        if not any(arg.is_relative_to(base) for arg in named for base in bases):
+            config.args.extend(paths)
+
+
+def _suite_paths(name: str) -> list[str]:
+    """Where a run of the isolation profile ``name`` collects its suite tests: the shared ones
+    (the test modules at the top of the shipped suites) and the profile's own, which are the
+    folder of the shipped suites named as the profile (``tenant_namespace/``) for a built-in
+    profile, or its ``suites`` package for a plug-in."""
     from kbconform.profiles import profile
 
-    suites = str(_suites_dir())
-    own = profile(run.manifest.profile).suites_dir()  # a plug-in profile's own suite tests
-    if config.args_source != pytest.Config.ArgsSource.ARGS:
-        config.args[:] = _modules(config.stash[_SELECTION]) or [suites]
-    elif not any(Path(arg.split("::")[0]).resolve().is_relative_to(suites) for arg in config.args):
-        config.args.append(suites)
-    if own is not None and str(own) not in config.args:
-        config.args.append(str(own))
+    shipped = _suites_dir()
+    own = profile(name).suites_dir() or shipped / name.replace("-", "_")
+    return [*(str(path) for path in sorted(shipped.glob("test_*.py"))), *([str(own)] if own.is_dir() else [])]
 
 
 def _catalogue_mode(config: pytest.Config, written: Path) -> None:
@@ -299,16 +309,22 @@ def _selection(config: pytest.Config) -> frozenset[str] | None:
         ) from None
 
 
-def _modules(chosen: frozenset[str] | None) -> list[str]:
-    """The suite modules holding the ``chosen`` tests (none for a full run): a partial run
-    collects only those, which spares it importing the others."""
+def _modules(chosen: frozenset[str] | None, paths: list[str]) -> list[str]:
+    """The suite modules under ``paths`` holding the ``chosen`` tests (none for a full run, or
+    when one is not found there): a partial run collects only those, which spares it importing
+    the others."""
     if chosen is None:
         return []
     from kbconform.report import catalogue
 
     suites = {entry["suite"] for entry in catalogue() if entry["id"] in chosen}
-    files = [_suites_dir() / f"test_{suite.replace('-', '_')}.py" for suite in sorted(suites)]
-    return [str(path) for path in files] if all(path.is_file() for path in files) else []
+    found = {
+        Path(module).stem: module
+        for path in paths
+        for module in ([path] if path.endswith(".py") else map(str, sorted(Path(path).glob("test_*.py"))))
+    }
+    files = [found.get(f"test_{suite.replace('-', '_')}") for suite in sorted(suites)]
+    return [file for file in files if file is not None] if all(files) else []
 
 
 def _call_timeout(config: pytest.Config) -> float:

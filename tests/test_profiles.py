@@ -61,6 +61,62 @@ def test_every_built_in_profile_loads_each_part_it_names(name: str) -> None:
     assert set(declared.facade_ids) <= {"search", "get", "list", "query", "count", "ask"}
 
 
+def _declared(module: Path) -> tuple[str, ...]:
+    """A suite module's ``PROFILES``, read from its source."""
+    for node in ast.parse(module.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["PROFILES"]:
+            return tuple(ast.literal_eval(node.value))
+    return ()
+
+
+def suite_layout_problems(suites: Path, names: tuple[str, ...]) -> list[str]:
+    """Where the shipped suites' folders and their modules' ``PROFILES`` disagree: a folder that
+    is no built-in profile's, a module declaring other profiles than its folder's, a shared
+    module (at the top) not written for every profile, a profile without its folder."""
+    problems = []
+    folders = {path.name for path in suites.iterdir() if path.is_dir() and path.name != "__pycache__"}
+    for folder in sorted(folders - {name.replace("-", "_") for name in names}):
+        problems.append(f"{folder}/ is no built-in profile's folder")
+    for name in names:
+        folder = suites / name.replace("-", "_")
+        modules = sorted(folder.glob("test_*.py")) if folder.is_dir() else []
+        if not modules:
+            problems.append(f"{name} has no suite module in {folder.name}/")
+        problems += [
+            f"{folder.name}/{m.name} declares {_declared(m)}" for m in modules if _declared(m) != (name,)
+        ]
+    problems += [
+        f"{m.name} declares {_declared(m)}"
+        for m in sorted(suites.glob("test_*.py"))
+        if _declared(m) != ("*",)
+    ]
+    return problems
+
+
+def test_each_suite_module_is_in_the_folder_of_the_profile_it_declares(tmp_path: Path) -> None:
+    from kbconform._resources import data_dir
+
+    names = profiles.names()
+    assert suite_layout_problems(data_dir("suites"), names) == []
+    # control: a copy with a module moved to another profile's folder, a stray folder, a shared
+    # module of one profile and one profile's folder emptied
+    import shutil
+
+    copy = tmp_path / "suites"
+    shutil.copytree(data_dir("suites"), copy)
+    (copy / "tenant_namespace" / "test_spoof.py").rename(copy / "project_pool" / "test_spoof.py")
+    (copy / "memory_scope").mkdir()
+    (copy / "test_lone.py").write_text('PROFILES = ("kb-grant",)\n', encoding="utf-8")
+    for module in (copy / "kb_grant").glob("test_*.py"):
+        module.unlink()
+    assert suite_layout_problems(copy, names) == [
+        "memory_scope/ is no built-in profile's folder",
+        "project_pool/test_spoof.py declares ('tenant-namespace',)",
+        "kb-grant has no suite module in kb_grant/",
+        "test_lone.py declares ('kb-grant',)",
+    ]
+
+
 def test_a_wire_table_that_misses_an_operation_is_refused_by_the_dispatcher(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -40,7 +40,7 @@ def test_the_installed_wheel_runs_the_suites_through_pytest_and_kbconform_run(tm
     assert built.returncode == 0, built.stderr
     [wheel] = (tmp_path / "dist").glob("kbconform-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "kbconform/suites/test_cross_tenant_leak.py" in names
+    assert "kbconform/suites/tenant_namespace/test_cross_tenant_leak.py" in names
     assert "kbconform/schemas/adapter-manifest-v1.schema.json" in names
     assert "kbconform/suites/catalogue.json" in names
     assert "kbconform/py.typed" in names  # mypy checks an adapter against the installed protocol

@@ -87,8 +87,9 @@ class Profile:
     (:class:`~kbconform.harness.WireTable`). A profile from another package also names
     ``suites``, a package whose ``test_*.py`` modules hold its own suite tests (run beside the
     shipped shared suite, ``test_isolation.py``), and ``catalogue``, the list of its tests'
-    catalogue entries (each with its ``profile``), which joins the installed catalogue; the
-    built-in profiles' tests are in the shipped suites and ``catalogue.json``.
+    catalogue entries (each with its ``profile``), which joins the installed catalogue; a
+    built-in profile's tests are the shipped suites' folder named as the profile
+    (``suites/tenant_namespace/``), listed in ``catalogue.json``.
     """
 
     name: str

@@ -208,18 +208,26 @@ def test_the_header_names_adapter_backend_suite_version_and_seed(pytester: pytes
 
 
 def test_a_level_runs_only_the_tests_up_to_it(pytester: pytest.Pytester) -> None:
-    """--kbconform-level=L1 runs the L0 and L1 suites and deselects the rest, saying why (and
-    the other profiles' tests, for another reason)."""
+    """--kbconform-level=L1 runs the L0 and L1 suites and deselects the rest, saying why. The
+    other profiles' folders are not collected at all; named on the command line (the whole
+    suites directory), their tests are deselected for that reason."""
+    from kbconform._resources import data_dir
+
     result, report = _run(pytester, "make", "--kbconform-level=L1")
     assert {entry["level"] for entry in report["tests"]} == {"L0", "L1"}
     assert {entry["suite"] for entry in report["tests"]} == {"contract", "spoof", "shadow-ids", "isolation"}
+    result.stdout.fnmatch_lines(["kbconform deselected * suite tests: * above level L1"])
+    assert "another isolation profile" not in result.stdout.str()
+    assert "test_project_pool.py" not in result.stdout.str()
+    assert result.ret == 0
+    result, named = _run(pytester, "make", "--kbconform-level=L1", "-o", "addopts=", str(data_dir("suites")))
+    assert sorted(t["id"] for t in named["tests"]) == sorted(t["id"] for t in report["tests"])
     result.stdout.fnmatch_lines(
         [
             "kbconform deselected * suite tests: * above level L1; "
             "* of another isolation profile than tenant-namespace"
         ]
     )
-    assert result.ret == 0
 
 
 def test_a_selection_naming_another_profiles_tests_records_only_this_runs(

@@ -1,0 +1,1 @@
+"""The tenant-namespace profile's own suite tests (the shared ones are in ../test_isolation.py)."""
