@@ -407,8 +407,9 @@ def test_random_programs_of_moves_and_writes_leave_every_search_as_the_model_say
     """P1-P7, P13, P15, P16: after a random program of sessions started, added to and removed from
     projects, episodes written and entities extracted, over ids that collide under common
     mistakes, every search of every session equals the model. Each program ends with a session
-    in a project and one in none writing, so scopes that are neither empty nor everything are
-    compared (the guard below is the control)."""
+    alone in a project no one has written in, and a session in a project and one in none
+    writing, so scopes that are empty beside stored episodes and scopes that are neither empty
+    nor everything are compared (the guard below is the control)."""
     informative = [0]
 
     @kbconform_run.given(names=_names(), program=st.lists(STEPS, min_size=1, max_size=25))
@@ -437,6 +438,12 @@ def test_random_programs_of_moves_and_writes_leave_every_search_as_the_model_say
                     placed = None if step.project >= len(projects) else projects[step.project]
                     d.call("start_session", waiting[0], placed)
                     started.append(waiting.pop(0))
+            # Then a session alone in a project no one has written in: its searches find
+            # nothing, whatever the program wrote elsewhere (P3; an unguarded filter over the
+            # project's writers reads every episode here, which a draw may never reach).
+            fresh = next(f"fresh-{n}" for n in range(len(projects) + 1) if f"fresh-{n}" not in projects)
+            d.call("create_project", fresh)
+            d.call("start_session", d.session_id(), fresh)
             # The program ends with one session in a project and one in none, each writing: the
             # last comparison always has a scope that is neither empty nor everything.
             d.call("assign_session", started[0], projects[0])
