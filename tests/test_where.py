@@ -42,9 +42,10 @@ SCALARS = st.one_of(STRINGS, NUMBERS, st.booleans())
 OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 
 
-def _leaf(keys: tuple[str, ...]) -> st.SearchStrategy[dict[str, Any]]:
-    key = st.sampled_from(keys)
-    condition = st.one_of(
+#: One clause of one or two entries over KEYS: a scalar, one operator, or $in/$nin.
+LEAF = st.dictionaries(
+    st.sampled_from(KEYS),
+    st.one_of(
         SCALARS,
         st.builds(lambda op, v: {op: v}, st.sampled_from(OPERATORS), SCALARS),
         st.builds(
@@ -52,23 +53,23 @@ def _leaf(keys: tuple[str, ...]) -> st.SearchStrategy[dict[str, Any]]:
             st.sampled_from(["$in", "$nin"]),
             st.lists(SCALARS, min_size=1, max_size=3),
         ),
-    )
-    return st.dictionaries(key, condition, min_size=1, max_size=2)
-
-
-def clauses(keys: tuple[str, ...] = KEYS) -> st.SearchStrategy[dict[str, Any]]:
-    return st.recursive(
-        _leaf(keys),
-        lambda inner: st.one_of(
-            st.builds(
-                lambda op, parts: {op: parts},
-                st.sampled_from(["$and", "$or"]),
-                st.lists(inner, min_size=1, max_size=3),
-            ),
-            st.builds(lambda a, b: {**a, **b}, inner, _leaf(keys)),
+    ),
+    min_size=1,
+    max_size=2,
+)
+#: Clauses nesting $and and $or over leaves, and entries beside them.
+CLAUSES = st.recursive(
+    LEAF,
+    lambda inner: st.one_of(
+        st.builds(
+            lambda op, parts: {op: parts},
+            st.sampled_from(["$and", "$or"]),
+            st.lists(inner, min_size=1, max_size=3),
         ),
-        max_leaves=6,
-    )
+        st.builds(lambda a, b: {**a, **b}, inner, LEAF),
+    ),
+    max_leaves=6,
+)
 
 
 def rows(values: Mapping[str, st.SearchStrategy[Any]]) -> st.SearchStrategy[list[dict[str, Any]]]:
@@ -145,7 +146,7 @@ def test_every_form_refuses_a_clause_outside_the_grammar_and_a_non_finite_number
         where_literal({"a": 1}, columns={"a": "text"})  # type: ignore[dict-item]
 
 
-@given(clause=clauses())
+@given(clause=CLAUSES)
 @EXAMPLES
 def test_no_value_or_key_of_a_clause_is_text_of_the_rendered_statement(clause: dict[str, Any]) -> None:
     """Values and keys are parameters: the statement's text is the same for every value."""
@@ -179,7 +180,7 @@ def test_placeholder_styles_number_every_parameter() -> None:
 # -- the independent evaluator --------------------------------------------------------------------
 
 
-@given(table=rows(ANY_KIND), clause=clauses())
+@given(table=rows(ANY_KIND), clause=CLAUSES)
 @EXAMPLES
 def test_the_independent_backends_evaluator_means_the_same(
     table: list[dict[str, Any]], clause: dict[str, Any]
@@ -213,7 +214,7 @@ def _duck_select(duck: Any, table: list[dict[str, Any]], clause: dict[str, Any])
     return {n for (n,) in duck.execute(f"SELECT n FROM chunks WHERE {predicate}", params).fetchall()}
 
 
-@given(table=rows(ANY_KIND), clause=clauses())
+@given(table=rows(ANY_KIND), clause=CLAUSES)
 @EXAMPLES
 def test_duckdb_selects_what_the_clause_means(
     duck: Any, table: list[dict[str, Any]], clause: dict[str, Any]
@@ -279,7 +280,7 @@ def _lance_table(db: Any, name: str, table: list[dict[str, Any]]) -> Any:
     return db.create_table(name, data=data, schema=schema, mode="overwrite")
 
 
-@given(table=rows({key: TYPED[kind] for key, kind in COLUMNS.items()}), clause=clauses())
+@given(table=rows({key: TYPED[kind] for key, kind in COLUMNS.items()}), clause=CLAUSES)
 @EXAMPLES
 def test_lancedb_selects_what_the_clause_means(
     lance: Any, table: list[dict[str, Any]], clause: dict[str, Any]
@@ -336,7 +337,7 @@ def _pg_select(pg: Any, table: list[dict[str, Any]], clause: dict[str, Any]) -> 
     return {n for (n,) in pg.execute(f"SELECT n FROM chunks WHERE {predicate}", params).fetchall()}
 
 
-@given(table=rows(ANY_KIND), clause=clauses())
+@given(table=rows(ANY_KIND), clause=CLAUSES)
 @EXAMPLES
 def test_postgres_selects_what_the_clause_means(
     pg: Any, table: list[dict[str, Any]], clause: dict[str, Any]

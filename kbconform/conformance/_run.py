@@ -27,7 +27,8 @@ PROFILES: dict[str, hypothesis.settings] = {
 #: How long Hypothesis may shrink one test's failure, in seconds, unless a run says otherwise.
 DEFAULT_SHRINK_BUDGET = 60.0
 #: What Hypothesis reports when it stops shrinking at its time limit (its engine's
-#: ``MAX_SHRINKING_SECONDS``, the budget); tests/plugin/test_shrink_budget.py holds the words.
+#: ``MAX_SHRINKING_SECONDS``, the budget); tests/plugin/test_plugin.py holds the words (a real
+#: run whose shrinking stops at a budget of 0.01 s).
 _SHRINK_STOPPED = "stopped because it is making very slow progress"
 
 #: The page sizes a backend that declares none is tried at (schemas/pages.md).
