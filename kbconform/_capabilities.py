@@ -40,6 +40,11 @@ Capability = Literal[
     "spoof-reject",
     "multi-store",
     "multi-model",
+    "get",
+    "update",
+    "delete",
+    "delete-all",
+    "filter",
 ]
 CAPABILITIES: tuple[Capability, ...] = get_args(Capability)
 

@@ -8,7 +8,7 @@ its isolation (world, reads and model for the shared suite) and its suite module
 reaches per-profile behaviour only through :func:`profile`; nothing else compares a profile's
 name.
 
-The three built-in profiles are :func:`built_in`. Any installed package may add one through the
+The four built-in profiles are :func:`built_in`. Any installed package may add one through the
 entry-point group ``kbconform.profiles`` (an entry names a :class:`Profile`), so a new isolation
 model is a plug-in that edits no module of the kit.
 
@@ -128,10 +128,11 @@ class Profile:
 def built_in() -> Mapping[str, Profile]:
     """The profiles the kit ships, by name, the default first."""
     from kbconform.profiles.kb_grant import PROFILE as KB_GRANT
+    from kbconform.profiles.memory_scope import PROFILE as MEMORY_SCOPE
     from kbconform.profiles.project_pool import PROFILE as PROJECT_POOL
     from kbconform.profiles.tenant_namespace import PROFILE as TENANT_NAMESPACE
 
-    return {p.name: p for p in (TENANT_NAMESPACE, PROJECT_POOL, KB_GRANT)}
+    return {p.name: p for p in (TENANT_NAMESPACE, PROJECT_POOL, KB_GRANT, MEMORY_SCOPE)}
 
 
 @cache

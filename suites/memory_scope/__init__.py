@@ -1,0 +1,1 @@
+"""The memory-scope profile's own suite (schemas/memory-scope.md)."""

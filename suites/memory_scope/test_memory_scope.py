@@ -1,0 +1,541 @@
+"""The memory-scope profile's own suite (schemas/memory-scope.md): scopes, by-id calls, filters.
+
+Each test drives a fresh backend and the policy model together (:class:`ScopeDriver`): every
+call's outcome is compared with :class:`~kbconform.profiles.memory_scope.model.ScopePolicy` and
+committed to it, every read's memories are compared with the model's (exactly, or ``limit`` of
+them), and every error is checked for stored text. The manifest's design (its scope keys, how
+a scope is named, whether by-id calls take the scope) is the model's: a backend is judged
+against what it declares. Each test's docstring names the rules it checks; the
+profile-independent tests (iso-01 to iso-03) are in ``test_isolation.py``.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import pytest
+from hypothesis import strategies as st
+from hypothesis.stateful import initialize, rule
+
+from kbconform.adapter import BackendOptions
+from kbconform.conformance import DriverMachine, Fault, Run, every_fault
+from kbconform.conformance.strategies import names_of
+from kbconform.errors import BackendUnavailable, ContractViolation
+from kbconform.profiles.memory_scope.protocol import MAX_LIMIT, MEMORY_INVALID
+from kbconform.profiles.memory_scope.world import ScopeDriver, no_scopes
+
+#: The isolation profile these tests are written for (schemas/memory-scope.md).
+PROFILES = ("memory-scope",)
+
+RULE = "memory-scope.md#the-rules"
+GUIDE = "the-memory-scope-profile"
+
+#: Pairs of scope values that collide under a common mistake: case, a prefix, the NFC and NFD
+#: forms of one name, separators a key format folds, a value holding a separator a composite key
+#: joins with, surrounding space, numbers with a leading zero.
+VALUE_FAMILIES = (
+    ("alice", "Alice"),
+    ("u1", "u10"),
+    ("caf\u00e9", "cafe\u0301"),
+    ("a/b", "a_b"),
+    ("alice:planner", "alice"),
+    ("alice", "alice "),
+    ("1", "01"),
+    ("a.b", "a-b"),
+    ("alice|planner", "alice,planner"),
+)
+VALUES = names_of(VALUE_FAMILIES)
+
+
+def _driver(run: Run, backend: Any, name: str) -> ScopeDriver:
+    return ScopeDriver.of(backend, run.manifest, run.rng(name))
+
+
+def _two(d: ScopeDriver) -> bool:
+    """Whether the manifest declares a second scope key."""
+    return len(d.policy.keys) > 1
+
+
+def _offers(run: Run, feature: str) -> bool:
+    return run.manifest.supports(feature)  # type: ignore[arg-type]  # a memory-scope capability
+
+
+@pytest.mark.kbconform(id="mem-01", rule=RULE, guide=GUIDE, level="L1")
+def test_a_memory_is_read_under_its_scope_and_every_scope_it_matches(
+    kbconform_run: Run, kbconform_backend: Any
+) -> None:
+    """M2, M3: memories written under alice, under alice with an agent, and under bob are read
+    by exactly the scopes they match: alice's reads find alice's and alice's agent's; the agent
+    scope finds its own only; bob finds bob's; a scope no one wrote under finds nothing (and
+    under ``scopeMatch: keys`` the agent alone finds every user's memories with that agent)."""
+    d = _driver(kbconform_run, kbconform_backend, "mem-01")
+    alice, bob, carol = d.scope("alice"), d.scope("bob"), d.scope("carol")
+    mine = {d.add(alice), d.add(alice)}
+    theirs = {d.add(bob)}
+    for facade in d.facades:
+        assert d.read(facade, alice) == mine
+        assert d.read(facade, bob) == theirs
+        assert d.read(facade, carol) == set()
+    if _two(d):
+        planner = d.scope("alice", "planner")
+        planned = {d.add(planner)}
+        bob_planner = {d.add(d.scope("bob", "planner"))}
+        for facade in d.facades:
+            assert d.read(facade, alice) == mine | planned
+            assert d.read(facade, planner) == planned
+            if not d.policy.prefix:
+                assert d.read(facade, {d.policy.keys[1]: "planner"}) == planned | bob_planner
+    assert d.check()
+
+
+@pytest.mark.kbconform(id="mem-02", rule=RULE, guide=GUIDE, level="L1")
+def test_a_call_with_no_scope_is_refused_and_changes_nothing(
+    kbconform_run: Run, kbconform_backend: Any
+) -> None:
+    """M1: None, an empty scope, a key with an empty, missing or non-string value, an undeclared
+    key, a bare value, and (under prefix) a key set that is no leading run are no identity: a
+    write, every read, a delete of every memory and, when by-id calls take the scope, every
+    by-id call are refused with Unauthenticated and change nothing, never read as "all". The
+    same calls with a valid scope land (control)."""
+    d = _driver(kbconform_run, kbconform_backend, "mem-02")
+    alice, bob = d.scope("alice"), d.scope("bob")
+    kept = d.add(alice)
+    d.add(bob)
+    for caller in no_scopes(d.policy).values():
+        d.refuse("add", caller, d.text(), {"topic": "billing"})
+        for facade in d.facades:
+            d.refuse_read(facade, caller)
+        if _offers(kbconform_run, "delete-all"):
+            d.refuse("delete_all", caller)
+        if _offers(kbconform_run, "get"):
+            d.attempt("get", caller, kept)  # refused when by-id calls take the scope
+        if _offers(kbconform_run, "update"):
+            d.attempt("update", caller, kept, d.text("changed"))
+    assert d.check()
+    d.add(alice)  # control: the same calls with a valid scope land
+    for facade in d.facades:
+        assert d.read(facade, alice)
+    if _offers(kbconform_run, "delete-all"):
+        d.call("delete_all", bob)
+    d.add(bob)
+    assert d.check()
+
+
+@pytest.mark.kbconform(id="mem-03", rule=RULE, guide=GUIDE, level="L2")
+def test_scope_values_compare_exactly(kbconform_run: Run, kbconform_backend: Any) -> None:
+    """M4: values that collide under a common mistake (case, a prefix, NFC and NFD, separators
+    folded, a value holding the separator a composite key joins with, a trailing space, a
+    leading zero) are each their own scope; with two keys, ``{alice:planner}`` alone and
+    ``{alice, planner}`` are different scopes, and so are ``(a, b:c)`` and ``(a:b, c)``. Every
+    read of every scope is exactly its own memories (values the manifest reserves a character
+    of are left out)."""
+    d = _driver(kbconform_run, kbconform_backend, "mem-03")
+    for value in VALUES:
+        scope = d.scope(value)
+        if d.policy.valid(scope):
+            d.add(scope, f"said under {value!r}")
+    if _two(d):
+        for first, second in (("alice", "planner"), ("a", "b:c"), ("a:b", "c"), ("a", "b/c"), ("a/b", "c")):
+            scope = d.scope(first, second)
+            if d.policy.valid(scope):
+                d.add(scope, f"said under {first!r} and {second!r}")
+    assert d.check()
+
+
+@pytest.mark.kbconform(id="mem-04", rule=RULE, guide=GUIDE, level="L2", requires="get")
+def test_a_memory_is_got_by_id_only_within_its_scope(kbconform_run: Run, kbconform_backend: Any) -> None:
+    """M5: a memory is got by its id under its own scope and any wider one; under another
+    scope (another user, a case twin, a narrower scope it was not written under) it is not
+    found exactly as an id no memory has is not found, when by-id calls take the scope; when
+    the manifest declares they do not, it is got whatever the scope (the declared design). An
+    unknown id is not found either way."""
+    d = _driver(kbconform_run, kbconform_backend, "mem-04")
+    alice, bob, twin = d.scope("alice"), d.scope("bob"), d.scope("Alice")
+    mine, theirs = d.add(alice), d.add(bob)
+    d.call("get", alice, mine)  # control: found in its own scope
+    d.call("get", bob, theirs)
+    for scope in (bob, twin):
+        d.attempt("get", scope, mine)
+    d.attempt("get", alice, theirs)
+    for unknown in ("no-such-memory", mine.upper() if mine.upper() != mine else f"{mine}0", mine[:-1]):
+        d.refuse("get", alice, unknown)
+    if _two(d):
+        planned = d.add(d.scope("alice", "planner"))
+        d.call("get", alice, planned)  # a wider scope reaches it
+        d.attempt("get", d.scope("alice", "writer"), planned)
+        d.attempt("get", d.scope("alice", "planner"), mine)  # written without an agent
+    assert d.check()
+
+
+@pytest.mark.kbconform(id="mem-05", rule=RULE, guide=GUIDE, level="L2", requires=("update", "delete"))
+def test_another_scopes_memory_is_neither_changed_nor_deleted_by_id(
+    kbconform_run: Run, kbconform_backend: Any
+) -> None:
+    """M5, M6: bob updating or deleting alice's memory by its id is not found and changes
+    nothing, when by-id calls take the scope (else it lands: the declared design); an update
+    changes a memory's text and never its scope; a memory deleted is gone from every read. The
+    owner's update and delete land (control)."""
+    d = _driver(kbconform_run, kbconform_backend, "mem-05")
+    alice, bob = d.scope("alice"), d.scope("bob")
+    mine, other, theirs = d.add(alice), d.add(alice), d.add(bob)
+    d.attempt("update", bob, mine, d.text("rewritten by bob"))
+    d.attempt("delete", bob, other)
+    assert d.check()
+    d.call("update", bob, theirs, d.text("bob's own, rewritten"))  # control
+    assert d.check()
+    d.call("delete", bob, theirs)
+    d.refuse("delete", bob, theirs)  # gone: a second delete finds nothing
+    d.refuse("update", alice, "no-such-memory", d.text())
+    d.add(bob)
+    assert d.check()
+
+
+@pytest.mark.kbconform(id="mem-06", rule=RULE, guide=GUIDE, level="L2", requires="filter")
+def test_a_filter_narrows_a_search_and_never_widens_it(kbconform_run: Run, kbconform_backend: Any) -> None:
+    """M6: filters over metadata (equality, ``$ne``, ``$in``, ``$or``, a number range) return
+    exactly the scope's memories they select; a filter naming a scope key with another scope's
+    value, or a metadata value only another scope's memories hold, finds nothing."""
+    d = _driver(kbconform_run, kbconform_backend, "mem-06")
+    alice, bob = d.scope("alice"), d.scope("bob")
+    for n, topic in enumerate(("billing", "travel", "billing")):
+        d.add(alice, f"alice on {topic}", {"topic": topic, "n": n})
+    d.add(bob, "bob on billing", {"topic": "billing", "n": 9, "owner": "bob"})
+    d.add(bob, "bob on payroll", {"topic": "payroll", "n": 10})
+    first = d.policy.keys[0]
+    clauses: list[dict[str, Any]] = [
+        {"topic": "billing"},
+        {"topic": {"$ne": "billing"}},
+        {"topic": {"$in": ["travel", "payroll"]}},
+        {"$or": [{"topic": "travel"}, {"n": {"$gte": 2}}]},
+        {"n": {"$gte": 0}},
+        {"owner": "bob"},
+        {"topic": "payroll"},
+        {first: "bob"},
+        {"$or": [{first: "bob"}, {"topic": "payroll"}]},
+    ]
+    for where in clauses:
+        found = d.read("search", alice, where=where)
+        assert not found & set(d.policy.matching(bob)), f"{where!r} widened alice's search to bob's"
+    assert d.read("search", alice, where={"topic": "billing"}), "control: a filter selects"
+    assert d.check()
+
+
+@pytest.mark.kbconform(id="mem-07", rule=RULE, guide=GUIDE, level="L2")
+def test_metadata_named_like_scope_keys_changes_nothing(kbconform_run: Run, kbconform_backend: Any) -> None:
+    """M7: mallory writes memories whose metadata names alice (and alice's agent) under every
+    scope key, as a client's data may: they stay mallory's. alice's reads, the agent's, and
+    (when by-id calls take the scope) alice's by-id calls do not reach them; mallory's do
+    (control)."""
+    d = _driver(kbconform_run, kbconform_backend, "mem-07")
+    mallory, alice = d.scope("mallory"), d.scope("alice")
+    d.add(alice)
+    claims = {key: value for key, value in zip(d.policy.keys, ("alice", "planner", "r1", "x"), strict=False)}
+    forged = [
+        d.add(mallory, "claims to be alice's", {"topic": "billing", **claims}),
+        d.add(mallory, "claims only the second key", {**dict(list(claims.items())[1:]), "topic": "x"}),
+    ]
+    for facade in d.facades:
+        assert not set(forged) & d.read(facade, alice)
+        assert set(forged) <= d.read(facade, mallory)
+    if _two(d):
+        d.add(d.scope("alice", "planner"))
+        for facade in d.facades:
+            assert not set(forged) & d.read(facade, d.scope("alice", "planner"))
+            if not d.policy.prefix:
+                assert not set(forged) & d.read(facade, {d.policy.keys[1]: "planner"})
+    if _offers(kbconform_run, "get"):
+        for memory in forged:
+            d.attempt("get", alice, memory)
+    assert d.check()
+
+
+@pytest.mark.kbconform(id="mem-08", rule=RULE, guide=GUIDE, level="L3", requires="delete-all")
+def test_deleting_a_scopes_memories_deletes_exactly_those(kbconform_run: Run, kbconform_backend: Any) -> None:
+    """M8: deleting every memory of alice's agent scope deletes those only; of alice, every one
+    alice's scope matches and nothing of Alice, alice2 or bob; a delete with no scope deletes
+    nothing (M1). Every read equals the model after each."""
+    d = _driver(kbconform_run, kbconform_backend, "mem-08")
+    for values in (("alice",), ("alice", "planner"), ("alice", "writer"), ("Alice",), ("alice2",), ("bob",)):
+        scope = d.scope(*values)
+        d.add(scope)
+        d.add(scope)
+    for caller in (None, {}, {d.policy.keys[0]: ""}):
+        d.refuse("delete_all", caller)
+    assert d.check()
+    if _two(d):
+        d.call("delete_all", d.scope("alice", "planner"))
+        assert d.check()
+        assert d.read("search", d.scope("alice", "writer")), "control: alice's other agent kept its memories"
+    d.call("delete_all", d.scope("alice"))
+    assert d.read("search", d.scope("alice")) == set()
+    assert d.check()
+
+
+@pytest.mark.kbconform(id="mem-09", rule=RULE, guide=GUIDE, level="L0")
+def test_malformed_calls_are_refused_as_memory_invalid_and_change_nothing(
+    kbconform_run: Run, kbconform_backend: Any
+) -> None:
+    """The call contract (schemas/memory-scope.md, facades): empty or non-string text, metadata
+    that is not an object, search limits outside 1 to 1000 (0, 1001, -1), an update to empty
+    text and a where clause outside the grammar raise KB_MEMORY_INVALID; nothing changes. Valid
+    calls land (control)."""
+    d = _driver(kbconform_run, kbconform_backend, "mem-09")
+    alice = d.scope("alice")
+    kept = d.add(alice)
+    d.add(d.scope("bob"))
+    d.refuse("add", alice, "", {"topic": "billing"})
+    d.refuse("add", alice, 7, {"topic": "billing"})
+    d.refuse("add", alice, d.text(), "not an object")
+    d.refuse("add", alice, d.text(), ["topic", "billing"])
+    for limit in (0, MAX_LIMIT + 1, -1):
+        with pytest.raises(ContractViolation) as raised:
+            kbconform_backend.search(alice, "billing", limit, None)
+        assert raised.value.code == MEMORY_INVALID, f"search with limit {limit!r}: {raised.value}"
+    d.read("search", alice, limit=1)  # control: a valid limit is answered
+    if _offers(kbconform_run, "update"):
+        d.refuse("update", alice, kept, "")
+    if _offers(kbconform_run, "filter"):
+        for where in ({}, {"$not": {"topic": "billing"}}, {"topic": {"$regex": ".*"}}, {"$or": []}):
+            with pytest.raises(ContractViolation) as raised:
+                kbconform_backend.search(alice, "billing", 5, where)
+            assert raised.value.code == MEMORY_INVALID, f"search with where {where!r}: {raised.value}"
+    assert d.check()
+    d.add(alice)  # control: valid calls land
+    assert d.check()
+
+
+@pytest.mark.kbconform(id="mem-10", rule=RULE, guide=GUIDE, level="L1")
+def test_a_small_scopes_searches_are_exact_and_limited_within_it(
+    kbconform_run: Run, kbconform_backend: Any
+) -> None:
+    """M3, M9: in a scope of three memories, beside two scopes of thirty whose texts are nearer
+    the query, a search with any limit returns that many memories of the scope (or all of it),
+    and a memory's own text finds it first."""
+    d = _driver(kbconform_run, kbconform_backend, "mem-10")
+    query = "what was said about the release plan and the deploy keys"
+    small = d.scope("small")
+    own = [d.add(small, what) for what in ("the mountain hut", "the river cabin", "the forest lodge")]
+    for crowd in (d.scope("big"), d.scope("small2")):
+        for _ in range(30):
+            d.add(crowd, query)
+    for limit in sorted({1, 2, 3, 4, MAX_LIMIT}):
+        d.read("search", small, text=query, limit=limit)
+    for memory in own:
+        found = d.attempt_read("search", small, text=d.policy.stored[memory], limit=1)
+        assert isinstance(found, list)
+        assert [hit.id for hit in found] == [memory]
+    assert d.check()
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of a program: ``op`` on the scope the indices pick (modulo)."""
+
+    op: str
+    first: int
+    second: int = -1
+    memory: int = 0
+
+
+STEPS = st.builds(
+    Step,
+    op=st.sampled_from(["add", "add", "update", "delete", "delete_all"]),
+    first=st.integers(0, 30),
+    second=st.integers(-1, 3),
+    memory=st.integers(0, 50),
+)
+#: Second key values (an agent, say): a pair that collides, and one more.
+SECONDS = ("planner", "Planner", "planner2")
+
+
+class Program:
+    """What a program step needs: the driver, the scopes it draws, the features offered."""
+
+    def __init__(self, d: ScopeDriver, values: list[str], run: Run) -> None:
+        self.d = d
+        self.values = [v for v in values if d.policy.valid(d.scope(v))]
+        self.offered = {f for f in ("update", "delete", "delete-all") if _offers(run, f)}
+
+    def scope(self, first: int, second: int) -> dict[str, str]:
+        value = self.values[first % len(self.values)]
+        return (
+            self.d.scope(value)
+            if second < 0 or len(self.d.policy.keys) < 2
+            else self.d.scope(value, SECONDS[second % len(SECONDS)])
+        )
+
+    def step(self, step: Step) -> None:
+        scope = self.scope(step.first, step.second)
+        memories = sorted(self.d.policy.memories)
+        target = memories[step.memory % len(memories)] if memories else "no-such-memory"
+        if step.op == "add" or not memories:
+            self.d.add(scope)
+        elif step.op == "update" and "update" in self.offered:
+            self.d.attempt("update", scope, target, self.d.text("updated"))
+        elif step.op == "delete" and "delete" in self.offered:
+            self.d.attempt("delete", scope, target)
+        elif step.op == "delete_all" and "delete-all" in self.offered:
+            self.d.call("delete_all", scope)
+
+
+@pytest.mark.kbconform(id="mem-11", rule=RULE, guide=GUIDE, level="L3")
+def test_random_programs_of_writes_and_deletes_leave_every_read_as_the_model_says(
+    kbconform_run: Run, kbconform_open: Any
+) -> None:
+    """M1-M8: after a random program of memories added, updated and deleted by id (by their
+    scope or another) and scopes deleted, over values that collide under common mistakes,
+    every read of every scope equals the model. Each program ends with two scopes writing, so a
+    read that is neither empty nor everything is compared (the guard below is the control)."""
+    informative = [0]
+
+    @kbconform_run.given(
+        values=st.lists(st.sampled_from(VALUES), min_size=2, max_size=5, unique=True),
+        program=st.lists(STEPS, min_size=1, max_size=20),
+    )
+    def check(values: list[str], program: list[Step]) -> None:
+        backend = kbconform_open()
+        try:
+            p = Program(_driver(kbconform_run, backend, "mem-11"), values, kbconform_run)
+            for step in program:
+                p.step(step)
+            p.d.add(p.scope(0, -1))
+            p.d.add(p.scope(1, 0))
+            informative[0] += p.d.check()
+        finally:
+            kbconform_run.close(backend)
+
+    check()
+    assert informative[0] > 0, "no example compared a read that is neither empty nor everything"
+
+
+#: Callers of the state machine: a known scope (an index), or no identity (a negative index).
+CALLERS = st.integers(0, 30) | st.integers(1, 6).map(lambda n: -n)
+FAULTS = st.none() | st.integers(0, 2)
+
+
+class ScopeMachine(DriverMachine[ScopeDriver]):
+    """Adds, by-id calls, scope deletes and reads of many scopes interleaved, with store faults;
+    every read of every scope compared with the model after every step."""
+
+    @initialize(
+        values=st.lists(st.sampled_from(VALUES), min_size=2, max_size=5, unique=True),
+        seed=st.integers(0, 2**32 - 1),
+    )
+    def open_backend(self, values: list[str], seed: int) -> None:
+        """A backend with a memory under each drawn scope."""
+        self.driver = d = ScopeDriver.of(self.fresh_backend(), self.run.manifest, random.Random(seed))
+        self.program = Program(d, values, self.run)
+        self.no_scopes = list(no_scopes(d.policy).values())
+        for first in range(len(self.program.values)):
+            d.add(self.program.scope(first, -1))
+
+    def _caller(self, pick: int, second: int = -1) -> object:
+        return self.program.scope(pick, second) if pick >= 0 else self.no_scopes[-pick % len(self.no_scopes)]
+
+    def _target(self, pick: int) -> str:
+        memories = sorted(self.d.policy.memories)
+        return memories[pick % len(memories)] if memories else "no-such-memory"
+
+    @rule(caller=CALLERS, second=st.integers(-1, 3), fault=FAULTS)
+    def add(self, caller: int, second: int, fault: int | None) -> None:
+        """A memory under a scope, or refused for no identity; with the store failing."""
+        scope = self._caller(caller, second)
+        with self._armed(fault) as armed:
+            outcome = self.d.attempt("add", scope, self.d.text(), {"topic": "billing"}, may_fail=armed)
+        if armed and fault == 0 and self.d.policy.valid(scope):
+            assert isinstance(outcome, BackendUnavailable), f"an add whose store failed returned {outcome!r}"
+
+    @rule(
+        caller=CALLERS,
+        second=st.integers(-1, 3),
+        pick=st.integers(0, 50),
+        op=st.sampled_from(["get", "update", "delete"]),
+        fault=FAULTS,
+    )
+    def by_id(self, caller: int, second: int, pick: int, op: str, fault: int | None) -> None:
+        """A by-id call of any scope (or none) on any memory, when the manifest offers it."""
+        if not self.run.manifest.supports(op):  # type: ignore[arg-type]
+            return
+        scope, target = self._caller(caller, second), self._target(pick)
+        args: tuple[Any, ...] = (scope, target, self.d.text("updated")) if op == "update" else (scope, target)
+        with self._armed(fault) as armed:
+            self.d.attempt(op, *args, may_fail=armed)
+
+    @rule(caller=CALLERS, second=st.integers(-1, 3), fault=FAULTS)
+    def delete_all(self, caller: int, second: int, fault: int | None) -> None:
+        """Every memory of a scope deleted (or refused for no identity), when offered."""
+        if self.run.manifest.supports("delete-all"):  # type: ignore[arg-type]
+            with self._armed(fault) as armed:
+                self.d.attempt("delete_all", self._caller(caller, second), may_fail=armed)
+
+    @rule(caller=CALLERS, second=st.integers(-1, 3), limit=st.integers(1, 4), fault=FAULTS)
+    def search(self, caller: int, second: int, limit: int, fault: int | None) -> None:
+        """A search with a small limit: that many memories of the scope; no identity:
+        Unauthenticated; with the store failing, BackendUnavailable, never a result."""
+        scope = self._caller(caller, second)
+        with self._armed(fault) as armed:
+            outcome = self.d.attempt_read("search", scope, limit=limit, may_fail=armed)
+        if armed and fault == 0 and self.d.policy.valid(scope):
+            assert isinstance(outcome, BackendUnavailable), (
+                f"a search whose store failed returned {outcome!r}"
+            )
+
+
+@pytest.mark.kbconform(id="mem-12", rule=RULE, guide=GUIDE, level="L4")
+def test_interleaved_writes_deletes_and_reads_match_the_model(kbconform_run: Run) -> None:
+    """M1-M9: every step of every program (memories added under scopes and by no identity,
+    by-id calls of any scope on any memory, scopes deleted, searches with small limits, store
+    faults from any store call of a call) and, after each, every read of every scope equals the
+    policy model; the model compared reads that are neither empty nor everything (control)."""
+    machine = ScopeMachine.bound(kbconform_run, "MemoryScope")
+    kbconform_run.run_machine(machine)
+    assert machine.compared[0] > 0, "no step compared a read that is neither empty nor everything"
+
+
+def _atomic_world(d: ScopeDriver) -> dict[str, Any]:
+    """alice with two memories, bob with one."""
+    alice, bob = d.scope("alice"), d.scope("bob")
+    return {"alice": alice, "bob": bob, "first": d.add(alice), "second": d.add(alice), "theirs": d.add(bob)}
+
+
+#: Each write mem-13 faults, as a call on :func:`_atomic_world`, with the feature it needs.
+CHANGES: dict[str, tuple[str | None, Any]] = {
+    "add": (None, lambda d, w: ("add", w["alice"], d.text(), {"topic": "billing"})),
+    "update": ("update", lambda d, w: ("update", w["alice"], w["first"], d.text("updated"))),
+    "delete": ("delete", lambda d, w: ("delete", w["alice"], w["first"])),
+    "delete_all": ("delete-all", lambda d, w: ("delete_all", w["alice"])),
+}
+
+
+def _opened(
+    run: Run, open_backend: Any, label: str, fault: Fault
+) -> tuple[ScopeDriver, str, tuple[Any, ...]]:
+    d = ScopeDriver.of(
+        open_backend(BackendOptions(store_fails=fault.switch)), run.manifest, run.rng(f"mem-13 {label}")
+    )
+    operation, *args = CHANGES[label][1](d, _atomic_world(d))
+    return d, operation, tuple(args)
+
+
+@pytest.mark.kbconform(id="mem-13", rule=RULE, guide=GUIDE, level="L3", requires="fault-injection")
+def test_a_write_whose_store_fails_changes_nothing(kbconform_run: Run, kbconform_open: Any) -> None:
+    """M10: each write (an add, and, where offered, an update, a delete by id and a scope's
+    delete) made once unfaulted, counting its store calls, then on a fresh backend for each of
+    those calls with the store failing there, from that call on or at it only: the call raises
+    BackendUnavailable and changes nothing, or lands whole; afterwards every read of every scope
+    equals the model, and the same call with the store back lands. Control: some faulted call
+    failed."""
+    failed = 0
+    for label, (feature, _) in CHANGES.items():
+        if feature is None or _offers(kbconform_run, feature):
+            failed += every_fault(
+                label,
+                partial(_opened, kbconform_run, kbconform_open, label),
+                kbconform_run.close,
+                attempts=12,
+                must_call=True,
+            )
+    assert failed, "control: no faulted call failed"
