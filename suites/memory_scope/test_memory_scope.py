@@ -185,6 +185,10 @@ def test_another_scopes_memory_is_neither_changed_nor_deleted_by_id(
     d.attempt("delete", bob, other)
     assert d.check()
     d.call("update", bob, theirs, d.text("bob's own, rewritten"))  # control
+    if _two(d):  # an update through a wider scope keeps the memory in its own
+        planned = d.add(d.scope("alice", "planner"))
+        d.call("update", alice, planned, d.text("rewritten by alice"))
+        assert planned in d.read("search", d.scope("alice", "planner"))
     assert d.check()
     d.call("delete", bob, theirs)
     d.refuse("delete", bob, theirs)  # gone: a second delete finds nothing
@@ -387,8 +391,10 @@ def test_random_programs_of_writes_and_deletes_leave_every_read_as_the_model_say
 ) -> None:
     """M1-M8: after a random program of memories added, updated and deleted by id (by their
     scope or another) and scopes deleted, over values that collide under common mistakes,
-    every read of every scope equals the model. Each program ends with two scopes writing, so a
-    read that is neither empty nor everything is compared (the guard below is the control)."""
+    every read of every scope equals the model. Each program ends with two scopes writing and
+    the second updating and deleting the first's memory by its id, so a by-id call across
+    scopes is always judged and a read that is neither empty nor everything is compared (the
+    guard below is the control)."""
     informative = [0]
 
     @kbconform_run.given(
@@ -401,8 +407,15 @@ def test_random_programs_of_writes_and_deletes_leave_every_read_as_the_model_say
             p = Program(_driver(kbconform_run, backend, "mem-11"), values, kbconform_run)
             for step in program:
                 p.step(step)
-            p.d.add(p.scope(0, -1))
+            # Then two scopes write, and the second updates and deletes the first's memory by
+            # its id (where offered): the last comparison always has a read that is neither
+            # empty nor everything, and a by-id call across scopes (M5) is always made.
+            first = p.d.add(p.scope(0, -1))
             p.d.add(p.scope(1, 0))
+            if "update" in p.offered:
+                p.d.attempt("update", p.scope(1, -1), first, p.d.text("updated across scopes"))
+            if "delete" in p.offered:
+                p.d.attempt("delete", p.scope(1, -1), first)
             informative[0] += p.d.check()
         finally:
             kbconform_run.close(backend)
@@ -431,6 +444,11 @@ class ScopeMachine(DriverMachine[ScopeDriver]):
         self.no_scopes = list(no_scopes(d.policy).values())
         for first in range(len(self.program.values)):
             d.add(self.program.scope(first, -1))
+        # every program starts with each caller that names no scope refused a write and a
+        # search (M1): a backend that reads "no scope" as "every scope" shows at once
+        for caller in self.no_scopes:
+            d.refuse("add", caller, d.text(), {"topic": "billing"})
+            d.refuse_read("search", caller)
 
     def _caller(self, pick: int, second: int = -1) -> object:
         return self.program.scope(pick, second) if pick >= 0 else self.no_scopes[-pick % len(self.no_scopes)]
