@@ -693,7 +693,7 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     each test."""
     if report.failed and any(
         name == _PROPERTY and isinstance(entry, dict) and "notImplemented" in entry
-        for name, entry in report.user_properties
+        for name, entry in getattr(report, "user_properties", ())  # a CollectReport has none
     ):
         return _MISSING_CATEGORY, "N", ("NOT IMPLEMENTED", {"red": True})
     return None

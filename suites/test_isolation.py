@@ -6,7 +6,9 @@ profile's policy model expects. For ``tenant-namespace`` the readers are princip
 facades query, get, list, count and ask; for ``project-pool`` the readers are sessions and the
 facades the two searches (``schemas/project-pool.md``, rules P1 to P4 and P11 to P13); for
 ``kb-grant`` the readers are tenants (owners, grantees, a revoked grantee, a tenant owning
-nothing) and the facades search, get and list (``schemas/kb-grant.md``, rules G1 to G3).
+nothing) and the facades search, get and list (``schemas/kb-grant.md``, rules G1 to G3); for
+``memory-scope`` the readers are scopes (users, a user's agents, case and prefix twins, a scope
+that wrote nothing) and the facades search and list (``schemas/memory-scope.md``, M1 to M3, M10).
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ FAIL_CLOSED = {
     "tenant-namespace": "read-filter.md#fail-closed",
     "project-pool": "project-pool.md#scope-the-rules",
     "kb-grant": "kb-grant.md#the-rules",
+    "memory-scope": "memory-scope.md#the-rules",
 }
 GUIDE = {
     "tenant-namespace": "every-facade",
     "project-pool": "the-project-pool-profile",
     "kb-grant": "the-kb-grant-profile",
+    "memory-scope": "the-memory-scope-profile",
 }
 
 

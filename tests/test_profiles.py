@@ -105,12 +105,12 @@ def test_each_suite_module_is_in_the_folder_of_the_profile_it_declares(tmp_path:
     copy = tmp_path / "suites"
     shutil.copytree(data_dir("suites"), copy)
     (copy / "tenant_namespace" / "test_spoof.py").rename(copy / "project_pool" / "test_spoof.py")
-    (copy / "memory_scope").mkdir()
+    (copy / "vector_graph").mkdir()
     (copy / "test_lone.py").write_text('PROFILES = ("kb-grant",)\n', encoding="utf-8")
     for module in (copy / "kb_grant").glob("test_*.py"):
         module.unlink()
     assert suite_layout_problems(copy, names) == [
-        "memory_scope/ is no built-in profile's folder",
+        "vector_graph/ is no built-in profile's folder",
         "project_pool/test_spoof.py declares ('tenant-namespace',)",
         "kb-grant has no suite module in kb_grant/",
         "test_lone.py declares ('kb-grant',)",
@@ -168,7 +168,7 @@ def test_the_typed_capability_lists_are_the_registrys_and_the_schemas() -> None:
 
 def test_an_unknown_profile_is_refused_naming_the_registered_ones() -> None:
     """Asking for a profile nobody registered is a LookupError that lists the known ones."""
-    with pytest.raises(LookupError, match="tenant-namespace, project-pool, kb-grant"):
+    with pytest.raises(LookupError, match="tenant-namespace, project-pool, kb-grant, memory-scope"):
         profiles.profile("store-native")
     assert profiles.profile("kb-grant").name == "kb-grant"  # control
 
@@ -237,13 +237,13 @@ def test_an_installed_package_registers_its_profile_by_entry_point(tmp_path: Pat
 
     unregistered = run()
     assert unregistered == {
-        "names": ["tenant-namespace", "project-pool", "kb-grant"],
+        "names": ["tenant-namespace", "project-pool", "kb-grant", "memory-scope"],
         "manifest": "ContractViolation",
     }
     (info / "entry_points.txt").write_text("[kbconform.profiles]\nstore-native = store_native:PROFILE\n")
     registered = run()
     assert registered == {
-        "names": ["tenant-namespace", "project-pool", "kb-grant", "store-native"],
+        "names": ["tenant-namespace", "project-pool", "kb-grant", "memory-scope", "store-native"],
         "manifest": "valid",
     }
 

@@ -302,7 +302,13 @@ def test_malformed_calls_are_refused_as_memory_invalid_and_change_nothing(
     if _offers(kbconform_run, "update"):
         d.refuse("update", alice, kept, "")
     if _offers(kbconform_run, "filter"):
-        for where in ({}, {"$not": {"topic": "billing"}}, {"topic": {"$regex": ".*"}}, {"$or": []}):
+        malformed: tuple[dict[str, Any], ...] = (
+            {},
+            {"$not": {"topic": "billing"}},
+            {"topic": {"$regex": ".*"}},
+            {"$or": []},
+        )
+        for where in malformed:
             with pytest.raises(ContractViolation) as raised:
                 kbconform_backend.search(alice, "billing", 5, where)
             assert raised.value.code == MEMORY_INVALID, f"search with where {where!r}: {raised.value}"
@@ -485,7 +491,7 @@ class ScopeMachine(DriverMachine[ScopeDriver]):
     @rule(caller=CALLERS, second=st.integers(-1, 3), fault=FAULTS)
     def delete_all(self, caller: int, second: int, fault: int | None) -> None:
         """Every memory of a scope deleted (or refused for no identity), when offered."""
-        if self.run.manifest.supports("delete-all"):  # type: ignore[arg-type]
+        if self.run.manifest.supports("delete-all"):
             with self._armed(fault) as armed:
                 self.d.attempt("delete_all", self._caller(caller, second), may_fail=armed)
 

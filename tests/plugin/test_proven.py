@@ -13,8 +13,8 @@ from kbconform import report as reports
 from kbconform._resources import data_dir
 from kbconform.mutants import discover
 
-#: Every built-in mutant: the tenant-namespace, project-pool and kb-grant references' sets.
-MUTANTS = discover(("reference", "reference-pool", "reference-grant"))
+#: Every built-in mutant: the tenant-namespace, project-pool, kb-grant and memory-scope references' sets.
+MUTANTS = discover(("reference", "reference-pool", "reference-grant", "reference-memory"))
 
 
 def _catalogue() -> set[str]:

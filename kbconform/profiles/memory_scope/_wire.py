@@ -1,6 +1,6 @@
-"""The memory-scope profile's harness-v1 operations (``schemas/memory-scope.md``, "The wire"):
-the scope crosses as sent (a JSON object of strings, or any other JSON value, which names no
-scope), and so do the values a backend must check itself (text, metadata, limit, where)."""
+"""The memory-scope profile's harness-v1 operations (``schemas/harness-v1.md``): the scope
+crosses as sent (a JSON object of strings, or any other JSON value, which names no scope), and
+so do the values a backend must check itself (text, metadata, limit, where, a memory's id)."""
 
 from __future__ import annotations
 
@@ -11,32 +11,6 @@ from typing import Any
 
 from kbconform.harness import HarnessBackend, WireTable, done
 from kbconform.profiles.memory_scope.protocol import MemoryHit
-
-_BACKEND = {"type": "string"}
-_ANY = {"description": "any JSON value: the backend checks it as it does in process"}
-_SCOPE = {"description": "the caller: an object of scope keys to strings, or any other JSON value (no scope)"}
-_HIT = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["id", "text"],
-    "properties": {"id": {"type": "string", "minLength": 1}, "text": {"type": "string"}},
-}
-_HITS = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["hits"],
-    "properties": {"hits": {"type": "array", "items": _HIT}},
-}
-_NOTHING = {"type": "object", "additionalProperties": False}
-
-
-def _params(**properties: Any) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["backend", *properties],
-        "properties": {"backend": _BACKEND, **properties},
-    }
 
 
 def plain(value: object, depth: int = 0) -> object:
@@ -111,32 +85,4 @@ WIRE = WireTable(
         "deleteMemories": lambda s, a: done(s.backend.delete_all(a["scope"])),
     },
     backend=ScopeHarnessBackend,
-    schemas={
-        "addMemory": {
-            "params": _params(scope=_SCOPE, text=_ANY, metadata=_ANY),
-            "result": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["id"],
-                "properties": {"id": {"type": "string", "minLength": 1}},
-            },
-        },
-        "searchMemories": {
-            "params": _params(scope=_SCOPE, text=_ANY, limit=_ANY, where=_ANY),
-            "result": _HITS,
-        },
-        "listMemories": {"params": _params(scope=_SCOPE), "result": _HITS},
-        "getMemory": {
-            "params": _params(scope=_SCOPE, id=_ANY),
-            "result": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["hit"],
-                "properties": {"hit": _HIT},
-            },
-        },
-        "updateMemory": {"params": _params(scope=_SCOPE, id=_ANY, text=_ANY), "result": _NOTHING},
-        "deleteMemory": {"params": _params(scope=_SCOPE, id=_ANY), "result": _NOTHING},
-        "deleteMemories": {"params": _params(scope=_SCOPE), "result": _NOTHING},
-    },
 )

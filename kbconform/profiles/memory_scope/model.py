@@ -183,18 +183,20 @@ class ScopePolicy:
             return refused
         if type(limit) is not int or not 1 <= limit <= MAX_LIMIT:
             return _invalid(f"a search limit is an integer from 1 to {MAX_LIMIT}")
+        assert isinstance(scope, Mapping)  # identified
         try:
             chosen = {i: m.text for i, m in self.matching(scope).items() if where_matches(m.metadata, where)}
         except KbconformError:
             return _invalid("a where clause of the client-where grammar")
         return chosen
 
-    def list(self, scope: object) -> Refused | dict[str, str]:
+    def listed(self, scope: object) -> Refused | dict[str, str]:
         """M3: every memory matching ``scope``."""
         refused = self.identify(scope)
         if refused is not None:
             return refused
-        return {i: m.text for i, m in self.matching(scope).items()}  # type: ignore[arg-type]
+        assert isinstance(scope, Mapping)  # identified
+        return {i: m.text for i, m in self.matching(scope).items()}
 
     @property
     def stored(self) -> dict[str, str]:

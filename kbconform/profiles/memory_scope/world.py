@@ -123,7 +123,7 @@ class ScopeDriver(Driver):
             def made() -> list[Any]:
                 return list(self.backend.search(scope, text, limit, where))
         else:
-            expected, limit = self.policy.list(scope), None
+            expected, limit = self.policy.listed(scope), None
             who = f"list as {scope!r}"
 
             def made() -> list[Any]:
@@ -137,7 +137,8 @@ class ScopeDriver(Driver):
         problems = self.policy.hit_problems(expected, outcome, limit)
         assert not problems, f"{who}: {'; '.join(problems)}"
         self.remember(scope)
-        return outcome
+        hits: list[Any] = outcome
+        return hits
 
     def read(self, facade: str, scope: object, **options: Any) -> set[str]:
         """A read the model allows: the ids it returned (checked as :meth:`attempt_read` says)."""
@@ -208,7 +209,7 @@ class ScopeWorld:
         return len(self.policy.memories)
 
     def expected(self, facade: str, reader: Reader) -> Reading:
-        scope = self.policy.list(reader.identity)
+        scope = self.policy.listed(reader.identity)
         assert not isinstance(scope, Refused), f"{reader.label} is no identity to the model"
         return Reading(dict(scope), len(scope))
 

@@ -11,6 +11,7 @@ module needs no Qdrant: a mutant's backend imports ``qdrant_client`` when it is 
 
 from __future__ import annotations
 
+import builtins
 import unicodedata
 import uuid
 from collections.abc import Mapping
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from qdrant_client.http.models import Filter, Record
 
 
-def _hits(points: Any) -> list[MemoryHit]:
+def _hits(points: Any) -> builtins.list[MemoryHit]:
     return [MemoryHit(str(p.id), str((p.payload or {})["text"])) for p in points]
 
 
@@ -42,12 +43,14 @@ class MissingScopeReadsAll(ScopedMemory):
     def _unscoped(self, scope: object) -> bool:
         return not isinstance(scope, Mapping) or not any(type(v) is str and v for v in scope.values())
 
-    def list(self, scope: object, /) -> list[MemoryHit]:
+    def list(self, scope: object, /) -> builtins.list[MemoryHit]:
         if self._unscoped(scope):
             return _hits(self._scroll(self._everything(), "list"))
         return super().list(scope)
 
-    def search(self, scope: object, text: object, limit: object, where: object, /) -> list[MemoryHit]:
+    def search(
+        self, scope: object, text: object, limit: object, where: object, /
+    ) -> builtins.list[MemoryHit]:
         if self._unscoped(scope):
             with self._store("search"):
                 found = self.client.query_points(COLLECTION, query=self._vector(str(text)), limit=int(limit))  # type: ignore[call-overload]
@@ -96,7 +99,9 @@ class SearchFiltersOnFirstKeyOnly(ScopedMemory):
     """A search filters on the user only, whatever else the scope names (a memory search that
     scopes by one key and forgets the others)."""
 
-    def search(self, scope: object, text: object, limit: object, where: object, /) -> list[MemoryHit]:
+    def search(
+        self, scope: object, text: object, limit: object, where: object, /
+    ) -> builtins.list[MemoryHit]:
         if isinstance(scope, Mapping) and "user_id" in scope:
             scope = {"user_id": scope["user_id"]}
         return super().search(scope, text, limit, where)
@@ -105,7 +110,7 @@ class SearchFiltersOnFirstKeyOnly(ScopedMemory):
 class ListDropsScope(ScopedMemory):
     """The scope is stamped on every write and dropped on list: a list returns every memory."""
 
-    def list(self, scope: object, /) -> list[MemoryHit]:
+    def list(self, scope: object, /) -> builtins.list[MemoryHit]:
         from qdrant_client import models
 
         self._scope(scope, "list")
@@ -156,7 +161,9 @@ class FilterAfterTopK(ScopedMemory):
     """A search takes the nearest ``limit`` memories of the whole collection, then drops those
     outside the scope: a scope's own memories are crowded out by others nearer the query."""
 
-    def search(self, scope: object, text: object, limit: object, where: object, /) -> list[MemoryHit]:
+    def search(
+        self, scope: object, text: object, limit: object, where: object, /
+    ) -> builtins.list[MemoryHit]:
         caller = self._scope(scope, "search")
         if type(limit) is not int or not 1 <= limit <= MAX_LIMIT:
             return super().search(scope, text, limit, where)
@@ -174,13 +181,15 @@ class FilterAfterTopK(ScopedMemory):
 class EmptyOnStoreError(ScopedMemory):
     """A store that fails is answered with no memories instead of BackendUnavailable."""
 
-    def search(self, scope: object, text: object, limit: object, where: object, /) -> list[MemoryHit]:
+    def search(
+        self, scope: object, text: object, limit: object, where: object, /
+    ) -> builtins.list[MemoryHit]:
         try:
             return super().search(scope, text, limit, where)
         except BackendUnavailable:
             return []
 
-    def list(self, scope: object, /) -> list[MemoryHit]:
+    def list(self, scope: object, /) -> builtins.list[MemoryHit]:
         try:
             return super().list(scope)
         except BackendUnavailable:
@@ -205,7 +214,9 @@ class FilterMergedIntoScope(ScopedMemory):
     """A where clause's equalities on scope keys replace the scope's values (a caller's filters
     merged over the scope's, the caller's last)."""
 
-    def search(self, scope: object, text: object, limit: object, where: object, /) -> list[MemoryHit]:
+    def search(
+        self, scope: object, text: object, limit: object, where: object, /
+    ) -> builtins.list[MemoryHit]:
         if isinstance(scope, Mapping) and isinstance(where, Mapping):
             named = {
                 k: v for k, v in where.items() if k in ("user_id", "agent_id", "run_id") and type(v) is str
@@ -333,7 +344,9 @@ class UpdateRestampsScope(ScopedMemory):
 class LimitCoerced(ScopedMemory):
     """A search limit is clamped into 1 to 1000 instead of refused."""
 
-    def search(self, scope: object, text: object, limit: object, where: object, /) -> list[MemoryHit]:
+    def search(
+        self, scope: object, text: object, limit: object, where: object, /
+    ) -> builtins.list[MemoryHit]:
         clamped = max(1, min(MAX_LIMIT, int(limit))) if isinstance(limit, int) else limit
         return super().search(scope, text, clamped, where)
 

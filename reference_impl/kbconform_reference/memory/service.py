@@ -20,6 +20,7 @@ serialized.
 
 from __future__ import annotations
 
+import builtins
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -112,7 +113,7 @@ class ScopedMemory:
         written = payload.get("scope") or {}
         return all(written.get(key) == value for key, value in scope.items())
 
-    def _vector(self, text: str) -> list[float]:
+    def _vector(self, text: str) -> builtins.list[float]:
         vector: list[float] = self.embedder([text])[0].tolist()
         return vector
 
@@ -200,9 +201,9 @@ class ScopedMemory:
 
     # -- reads ----------------------------------------------------------------------------------
 
-    def _scroll(self, where: Filter, operation: str) -> list[Record]:
+    def _scroll(self, where: Filter, operation: str) -> builtins.list[Record]:
         """Every point ``where`` matches, a page per store call."""
-        found: list[Record] = []
+        found: builtins.list[Record] = []
         offset: Any = None
         while True:
             with self._store(operation):
@@ -213,7 +214,7 @@ class ScopedMemory:
             if offset is None:
                 return found
 
-    def list(self, scope: object, /) -> list[MemoryHit]:
+    def list(self, scope: object, /) -> builtins.list[MemoryHit]:
         with self._lock:
             caller = self._scope(scope, "list")
             points = self._scroll(self._filter(caller), "list")
@@ -238,9 +239,11 @@ class ScopedMemory:
             raise memory_invalid(
                 "where", "a client where clause (client-where.md)", describe(where)
             ) from None
-        return models.Filter(must=[*(scoped.must or []), models.HasIdCondition(has_id=chosen)])  # type: ignore[list-item, misc]
+        return models.Filter(must=[*(scoped.must or []), models.HasIdCondition(has_id=chosen)])
 
-    def search(self, scope: object, text: object, limit: object, where: object, /) -> list[MemoryHit]:
+    def search(
+        self, scope: object, text: object, limit: object, where: object, /
+    ) -> builtins.list[MemoryHit]:
         with self._lock:
             caller = self._scope(scope, "search")
             if type(text) is not str:
