@@ -17,15 +17,16 @@ from kbconform_reference.mutants import MUTANTS as TENANT
 pytestmark = pytest.mark.slow
 
 #: Every mutant of the installed sets: the tenant-namespace reference's (``reference``), the
-#: project-pool reference's (``reference-pool``), the kb-grant reference's (``reference-grant``) and
-#: the PostgreSQL reference's (``reference-postgres``).
+#: project-pool reference's (``reference-pool``), the kb-grant reference's (``reference-grant``),
+#: the PostgreSQL reference's (``reference-postgres``) and the memory-scope reference's
+#: (``reference-memory``).
 ALL = mutants.discover()
 #: The sets run on every transport; the kb-grant set is run in process (its own test below).
-SERVED = ("reference", "reference-pool")
+SERVED = ("reference", "reference-pool", "reference-memory")
 MUTANTS = tuple(m for m in ALL if m.source in SERVED)
 GRANT = tuple(m for m in ALL if m.source == "reference-grant")
 POSTGRES = tuple(m for m in ALL if m.source == "reference-postgres")
-SMOKES = {"accepts-everything", "rejects-everything", "pool-no-filter-anywhere"}
+SMOKES = {"accepts-everything", "rejects-everything", "pool-no-filter-anywhere", "mem-no-filter-anywhere"}
 
 
 def _entries(path: Path) -> dict[str, dict[str, Any]]:
@@ -40,8 +41,15 @@ def test_every_mutant_is_killed_by_its_killers_and_the_smokes_fail(
     the smokes, naming none, fail a run of every test. The in-process-only mutants are killed
     here, where their bug is reachable."""
     assert len([m for m in TENANT if not m.smoke]) >= 15
-    assert {m.source for m in ALL} == {"reference", "reference-pool", "reference-grant", "reference-postgres"}
+    assert {m.source for m in ALL} == {
+        "reference",
+        "reference-pool",
+        "reference-grant",
+        "reference-postgres",
+        "reference-memory",
+    }
     assert len([m for m in MUTANTS if m.source == "reference-pool" and not m.smoke]) >= 10
+    assert len([m for m in MUTANTS if m.source == "reference-memory" and not m.smoke]) >= 15
     assert {m.name for m in MUTANTS if m.smoke} == SMOKES
     sets = [arg for name in SERVED for arg in ("--set", name)]
     assert (

@@ -27,9 +27,10 @@ MODES = {
     "postgres": ("kbconform_reference.adapter:postgres", "in-process"),
     "qdrant-local": ("kbconform_reference.pool.adapter:qdrant_local", "stdio"),
     "grant-multi-store": ("kbconform_reference.grant.adapter:multi_store", "in-process"),
+    "memory-scope-qdrant": ("kbconform_reference.memory.adapter:qdrant_local", "stdio"),
 }
 #: The fewest tests a full run of each profile holds.
-FEWEST = {"tenant-namespace": 140, "project-pool": 15, "kb-grant": 20}
+FEWEST = {"tenant-namespace": 140, "project-pool": 15, "kb-grant": 20, "memory-scope": 15}
 SHIPPED = data_dir("suites") / "catalogue.json"
 
 

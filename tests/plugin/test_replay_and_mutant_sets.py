@@ -131,6 +131,7 @@ def test_an_adapter_author_ships_mutants_of_their_own_backend(
         "reference",
         "reference-pool",
         "reference-grant",
+        "reference-memory",
         "reference-postgres",
         "tiny",
     }
@@ -183,8 +184,8 @@ def test_no_mutant_set_installed_is_a_clear_error(
     --set name lists the installed ones (control: the reference's set is there)."""
     assert main(["mutants", "--set", "nope"]) == 2
     assert (
-        "an installed mutant set (installed: reference, reference-grant, reference-pool, reference-postgres)"
-        in capsys.readouterr().err
+        "an installed mutant set (installed: reference, reference-grant, reference-memory, reference-pool, "
+        "reference-postgres)" in capsys.readouterr().err
     )
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda **kwargs: [])
     assert main(["mutants"]) == 2

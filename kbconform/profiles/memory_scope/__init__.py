@@ -21,6 +21,8 @@ def _design(manifest: Mapping[str, Any]) -> tuple[str, ...]:
     chosen = [named]
     if manifest["byIdScope"] == "none":
         chosen.append("by-id calls take no scope: anyone holding a memory's id reads, changes and deletes it")
+    elif manifest["byIdScope"] == "exact":
+        chosen.append("a by-id call reaches a memory only under exactly the scope it was written under")
     return tuple(chosen)
 
 

@@ -54,13 +54,14 @@ def _few(ids: Iterable[str], shown: int = 8) -> str:
 class ScopePolicy:
     """The exact model of the memory-scope profile for one backend, under its manifest's design:
     ``keys`` (the declared scope keys, in order), ``prefix`` (a scope names a leading run of
-    them), ``reserved`` (characters no scope value may hold) and ``checked`` (by-id calls take
-    the scope: a memory outside it is not found)."""
+    them), ``reserved`` (characters no scope value may hold) and ``by_id`` (how by-id calls take
+    the scope: ``checked``, a memory the scope does not match is not found; ``exact``, only a
+    memory written under exactly that scope is found; ``none``, the scope is not asked)."""
 
     keys: tuple[str, ...]
     prefix: bool = False
     reserved: str = ""
-    checked: bool = True
+    by_id: str = "checked"
     memories: dict[str, Memory] = field(default_factory=dict)
 
     @classmethod
@@ -70,7 +71,7 @@ class ScopePolicy:
             keys=tuple(manifest["scopeKeys"]),
             prefix=manifest["scopeMatch"] == "prefix",
             reserved=str(manifest.get("reservedCharacters", "")),
-            checked=manifest["byIdScope"] == "checked",
+            by_id=str(manifest["byIdScope"]),
         )
 
     # -- identity (M1) ---------------------------------------------------------------------------
@@ -128,15 +129,17 @@ class ScopePolicy:
 
     def _by_id(self, scope: object, memory: object) -> Refused | Memory:
         """M5: the memory a by-id call acts on, or its refusal."""
-        if self.checked:
+        if self.by_id != "none":
             refused = self.identify(scope)
             if refused is not None:
                 return refused
         found = self.memories.get(memory) if isinstance(memory, str) else None
         if found is None:
             return Refused(NotFound, f"no memory {memory!r}")
-        if self.checked and not found.within(scope):  # type: ignore[arg-type]  # identified
+        if self.by_id == "checked" and not found.within(scope):  # type: ignore[arg-type]  # identified
             return Refused(NotFound, f"the memory {memory!r} is outside the scope")
+        if self.by_id == "exact" and found.scope != scope:
+            return Refused(NotFound, f"the memory {memory!r} was not written under exactly the scope")
         return found
 
     def get(self, scope: object, memory: object) -> Refused | dict[str, str]:

@@ -157,6 +157,17 @@ class CompositeKeyByPrefix(ScopedMemory):
         return str(payload.get("key", "")).startswith(":".join(scope.values()))
 
 
+class WildcardValueMatchesAll(ScopedMemory):
+    """A scope value ``*`` drops its key's condition, as a store adapter that reads ``*`` as
+    "any" does: the scope ``{user_id: *}`` reads, and deletes, every user's memories."""
+
+    def _filter(self, scope: Mapping[str, str]) -> Filter:
+        return super()._filter({k: v for k, v in scope.items() if v != "*"})
+
+    def _within(self, payload: Mapping[str, Any], scope: Mapping[str, str]) -> bool:
+        return super()._within(payload, {k: v for k, v in scope.items() if v != "*"})
+
+
 class FilterAfterTopK(ScopedMemory):
     """A search takes the nearest ``limit`` memories of the whole collection, then drops those
     outside the scope: a scope's own memories are crowded out by others nearer the query."""
@@ -224,6 +235,27 @@ class FilterMergedIntoScope(ScopedMemory):
             if named:
                 rest = {k: v for k, v in where.items() if k not in named}
                 return super().search({**scope, **named}, text, limit, rest or None)
+        return super().search(scope, text, limit, where)
+
+
+class FilterAndFlattened(ScopedMemory):
+    """A where clause's ``$and`` is flattened into the top level, its equalities on scope keys
+    written over the scope's (a filter processor that merges nested conditions into one dict)."""
+
+    def search(
+        self, scope: object, text: object, limit: object, where: object, /
+    ) -> builtins.list[MemoryHit]:
+        if isinstance(scope, Mapping) and isinstance(where, Mapping) and isinstance(where.get("$and"), list):
+            named = {
+                k: v
+                for part in where["$and"]
+                if isinstance(part, Mapping)
+                for k, v in part.items()
+                if k in ("user_id", "agent_id", "run_id") and type(v) is str
+            }
+            rest = [p for p in where["$and"] if not (isinstance(p, Mapping) and set(p) & set(named))]
+            narrowed = {**where, "$and": rest} if rest else {k: v for k, v in where.items() if k != "$and"}
+            return super().search({**scope, **named}, text, limit, narrowed or None)
         return super().search(scope, text, limit, where)
 
 
@@ -443,6 +475,12 @@ MUTANTS: tuple[Mutant, ...] = (
         (*_both("iso-01"), "mem-03"),
     ),
     Mutant(
+        "mem-wildcard-value-matches-all",
+        WildcardValueMatchesAll,
+        "a scope value * drops its key's condition: {user_id: *} is every user",
+        ("mem-03",),
+    ),
+    Mutant(
         "mem-filter-after-top-k",
         FilterAfterTopK,
         "a search takes the nearest memories of everyone, then drops those outside the scope",
@@ -464,6 +502,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "mem-filter-merged-into-scope",
         FilterMergedIntoScope,
         "a where clause's equalities on scope keys replace the scope's values",
+        ("mem-06",),
+    ),
+    Mutant(
+        "mem-filter-and-flattened",
+        FilterAndFlattened,
+        "a where clause's $and is flattened over the scope: its scope keys replace the scope's",
         ("mem-06",),
     ),
     Mutant(
