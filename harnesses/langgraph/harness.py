@@ -26,7 +26,9 @@ from typing import Any
 _OUT = sys.stdout
 sys.stdout = sys.stderr
 
-logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="langgraph-harness: %(name)s: %(message)s")
+logging.basicConfig(
+    stream=sys.stderr, level=logging.WARNING, format="langgraph-harness: %(name)s: %(message)s"
+)
 
 from langgraph.store.base import InvalidNamespaceError  # noqa: E402
 from langgraph.store.memory import InMemoryStore  # noqa: E402
@@ -66,20 +68,55 @@ MANIFEST: dict[str, Any] = {
             "offers delete(namespace, key) only (langgraph/store/base/__init__.py:952); a "
             "delete-all would be a search-and-delete loop of the harness's own."
         ),
-        "filter": True,
-        "by-id-scope": True,
+        "filter": (
+            "LangGraph's store filters on one value field at a time with $eq, $ne, $gt, $gte, $lt "
+            "and $lte (langgraph/store/memory/__init__.py:586-601): no $in, $nin, $and or $or, "
+            "which the kit's where grammar has"
+        ),
     },
+    # An item is addressed by its namespace and key (BaseStore.get, langgraph/store/base/
+    # __init__.py:756): a by-id call finds a memory only under exactly its namespace.
+    "byIdScope": "exact",
+    # Labels may not hold a period (langgraph/store/base/__init__.py:1336).
+    "reservedCharacters": ".",
 }
 
 # Operations of the other isolation profiles: never served, answered KB_HARNESS_REQUEST_INVALID.
-_OTHER_PROFILES_OPS = {
-    "ingest", "query", "get", "list", "count", "ask", "applyDeletionSignal", "export", "restore",
-    "scan", "sync", "maintain",
-    "createProject", "startSession", "assignSession", "removeSession", "writeEpisode",
-    "extractEntities", "searchEpisodes", "searchEntities",
-    "createTenant", "createKb", "shareKb", "revokeKb", "ingestDocuments", "searchKbs", "getKb",
-    "listKbs", "deleteKb", "copyKb", "moveKb",
-}
+_OTHER_PROFILES_OPS = frozenset(
+    {
+        "ingest",
+        "query",
+        "get",
+        "list",
+        "count",
+        "ask",
+        "applyDeletionSignal",
+        "export",
+        "restore",
+        "scan",
+        "sync",
+        "maintain",
+        "createProject",
+        "startSession",
+        "assignSession",
+        "removeSession",
+        "writeEpisode",
+        "extractEntities",
+        "searchEpisodes",
+        "searchEntities",
+        "createTenant",
+        "createKb",
+        "shareKb",
+        "revokeKb",
+        "ingestDocuments",
+        "searchKbs",
+        "getKb",
+        "listKbs",
+        "deleteKb",
+        "copyKb",
+        "moveKb",
+    }
+)
 
 # ---------------------------------------------------------------------------------------------
 # The embedding: kbconform's reference HashingEmbedding (feature hashing of case-folded word
@@ -110,21 +147,20 @@ def new_store() -> InMemoryStore:
 
 
 # ---------------------------------------------------------------------------------------------
-# Scope -> namespace. The values of the declared keys, in key order, up to the first key the
-# scope lacks; keys not declared are not read; values are passed as they are (a non-string
-# value, "" included, is LangGraph's to refuse). A scope that is not an object names no key:
-# the empty namespace ().
+# Scope -> namespace. The values of the declared keys, in key order, up to the last declared key
+# the scope names, a key it skips as None (an application's tuple of the identity it has);
+# keys not declared are not read; values are passed as they are (a non-string value, "" and
+# None included, is LangGraph's to refuse). A scope that names no declared key (not an object,
+# empty, only undeclared keys) is the empty namespace ().
 
 
 def to_namespace(scope: Any) -> tuple[Any, ...]:
     if not isinstance(scope, dict):
         return ()
-    path = []
-    for key in SCOPE_KEYS:
-        if key not in scope:
-            break
-        path.append(scope[key])
-    return tuple(path)
+    named = [n for n, key in enumerate(SCOPE_KEYS) if key in scope]
+    if not named:
+        return ()
+    return tuple(scope.get(key) for key in SCOPE_KEYS[: named[-1] + 1])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,9 +177,19 @@ def _invalid(message: str) -> WireError:
     return WireError("KB_HARNESS_REQUEST_INVALID", message)
 
 
+def _not_found(key: Any, namespace: tuple[Any, ...]) -> WireError:
+    # LangGraph's get answers None, with no message: this one names the caller's own namespace only.
+    return WireError("KB_NOT_FOUND", f"KB_NOT_FOUND: no item with key {key!r} in namespace {namespace!r}")
+
+
+def _log(message: str) -> None:
+    print(f"langgraph-harness: {message}", file=sys.stderr)
+
+
 class Harness:
     def __init__(self) -> None:
         self.backends: dict[str, InMemoryStore] = {}
+        self.counters: dict[str, int] = {}
         self.opened = 0
 
     # -- helpers --
@@ -187,12 +233,18 @@ class Harness:
         self._store(params)
         raise _invalid("the backend was opened without faults: fault-injection is not offered")
 
+    def _key(self, handle: str) -> str:
+        """A new item's key: the version-4 UUID whose low bits count this backend's adds, so that
+        one run's keys are the next run's and a recorded transcript replays as recorded."""
+        self.counters[handle] = self.counters.get(handle, 0) + 1
+        return str(uuid.UUID(int=(0x6B62 << 112) | self.counters[handle], version=4))
+
     def addMemory(self, params: dict[str, Any]) -> dict[str, Any]:
         self._need(params, "scope", "text", "metadata")
         store = self._store(params)
         metadata = params["metadata"]
         value = {**(metadata if metadata is not None else {}), "text": params["text"]}
-        key = str(uuid.uuid4())
+        key = self._key(params["backend"])
         store.put(to_namespace(params["scope"]), key, value)
         return {"id": key}
 
@@ -216,7 +268,7 @@ class Harness:
         namespace = to_namespace(params["scope"])
         item = store.get(namespace, params["id"])
         if item is None:
-            raise WireError("KB_NOT_FOUND", f"KB_NOT_FOUND: no item with key {params['id']!r} in namespace {namespace!r}")
+            raise _not_found(params["id"], namespace)
         return {"hit": self._hit(item)}
 
     def updateMemory(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -226,7 +278,7 @@ class Harness:
         namespace = to_namespace(params["scope"])
         item = store.get(namespace, params["id"])
         if item is None:
-            raise WireError("KB_NOT_FOUND", f"KB_NOT_FOUND: no item with key {params['id']!r} in namespace {namespace!r}")
+            raise _not_found(params["id"], namespace)
         store.put(namespace, item.key, {**item.value, "text": params["text"]})
         return {}
 
@@ -243,8 +295,21 @@ class Harness:
             "deleteMemories: LangGraph's store has no delete-all (feature delete-all is not offered)",
         )
 
-    OPS = ("hello", "open", "close", "fault", "addMemory", "searchMemories", "listMemories",
-           "getMemory", "updateMemory", "deleteMemory", "deleteMemories")
+    OPS = frozenset(
+        {
+            "hello",
+            "open",
+            "close",
+            "fault",
+            "addMemory",
+            "searchMemories",
+            "listMemories",
+            "getMemory",
+            "updateMemory",
+            "deleteMemory",
+            "deleteMemories",
+        }
+    )
 
     def dispatch(self, op: str, params: dict[str, Any]) -> dict[str, Any]:
         if op in self.OPS:
@@ -258,7 +323,9 @@ class Harness:
                 traceback.print_exc(file=sys.stderr)
                 raise WireError("KB_HARNESS_INTERNAL", f"{type(exc).__name__}: {exc}") from exc
         if op in _OTHER_PROFILES_OPS:
-            raise _invalid(f"{op} is not an operation of the {PROFILE} profile (the manifest's isolationProfile)")
+            raise _invalid(
+                f"{op} is not an operation of the {PROFILE} profile (the manifest's isolationProfile)"
+            )
         raise _invalid(f"unknown operation {op!r}")
 
 
@@ -277,8 +344,10 @@ def _write(message: dict[str, Any]) -> None:
         line = json.dumps(message, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         line = json.dumps(
-            {"id": message.get("id"),
-             "error": {"code": "KB_HARNESS_INTERNAL", "message": f"the result has no JSON form: {exc}"}},
+            {
+                "id": message.get("id"),
+                "error": {"code": "KB_HARNESS_INTERNAL", "message": f"the result has no JSON form: {exc}"},
+            },
             ensure_ascii=True,
         )
     _OUT.write(line + "\n")
@@ -313,17 +382,18 @@ def main() -> int:
             if op == "shutdown":
                 _write({"id": rid, "result": {}})
                 harness.backends.clear()
-                print(f"langgraph-harness: shutdown ({(time.monotonic() - started) * 1000:.1f} ms)", file=sys.stderr)
+                _log(f"shutdown ({(time.monotonic() - started) * 1000:.1f} ms)")
                 return 0
             result = harness.dispatch(op, params)
             _write({"id": rid, "result": result})
-            print(f"langgraph-harness: {op} ok ({(time.monotonic() - started) * 1000:.1f} ms)", file=sys.stderr)
+            _log(f"{op} ok ({(time.monotonic() - started) * 1000:.1f} ms)")
         except WireError as exc:
             _write({"id": rid, "error": {"code": exc.code, "message": exc.message}})
-            print(f"langgraph-harness: {op} {exc.code}: {exc.message}", file=sys.stderr)
+            _log(f"{op} {exc.code}: {exc.message}")
         except Exception as exc:  # a failure of the harness itself: answer it, keep serving
             traceback.print_exc(file=sys.stderr)
-            _write({"id": rid, "error": {"code": "KB_HARNESS_INTERNAL", "message": f"{type(exc).__name__}: {exc}"}})
+            message = f"{type(exc).__name__}: {exc}"
+            _write({"id": rid, "error": {"code": "KB_HARNESS_INTERNAL", "message": message}})
         sys.stderr.flush()
     return 0
 

@@ -19,23 +19,25 @@ import math
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 import threading
 import time
 import traceback
+from pathlib import Path
 
-# --- stdout: responses only -----------------------------------------------------------------
+# --- stdout: responses only -----------------------------------------------------------------------
 _RESPONSES = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
 os.dup2(2, 1)  # C-level writes to fd 1 land in the log
 sys.stdout = sys.stderr
 
-# --- environment, before mem0 is imported ---------------------------------------------------
-_SCRATCH = tempfile.mkdtemp(prefix="kbconform-mem0-")
-os.environ["MEM0_TELEMETRY"] = "False"  # mem0/memory/telemetry.py: no PostHog client, no notices
-os.environ["MEM0_DIR"] = os.path.join(_SCRATCH, "mem0-dir")  # mem0/memory/setup.py writes config.json here
-os.environ["HOME"] = os.path.join(_SCRATCH, "home")
-os.makedirs(os.environ["HOME"], exist_ok=True)
+# --- environment, before mem0 is imported ---------------------------------------------------------
+_SCRATCH = Path(tempfile.mkdtemp(prefix="kbconform-mem0-"))
+os.environ["MEM0_TELEMETRY"] = "False"  # mem0/memory/telemetry.py:16: no PostHog client, no notices
+os.environ["MEM0_DIR"] = str(_SCRATCH / "mem0-dir")  # mem0/memory/setup.py:11 writes config.json here
+os.environ["HOME"] = str(_SCRATCH / "home")
+(_SCRATCH / "home").mkdir()
 for _var in ("OPENROUTER_API_KEY", "OPENAI_API_BASE", "OPENAI_BASE_URL"):
     os.environ.pop(_var, None)
 
@@ -46,7 +48,11 @@ logging.basicConfig(
 )
 log = logging.getLogger("kbconform.mem0")
 
+import itertools  # noqa: E402
+import uuid  # noqa: E402
+
 import mem0  # noqa: E402
+import mem0.memory.main  # noqa: E402
 from mem0 import Memory  # noqa: E402
 from mem0.configs.embeddings.base import BaseEmbedderConfig  # noqa: E402
 from mem0.embeddings.base import EmbeddingBase  # noqa: E402
@@ -75,19 +81,15 @@ MANIFEST = {
         "delete": True,
         "delete-all": True,
         "filter": True,
-        "by-id-scope": "mem0's get, update and delete take a memory id and no scope (by design)",
     },
+    # mem0's get, update and delete take a memory id and no scope (mem0/memory/main.py:1222,
+    # :1829, :1883): the design this harness declares, and the verdict shows beside the level.
+    "byIdScope": "none",
+    # Memory.search drops memories scoring under its threshold, 0.1 by default
+    # (mem0/memory/main.py:1402, mem0/utils/scoring.py:111): fewer than top_k by design.
+    "searchReturns": "relevant",
 }
 
-MEMORY_OPS = (
-    "addMemory",
-    "searchMemories",
-    "listMemories",
-    "getMemory",
-    "updateMemory",
-    "deleteMemory",
-    "deleteMemories",
-)
 OTHER_PROFILE_OPS = {
     "tenant-namespace": (
         "ingest", "query", "get", "list", "count", "ask", "applyDeletionSignal", "export",
@@ -101,7 +103,7 @@ OTHER_PROFILE_OPS = {
         "createTenant", "createKb", "shareKb", "revokeKb", "ingestDocuments", "searchKbs",
         "getKb", "listKbs", "deleteKb", "copyKb", "moveKb",
     ),
-}
+}  # fmt: skip
 PARAMS = {
     "hello": ("protocol",),
     "open": ("spoofMode", "revisionMap", "faults"),
@@ -118,12 +120,37 @@ PARAMS = {
 }
 
 
-# --- the embedding ------------------------------------------------------------------------------
+# --- memory ids -----------------------------------------------------------------------------------
+class SeededIds:
+    """The ``uuid`` module as mem0's ``memory/main.py`` sees it, its ``uuid4`` counting per backend.
+
+    mem0 names each memory ``str(uuid.uuid4())`` (mem0/memory/main.py:1981). Here the n-th id a
+    backend makes is the version-4 UUID whose low bits are n, so that one run's ids are the next
+    run's and a recorded transcript replays as recorded; everything else is the real module.
+    """
+
+    def __init__(self) -> None:
+        self.counter: itertools.count[int] | None = None
+
+    def uuid4(self) -> uuid.UUID:
+        if self.counter is None:
+            return uuid.uuid4()
+        return uuid.UUID(int=(0x6B62 << 112) | next(self.counter), version=4)
+
+    def __getattr__(self, name: str):
+        return getattr(uuid, name)
+
+
+IDS = SeededIds()
+mem0.memory.main.uuid = IDS
+
+
+# --- the embedding --------------------------------------------------------------------------------
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
 class HashingEmbedding(EmbeddingBase):
-    """kbconform's reference hashing embedding, as a mem0 embedder.
+    """kbconform's reference hashing embedding (reference_impl/.../embedding.py), as a mem0 embedder.
 
     Each case-folded word token adds +1 or -1 to one of DIMENSIONS buckets (BLAKE2b, 8-byte
     digest, big-endian: digest mod DIMENSIONS picks the bucket, its top bit the sign); a text
@@ -146,7 +173,7 @@ class HashingEmbedding(EmbeddingBase):
         return [x / norm for x in vector]
 
 
-# --- the fault switch ---------------------------------------------------------------------------
+# --- the fault switch -----------------------------------------------------------------------------
 class StoreFault(ConnectionError):
     """What a store call raises when the fault plan fails it."""
 
@@ -179,7 +206,10 @@ class FaultSwitch:
 
 
 class SwitchedStore:
-    """Stands in for a store object: each listed method consults the switch, then calls through."""
+    """Stands in for a store object: each switched method consults the switch, then calls through.
+
+    `methods` names the switched methods; None switches every public method but close.
+    """
 
     def __init__(self, target, switch: FaultSwitch, label: str, methods=None) -> None:
         object.__setattr__(self, "_target", target)
@@ -189,8 +219,10 @@ class SwitchedStore:
 
     def __getattr__(self, name):
         value = getattr(self._target, name)
-        methods = self._methods
-        switched = (name in methods) if methods is not None else (not name.startswith("_") and name != "close")
+        if self._methods is not None:
+            switched = name in self._methods
+        else:
+            switched = not name.startswith("_") and name != "close"
         if not switched or not callable(value):
             return value
         switch, label = self._switch, self._label
@@ -211,26 +243,28 @@ HISTORY_METHODS = frozenset(
 )
 
 
-# --- backends -----------------------------------------------------------------------------------
+# --- backends -------------------------------------------------------------------------------------
+def _unused_openai(**extra):
+    return {"api_key": "unused", "openai_base_url": UNUSED_BASE_URL, **extra}
+
+
 class Backend:
     def __init__(self, handle: str, faults: bool) -> None:
         self.handle = handle
-        self.dir = tempfile.mkdtemp(prefix=f"{handle}-", dir=_SCRATCH)
+        self.ids = itertools.count(1)
+        self.dir = Path(tempfile.mkdtemp(prefix=f"{handle}-", dir=_SCRATCH))
         config = {
             "vector_store": {
                 "provider": "qdrant",
                 "config": {
                     "collection_name": "mem0",
                     "embedding_model_dims": DIMENSIONS,
-                    "path": os.path.join(self.dir, "qdrant"),
+                    "path": str(self.dir / "qdrant"),
                 },
             },
-            "llm": {"provider": "openai", "config": {"api_key": "unused", "openai_base_url": UNUSED_BASE_URL}},
-            "embedder": {
-                "provider": "openai",
-                "config": {"api_key": "unused", "openai_base_url": UNUSED_BASE_URL, "embedding_dims": DIMENSIONS},
-            },
-            "history_db_path": os.path.join(self.dir, "history.db"),
+            "llm": {"provider": "openai", "config": _unused_openai()},
+            "embedder": {"provider": "openai", "config": _unused_openai(embedding_dims=DIMENSIONS)},
+            "history_db_path": str(self.dir / "history.db"),
         }
         try:
             self.memory = Memory.from_config(config)
@@ -248,34 +282,74 @@ class Backend:
     def close(self) -> None:
         try:
             self.memory.close()
-        except Exception as exc:  # noqa: BLE001 - release what can be released
+        except Exception as exc:
             log.warning("%s: Memory.close failed: %s", self.handle, exc)
         try:
             self.qdrant.close()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             log.warning("%s: Qdrant client close failed: %s", self.handle, exc)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class RequestInvalid(Exception):
-    pass
+    """A request the harness cannot carry out (KB_HARNESS_REQUEST_INVALID)."""
 
 
-# --- scope --------------------------------------------------------------------------------------
+class Missing(Exception):
+    """Memory.get answered None: no memory with that id (KB_NOT_FOUND)."""
+
+
+# --- scope ----------------------------------------------------------------------------------------
 def scope_items(scope):
     """The scope's keys and values, as given; a scope that is not an object has none."""
     return dict(scope) if isinstance(scope, dict) else {}
 
 
+#: The kit's where grammar (schemas/client-where.md) in mem0's filter language (the operators
+#: Memory.search documents, mem0/memory/main.py:1416-1430): the same conditions, spelt mem0's way.
+_OPERATORS = {
+    "$eq": "eq",
+    "$ne": "ne",
+    "$gt": "gt",
+    "$gte": "gte",
+    "$lt": "lt",
+    "$lte": "lte",
+    "$in": "in",
+    "$nin": "nin",
+}
+_LOGICAL = {"$and": "AND", "$or": "OR"}
+
+
+def mem0_where(where):
+    """A where clause of the kit's grammar, spelt in mem0's filter language: ``$and``/``$or``
+    become ``AND``/``OR`` and each ``$`` comparison its mem0 name. Anything else (an operator
+    the grammar lacks, a malformed clause) passes unchanged, for mem0 to take or refuse: the
+    harness translates, it does not check."""
+    if isinstance(where, list):
+        return [mem0_where(part) for part in where]
+    if not isinstance(where, dict):
+        return where
+    spelt = {}
+    for key, value in where.items():
+        if key in _LOGICAL:
+            spelt[_LOGICAL[key]] = mem0_where(value)
+        elif isinstance(value, dict):
+            spelt[key] = {_OPERATORS.get(op, op): operand for op, operand in value.items()}
+        else:
+            spelt[key] = value
+    return spelt
+
+
 def scope_filters(scope, where=None):
-    """mem0's filters for a read: the caller's where clause with the scope's keys written over it.
+    """mem0's filters for a read: the caller's where clause (in mem0's spelling) with the scope's
+    keys written over it.
 
     This is mem0's own rule for combining entity ids with caller filters
-    (_build_filters_and_metadata, mem0/memory/main.py:348-367: the filters are copied, then each
+    (_build_filters_and_metadata, mem0/memory/main.py:366-388: the filters are copied, then each
     entity id is set on them). Every scope key goes in as given, an undeclared one included: in
     search and get_all, filters are the only place mem0 takes a scope.
     """
-    filters = dict(where) if isinstance(where, dict) else {}
+    filters = dict(mem0_where(where)) if isinstance(where, dict) else {}
     filters.update(scope_items(scope))
     return filters
 
@@ -284,8 +358,10 @@ def hit(item) -> dict:
     return {"id": item["id"], "text": item["memory"]}
 
 
-# --- error mapping ------------------------------------------------------------------------------
-_ENTITY_ID_REFUSAL = re.compile(r"^Invalid (user_id|agent_id|run_id): cannot (be empty|contain whitespace)")
+# --- error mapping --------------------------------------------------------------------------------
+_MEM0_DIR = Path(mem0.__file__).resolve().parent
+_ENTITY_ID_REFUSAL = re.compile(r"Invalid (user_id|agent_id|run_id): cannot (be empty|contain whitespace)")
+_NOT_FOUND = re.compile(r"Memory with id .* not found", re.DOTALL)
 
 
 def _chain(exc):
@@ -296,15 +372,17 @@ def _chain(exc):
         exc = exc.__cause__ or exc.__context__
 
 
-def _raised_by_mem0(exc) -> bool:
-    tb = exc.__traceback__
-    last = None
+def _innermost_code(exc):
+    tb, last = exc.__traceback__, None
     while tb is not None:
-        last = tb
-        tb = tb.tb_next
-    if last is None:
-        return False
-    return os.sep + "mem0" + os.sep in last.tb_frame.f_code.co_filename
+        last, tb = tb, tb.tb_next
+    return None if last is None else last.tb_frame.f_code
+
+
+def _raised_by_mem0(exc) -> bool:
+    """Whether the innermost frame of the exception is mem0's own code."""
+    code = _innermost_code(exc)
+    return code is not None and Path(code.co_filename).resolve().is_relative_to(_MEM0_DIR)
 
 
 def _binding_error(exc) -> bool:
@@ -312,36 +390,34 @@ def _binding_error(exc) -> bool:
 
     Python raises it in the calling frame, _call's, before any frame of mem0 starts.
     """
-    tb = exc.__traceback__
-    last = None
-    while tb is not None:
-        last = tb
-        tb = tb.tb_next
-    return last is not None and last.tb_frame.f_code is _call.__code__
+    return _innermost_code(exc) is _call.__code__
 
 
 def error_for(exc: BaseException) -> tuple[str, str]:
     message = f"{type(exc).__name__}: {exc}"
-    if any(isinstance(e, StoreFault) for e in _chain(exc)):
-        fault = next(e for e in _chain(exc) if isinstance(e, StoreFault))
-        return "KB_BACKEND_UNAVAILABLE", f"{message} ({fault})" if fault is not exc else message
+    fault = next((e for e in _chain(exc) if isinstance(e, StoreFault)), None)
+    if fault is not None:
+        return "KB_BACKEND_UNAVAILABLE", message if fault is exc else f"{message} ({fault})"
     text = str(exc)
     if isinstance(exc, Mem0ValidationError):
         if getattr(exc, "error_code", None) == "VALIDATION_001":
             return "KB_UNAUTHENTICATED", message
         return "KB_MEMORY_INVALID", message
     if isinstance(exc, ValueError) and _raised_by_mem0(exc):
-        if text.startswith("filters must contain at least one of: user_id, agent_id, run_id"):
+        if text.startswith(
+            (
+                "filters must contain at least one of: user_id, agent_id, run_id",
+                "At least one filter is required to delete all memories",
+            )
+        ) or _ENTITY_ID_REFUSAL.match(text):
             return "KB_UNAUTHENTICATED", message
-        if text.startswith("At least one filter is required to delete all memories"):
-            return "KB_UNAUTHENTICATED", message
-        if _ENTITY_ID_REFUSAL.match(text):
-            return "KB_UNAUTHENTICATED", message
-        if re.match(r"^Memory with id .* not found", text, re.S):
+        if _NOT_FOUND.match(text):
             return "KB_NOT_FOUND", message
         return "KB_MEMORY_INVALID", message
     if isinstance(exc, TypeError) and _binding_error(exc):
-        return "KB_MEMORY_INVALID", message
+        # Only a scope's keys reach mem0 as keyword names the wire chose (add, delete_all): a key
+        # mem0 has no argument for names no scope it knows.
+        return "KB_UNAUTHENTICATED", message
     return "KB_HARNESS_INTERNAL", message
 
 
@@ -353,7 +429,26 @@ def _call(function, *args, scope=None, **kwargs):
     return function(*args, **(scope or {}), **kwargs)
 
 
-# --- the harness --------------------------------------------------------------------------------
+# --- the harness ----------------------------------------------------------------------------------
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_plan(plan) -> bool:
+    return (
+        isinstance(plan, dict)
+        and _is_int(plan.get("pass"))
+        and plan["pass"] >= 0
+        and "fail" in plan
+        and (plan["fail"] is None or (_is_int(plan["fail"]) and plan["fail"] >= 1))
+        and (plan.get("hang") is None or (_is_number(plan["hang"]) and 0 <= plan["hang"] <= 60))
+    )
+
+
 class Harness:
     def __init__(self) -> None:
         self.backends: dict[str, Backend] = {}
@@ -363,7 +458,10 @@ class Harness:
     def backend(self, params) -> Backend:
         handle = params["backend"]
         if not isinstance(handle, str) or handle not in self.backends:
-            raise RequestInvalid(f"unknown backend handle {handle!r}: open did not return it, or close released it")
+            raise RequestInvalid(
+                f"unknown backend handle {handle!r}: open did not return it, or close released it"
+            )
+        IDS.counter = self.backends[handle].ids
         return self.backends[handle]
 
     # protocol
@@ -392,16 +490,9 @@ class Harness:
         if backend.switch is None:
             raise RequestInvalid(f"fault: backend {backend.handle} was opened without faults")
         plan = params["plan"]
-        if plan is not None:
-            ok = (
-                isinstance(plan, dict)
-                and _is_int(plan.get("pass")) and plan["pass"] >= 0
-                and (plan.get("fail") is None or (_is_int(plan.get("fail")) and plan["fail"] >= 1))
-                and "fail" in plan
-                and (plan.get("hang") is None or (_is_number(plan["hang"]) and 0 <= plan["hang"] <= 60))
-            )
-            if not ok:
-                raise RequestInvalid(f"fault: not a fault plan: {plan!r}")
+        if plan is not None and not _is_plan(plan):
+            raise RequestInvalid(f"fault: not a fault plan: {plan!r}")
+        # The plan's "stores" is ignored: a memory-scope backend names no store.
         return {"consulted": backend.switch.set(plan)}
 
     def op_shutdown(self, params):
@@ -420,7 +511,7 @@ class Harness:
         )
         stored = result.get("results") if isinstance(result, dict) else None
         if not isinstance(stored, list) or len(stored) != 1:
-            raise RuntimeError(f"Memory.add stored {len(stored) if isinstance(stored, list) else 'no'} memories, not one: {result!r}")
+            raise RuntimeError(f"Memory.add did not report exactly one stored memory: {result!r}")
         return {"id": stored[0]["id"]}
 
     def op_searchMemories(self, params):
@@ -441,8 +532,8 @@ class Harness:
     def op_getMemory(self, params):
         memory = self.backend(params).memory
         item = _call(memory.get, params["id"])
-        if item is None:  # mem0/memory/main.py:1233-1235: get returns None for a missing memory
-            return _NotFound(f"Memory.get returned None: no memory with id {params['id']!r}")
+        if item is None:  # mem0/memory/main.py:1233-1236: get answers None for a missing memory
+            raise Missing(f"Memory.get returned None: no memory with id {params['id']!r}")
         return {"hit": hit(item)}
 
     def op_updateMemory(self, params):
@@ -460,24 +551,10 @@ class Harness:
         _call(memory.delete_all, scope=scope_items(params["scope"]))
         return {}
 
-    def shutdown(self):
+    def shutdown(self) -> None:
         for handle in list(self.backends):
-            backend = self.backends.pop(handle)
-            backend.close()
+            self.backends.pop(handle).close()
         shutil.rmtree(_SCRATCH, ignore_errors=True)
-
-
-class _NotFound:
-    def __init__(self, message: str) -> None:
-        self.message = message
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _request_id(message):
@@ -490,48 +567,51 @@ def _request_id(message):
     return None
 
 
+def _error(rid, code: str, message: str) -> dict:
+    return {"id": rid, "error": {"code": code, "message": message}}
+
+
 def handle_line(harness: Harness, line: str) -> dict:
     try:
         message = json.loads(line)
     except ValueError as exc:
-        return {"id": None, "error": {"code": "KB_HARNESS_REQUEST_INVALID", "message": f"not JSON: {exc}"}}
+        return _error(None, "KB_HARNESS_REQUEST_INVALID", f"not JSON: {exc}")
     rid = _request_id(message)
-
-    def error(code, text):
-        return {"id": rid, "error": {"code": code, "message": text}}
-
-    if not isinstance(message, dict) or rid is None or not isinstance(message.get("op"), str):
-        return error("KB_HARNESS_REQUEST_INVALID", "not a request: needs an integer id >= 0, an op and params")
+    if rid is None or not isinstance(message.get("op"), str):
+        return _error(
+            rid, "KB_HARNESS_REQUEST_INVALID", "not a request: needs an integer id >= 0, an op and params"
+        )
     op, params = message["op"], message.get("params")
     if not isinstance(params, dict):
-        return error("KB_HARNESS_REQUEST_INVALID", f"{op}: params must be an object")
+        return _error(rid, "KB_HARNESS_REQUEST_INVALID", f"{op}: params must be an object")
     for profile, ops in OTHER_PROFILE_OPS.items():
         if op in ops:
-            return error(
+            return _error(
+                rid,
                 "KB_HARNESS_REQUEST_INVALID",
-                f"{op} is not an operation of the memory-scope profile (the manifest's isolationProfile; it is {profile}'s)",
+                f"{op} is not an operation of the memory-scope profile "
+                f"(the manifest's isolationProfile; it is {profile}'s)",
             )
     if op not in PARAMS:
-        return error("KB_HARNESS_REQUEST_INVALID", f"unknown operation {op!r}")
+        return _error(rid, "KB_HARNESS_REQUEST_INVALID", f"unknown operation {op!r}")
     missing = [name for name in PARAMS[op] if name not in params]
     if missing:
-        return error("KB_HARNESS_REQUEST_INVALID", f"{op}: params lack {', '.join(missing)}")
+        return _error(rid, "KB_HARNESS_REQUEST_INVALID", f"{op}: params lack {', '.join(missing)}")
     started = time.monotonic()
     code = "ok"
     try:
-        result = getattr(harness, f"op_{op}")(params)
-        if isinstance(result, _NotFound):
-            code = "KB_NOT_FOUND"
-            return error(code, result.message)
-        return {"id": rid, "result": result}
+        return {"id": rid, "result": getattr(harness, f"op_{op}")(params)}
     except RequestInvalid as exc:
         code = "KB_HARNESS_REQUEST_INVALID"
-        return error(code, str(exc))
-    except Exception as exc:  # noqa: BLE001 - every failure becomes an error response
+        return _error(rid, code, str(exc))
+    except Missing as exc:
+        code = "KB_NOT_FOUND"
+        return _error(rid, code, str(exc))
+    except Exception as exc:
         code, text = error_for(exc)
         if code == "KB_HARNESS_INTERNAL":
             log.error("%s failed:\n%s", op, "".join(traceback.format_exception(exc)))
-        return error(code, text)
+        return _error(rid, code, text)
     finally:
         log.info("%s %s %.0f ms", op, code, (time.monotonic() - started) * 1000)
 
@@ -540,21 +620,24 @@ def _send(response: dict) -> None:
     try:
         line = json.dumps(response, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
-        line = json.dumps(
-            {"id": response.get("id"), "error": {"code": "KB_HARNESS_INTERNAL", "message": f"response not JSON: {exc}"}}
-        )
+        line = json.dumps(_error(response.get("id"), "KB_HARNESS_INTERNAL", f"response not JSON: {exc}"))
     _RESPONSES.write(line + "\n")
     _RESPONSES.flush()
 
 
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)  # unwinds through main's finally: backends closed, scratch removed
+
+
 def main() -> int:
+    signal.signal(signal.SIGTERM, _terminate)
     harness = Harness()
     try:
         for raw in sys.stdin.buffer:
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                _send({"id": None, "error": {"code": "KB_HARNESS_REQUEST_INVALID", "message": f"not UTF-8: {exc}"}})
+                _send(_error(None, "KB_HARNESS_REQUEST_INVALID", f"not UTF-8: {exc}"))
                 continue
             if not line.strip():
                 continue

@@ -23,6 +23,10 @@ def _design(manifest: Mapping[str, Any]) -> tuple[str, ...]:
         chosen.append("by-id calls take no scope: anyone holding a memory's id reads, changes and deletes it")
     elif manifest["byIdScope"] == "exact":
         chosen.append("a by-id call reaches a memory only under exactly the scope it was written under")
+    if manifest.get("searchReturns") == "relevant":
+        chosen.append(
+            "a search returns only memories above a relevance threshold: its hits are judged, not counted"
+        )
     return tuple(chosen)
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbconform.adapter import where_matches
-from kbconform.conformance._model import Refused
+from kbconform.conformance._model import MayRefuse, Refused
 from kbconform.errors import ContractViolation, KbconformError, NotFound, Unauthenticated
 from kbconform.profiles.memory_scope.protocol import MAX_LIMIT, MEMORY_INVALID
 
@@ -62,6 +62,9 @@ class ScopePolicy:
     prefix: bool = False
     reserved: str = ""
     by_id: str = "checked"
+    #: A search returns only memories above the backend's relevance threshold (``searchReturns:
+    #: relevant``): its hits are judged in scope, and at most ``limit`` of them, not counted.
+    relevant: bool = False
     memories: dict[str, Memory] = field(default_factory=dict)
 
     @classmethod
@@ -72,6 +75,7 @@ class ScopePolicy:
             prefix=manifest["scopeMatch"] == "prefix",
             reserved=str(manifest.get("reservedCharacters", "")),
             by_id=str(manifest["byIdScope"]),
+            relevant=manifest.get("searchReturns") == "relevant",
         )
 
     # -- identity (M1) ---------------------------------------------------------------------------
@@ -161,7 +165,11 @@ class ScopePolicy:
         self.memories[memory] = Memory(old.id, old.scope, text, old.metadata)
 
     def delete(self, scope: object, memory: object) -> Refused | None:
+        """M5: a memory outside the scope, or no memory, is ``NotFound`` or an answer of nothing
+        (a delete that is idempotent by design), changing nothing either way."""
         found = self._by_id(scope, memory)
+        if isinstance(found, Refused) and found.error is NotFound:
+            return MayRefuse(NotFound, found.why)
         return found if isinstance(found, Refused) else None
 
     def commit_delete(self, scope: object, memory: str) -> None:
@@ -207,10 +215,12 @@ class ScopePolicy:
         return {i: m.text for i, m in self.memories.items()}
 
     @staticmethod
-    def hit_problems(scope: Mapping[str, str], hits: Sequence[Any], limit: int | None) -> list[str]:
+    def hit_problems(
+        scope: Mapping[str, str], hits: Sequence[Any], limit: int | None, at_most: bool = False
+    ) -> list[str]:
         """How a read's ``hits`` differ from what the model allows: no id twice, every hit in
         ``scope`` with its text exactly as stored, and ``min(limit, len(scope))`` of them (all of
-        the scope when ``limit`` is None, a list)."""
+        the scope when ``limit`` is None, a list; with ``at_most``, no more than that)."""
         found = [(hit.id, hit.text) for hit in hits]
         ids = [i for i, _ in found]
         problems = []
@@ -223,7 +233,7 @@ class ScopePolicy:
         if altered:
             problems.append(f"memories whose text is not the stored text: {_few(altered)}")
         wanted = len(scope) if limit is None else min(limit, len(scope))
-        if len(found) != wanted:
+        if len(found) > wanted or (len(found) < wanted and not at_most):
             missing = set(scope) - set(ids) if limit is None or limit >= len(scope) else set()
             problems.append(
                 f"{len(found)} memories; expected {wanted} (scope {len(scope)})"

@@ -73,8 +73,8 @@ class ScopeDriver(Driver):
         checked and committed. With ``may_fail`` (a store fault armed), BackendUnavailable is a
         call that changed nothing. Any other outcome fails."""
         expected, outcome = self._made(operation, args, may_fail, self.policy.stored.values())
-        if isinstance(outcome, KbconformError):
-            return outcome
+        if isinstance(outcome, KbconformError) or isinstance(expected, Refused):
+            return outcome  # refused, or a call the model lets land changing nothing (MayRefuse)
         self.remember(args[0])
         if operation == "add":
             problems = self.policy.check_id(outcome)
@@ -108,37 +108,125 @@ class ScopeDriver(Driver):
         self,
         facade: str,
         scope: object,
-        text: str = PROBE,
+        text: str | None = None,
         limit: int | None = None,
         where: object = None,
         may_fail: bool = False,
     ) -> list[Any] | KbconformError:
         """Read as ``scope`` through ``facade`` (``search`` or ``list``): the hits, checked
-        against the model's scope (exactly, or ``limit`` of it), or the error it expects."""
-        if facade == "search":
-            limit = self.everything if limit is None else limit
-            expected = self.policy.search(scope, limit, where)
-            who = f"search as {scope!r} (limit {limit}, where {where!r})"
+        against the model's scope (exactly, or ``limit`` of it), or the error it expects.
 
-            def made() -> list[Any]:
-                return list(self.backend.search(scope, text, limit, where))
-        else:
-            expected, limit = self.policy.listed(scope), None
-            who = f"list as {scope!r}"
+        A search with neither ``text`` nor ``limit`` asks for the whole scope: one search for
+        :data:`PROBE`, or, from a backend that declares ``searchReturns: relevant`` (a relevance
+        threshold), one search for each memory's own text, whose hits together must be the
+        scope (:meth:`_probes`)."""
+        if facade == "list":
+            expected = self.policy.listed(scope)
+            return self._judged(
+                f"list as {scope!r}",
+                scope,
+                expected,
+                lambda: list(self.backend.list(scope)),
+                [],
+                None,
+                may_fail,
+            )
+        whole = text is None and limit is None
+        limit = self.everything if limit is None else limit
+        expected = self.policy.search(scope, limit, where)
+        if whole and self.policy.relevant and not isinstance(expected, Refused) and expected:
+            return self._probes(scope, expected, limit, where, may_fail)
+        query = PROBE if text is None else text
+        return self._judged(
+            f"search as {scope!r} for {query[:40]!r} (limit {limit}, where {where!r})",
+            scope,
+            expected,
+            lambda: list(self.backend.search(scope, query, limit, where)),
+            [query],
+            limit,
+            may_fail,
+            at_most=self.policy.relevant,
+        )
 
-            def made() -> list[Any]:
-                return list(self.backend.list(scope))
+    def _probes(
+        self, scope: object, expected: dict[str, str], limit: int, where: object, may_fail: bool
+    ) -> list[Any] | KbconformError:
+        """The whole scope of a search with a relevance threshold: a search for each stored
+        memory's text (:meth:`_probe_texts`), none of whose hits may be out of scope; together,
+        exactly the scope."""
+        found: dict[str, Any] = {}
+        for memory, own in sorted(self._probe_texts()):
+            outcome = self._judged(
+                f"search as {scope!r} for memory {memory}'s text (limit {limit}, where {where!r})",
+                scope,
+                expected,
+                lambda own=own: list(self.backend.search(scope, own, limit, where)),  # type: ignore[misc]
+                [own],
+                limit,
+                may_fail,
+                at_most=True,
+            )
+            if isinstance(outcome, KbconformError):
+                return outcome
+            found.update((hit.id, hit) for hit in outcome)
+        hits = list(found.values())
+        problems = self.policy.hit_problems(expected, hits, None)
+        assert not problems, (
+            f"searches as {scope!r} for each memory's own text, together: {'; '.join(problems)}"
+        )
+        return hits
 
-        sent = [text] if facade == "search" else []
+    def _probe_texts(self) -> list[tuple[str, str]]:
+        """Every stored memory's id and text, one per distinct text: the probes of a backend with
+        a relevance threshold (a memory of the scope is found by its own text; a memory of
+        another scope is nearest its own text, where a leak of it shows)."""
+        distinct = {text: memory for memory, text in self.policy.stored.items()}
+        return sorted((memory, text) for text, memory in distinct.items())
+
+    def _judged(
+        self,
+        who: str,
+        scope: object,
+        expected: Refused | dict[str, str],
+        made: Callable[[], list[Any]],
+        sent: list[str],
+        limit: int | None,
+        may_fail: bool,
+        *,
+        at_most: bool = False,
+    ) -> list[Any] | KbconformError:
         outcome = judged(who, expected, made, self.policy.stored.values(), sent, may_fail, hits_count)
         if isinstance(outcome, KbconformError):
             return outcome
         assert not isinstance(expected, Refused)
-        problems = self.policy.hit_problems(expected, outcome, limit)
+        problems = self.policy.hit_problems(expected, outcome, limit, at_most=at_most)
         assert not problems, f"{who}: {'; '.join(problems)}"
         self.remember(scope)
         hits: list[Any] = outcome
         return hits
+
+    def read_within(self, scope: object, where: object) -> set[str]:
+        """A search with ``where`` whose hits must lie within ``scope`` (each with its stored
+        text, at most the scope), whatever the clause selects: for a clause whose meaning a
+        backend may choose (conditions on a scope key), M9's "never widens"."""
+        limit = self.everything
+        unfiltered = self.policy.search(scope, limit, None)
+        probes = [text for _, text in self._probe_texts()] if self.policy.relevant else [PROBE]
+        found: set[str] = set()
+        for text in probes:
+            outcome = self._judged(
+                f"search as {scope!r} for {text[:40]!r} (where {where!r})",
+                scope,
+                unfiltered,
+                lambda text=text: list(self.backend.search(scope, text, limit, where)),  # type: ignore[misc]
+                [text],
+                limit,
+                False,
+                at_most=True,
+            )
+            assert isinstance(outcome, list), f"search as {scope!r} (where {where!r}) raised {outcome!r}"
+            found |= {hit.id for hit in outcome}
+        return found
 
     def read(self, facade: str, scope: object, **options: Any) -> set[str]:
         """A read the model allows: the ids it returned (checked as :meth:`attempt_read` says)."""
@@ -214,11 +302,22 @@ class ScopeWorld:
         return Reading(dict(scope), len(scope))
 
     def read(self, backend: Any, facade: str, reader: Reader) -> Reading:
-        if facade == "search":
-            hits = list(backend.search(reader.identity, PROBE, min(MAX_LIMIT, self.size(facade) + 1), None))
-        else:
+        """What ``facade`` shows ``reader``: a list, or a search for the whole scope (one for
+        :data:`PROBE`; from a backend with a relevance threshold, one for :data:`PROBE` and one
+        for each stored memory's text, their hits together)."""
+        if facade == "list":
             hits = list(backend.list(reader.identity))
-        return Reading({hit.id: hit.text for hit in hits}, len(hits))
+            return Reading({hit.id: hit.text for hit in hits}, len(hits))
+        limit = min(MAX_LIMIT, self.size(facade) + 1)
+        if not self.policy.relevant:
+            hits = list(backend.search(reader.identity, PROBE, limit, None))
+            return Reading({hit.id: hit.text for hit in hits}, len(hits))
+        texts = [PROBE, *sorted(set(self.policy.stored.values()))]
+        shown: dict[str, str] = {}
+        for text in texts:
+            found = list(backend.search(reader.identity, text, limit, None))
+            shown.update((hit.id, hit.text) for hit in found)
+        return Reading(shown, len(shown))
 
     def read_once(self, backend: Any, facade: str, identity: object) -> object:
         if facade == "search":

@@ -425,24 +425,34 @@ def _both(test: str) -> tuple[str, str]:
     return (f"{test}[search-memories]", f"{test}[list-memories]")
 
 
+def _kinds(*kinds: str) -> tuple[str, ...]:
+    """mem-02's ids for these kinds of callers that name no scope."""
+    return tuple(f"mem-02[{kind}]" for kind in kinds)
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "mem-missing-scope-reads-all",
         MissingScopeReadsAll,
         "a read whose scope names nothing runs with no filter",
-        (*_both("iso-02"), "mem-02", "mem-12"),
+        (
+            *_both("iso-02"),
+            *_kinds("None", "empty scope", "empty value", "None value", "number value", "list value"),
+            *_kinds("bare value"),
+            "mem-12",
+        ),
     ),
     Mutant(
         "mem-unknown-keys-dropped",
         UnknownKeysDropped,
         "keys the backend does not know are dropped: a scope of unknown keys reads everything",
-        (*_both("iso-02"), "mem-02", "mem-12"),
+        (*_both("iso-02"), *_kinds("keys naming no scope"), "mem-12"),
     ),
     Mutant(
         "mem-delete-all-without-scope",
         DeleteAllWithoutScopeDeletesEverything,
         "a delete of every memory with no scope deletes every scope's memories",
-        ("mem-02", "mem-08"),
+        (*_kinds("None"), "mem-08"),
     ),
     Mutant(
         "mem-search-first-key-only",
@@ -460,25 +470,25 @@ MUTANTS: tuple[Mutant, ...] = (
         "mem-scope-values-casefolded",
         ScopeValuesCasefolded,
         "scope values are lower-cased and trimmed: Alice is alice",
-        (*_both("iso-01"), "mem-03"),
+        (*_both("iso-01"), "mem-03[case]", "mem-03[surrounding space]"),
     ),
     Mutant(
         "mem-scope-values-normalized",
         ScopeValuesNormalized,
         "scope values are NFKC-normalized and separators folded: a/b is a_b",
-        ("mem-03",),
+        ("mem-03[unicode form]", "mem-03[separators]"),
     ),
     Mutant(
         "mem-composite-key-by-prefix",
         CompositeKeyByPrefix,
         "the scope is one joined string matched by prefix: u1 reads u10's",
-        (*_both("iso-01"), "mem-03"),
+        (*_both("iso-01"), "mem-03[prefix]", "mem-03[composite]"),
     ),
     Mutant(
         "mem-wildcard-value-matches-all",
         WildcardValueMatchesAll,
         "a scope value * drops its key's condition: {user_id: *} is every user",
-        ("mem-03",),
+        ("mem-03[wildcard]",),
     ),
     Mutant(
         "mem-filter-after-top-k",
