@@ -735,7 +735,9 @@ def _run(arguments: argparse.Namespace) -> int:
             print(f"kbconform: error: {problem}", file=sys.stderr)
         return EXIT_USAGE if outcome.returncode == 4 else EXIT_INVALID
     if arguments.report:
-        reports.write(arguments.report, json.dumps(report, indent=2, sort_keys=True) + "\n")
+        reports.write(
+            arguments.report, json.dumps(report, indent=2) + "\n"
+        )  # keys in order: a transcript's requests as sent
         if outcome.harness_log or report["config"].get("harness"):  # an empty log says the harness was quiet
             reports.write(f"{arguments.report}.harness.log", outcome.harness_log)
     if arguments.summary:

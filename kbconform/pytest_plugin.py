@@ -788,7 +788,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     path = config.getoption("kbconform_report")
     if path:
-        reports.write(path, json.dumps(report, indent=2, sort_keys=True) + "\n")
+        reports.write(
+            path, json.dumps(report, indent=2) + "\n"
+        )  # keys in order: a transcript's requests as sent
 
 
 def _applicable(run: Any, chosen: frozenset[str] | None) -> frozenset[str] | None:

@@ -84,7 +84,9 @@ class Transcript:
 
     def record(self, request: Mapping[str, Any], response: Mapping[str, Any] | None, broke: str = "") -> None:
         entry: dict[str, Any] = {
-            "request": _canonical(request),
+            # as sent, keys in order: a backend may read an object's keys in order (JSON says
+            # they have none), and a replay must send what the test sent
+            "request": json.dumps(request, ensure_ascii=False, separators=(",", ":")),
             "response": None if response is None else _canonical(response),
         }
         if broke:
@@ -124,8 +126,9 @@ class Transcript:
 
 def to_jsonl(lines: Iterable[Mapping[str, Any]]) -> str:
     """JSON Lines, ASCII only: a line-by-line reader that also splits on Unicode line separators
-    (U+2028, U+0085, ...) still reads one exchange per line."""
-    return "".join(json.dumps(line, sort_keys=True) + "\n" for line in lines)
+    (U+2028, U+0085, ...) still reads one exchange per line. Keys keep their order: a request
+    is written as it was sent."""
+    return "".join(json.dumps(line) + "\n" for line in lines)
 
 
 @dataclass(frozen=True, slots=True)

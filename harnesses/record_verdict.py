@@ -1,0 +1,149 @@
+"""Re-record the verdict of a library harness (harnesses/mem0, harnesses/langgraph): its
+verdict.json and the transcript of each cause its VERDICT.md explains.
+
+    python harnesses/record_verdict.py mem0                       # install, run (under a minute), record
+    python harnesses/record_verdict.py mem0 --from-report REPORT  # record a report already written
+
+A fresh run is exactly the run tests/harness/test_library_harnesses.py makes: the harness's
+``install``, then ``kbconform.runner.run_suites`` with the harness, the recorded seed (``--seed``
+to change it), the default profile and no shrinking (statuses are what is compared).
+``--from-report`` takes the report of ``kbconform run --harness harnesses/NAME/harness --seed 1
+--report REPORT``. Either way the report must be sound (valid evidence of a full run) or nothing
+is written. The script prints every id whose status changed, and writes the transcript of each
+cause's failing test (``transcripts/causes.json`` names it) to ``transcripts/<cause>.jsonl``;
+VERDICT.md is prose and is updated by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+#: The library harnesses this script records, each a folder of harnesses/.
+LIBRARIES = ("mem0", "langgraph")
+INSTALL_TIMEOUT = 900  # seconds: a first install downloads the pinned packages (about 20 s)
+
+
+def verdict_of(report: dict[str, Any]) -> dict[str, Any]:
+    """The recorded form of a report: the library and its version, seed, profile, the levels
+    earned and each test's status."""
+    backend = report["manifest"]["backend"]
+    return {
+        "backend": f"{backend['name']} {backend['version']}",
+        "seed": report["seed"],
+        "profile": report["profile"],
+        "levels": {level: bool(v["earned"]) for level, v in sorted(report["levels"].items())},
+        "tests": {t["id"]: t["status"] for t in sorted(report["tests"], key=lambda t: t["id"])},
+    }
+
+
+def changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """One line per difference between two recorded verdicts (empty when they are equal)."""
+    from kbconform.report import status_changes
+
+    found = [
+        f"{key}: {old.get(key)!r} -> {new.get(key)!r}"
+        for key in ("backend", "seed", "profile")
+        if old.get(key) != new.get(key)
+    ]
+    for group in ("levels", "tests"):
+        changed = status_changes(old.get(group, {}), new.get(group, {}))
+        found += [f"{name}: {before} -> {after}" for name, before, after in changed]
+    return found
+
+
+def install(name: str) -> None:
+    """``harnesses/NAME/install``; exits with its output when it fails."""
+    done = subprocess.run(
+        ["bash", str(HERE / name / "install")], capture_output=True, text=True, timeout=INSTALL_TIMEOUT
+    )
+    if done.returncode != 0:
+        sys.exit(f"record_verdict: harnesses/{name}/install failed (exit {done.returncode}):\n{done.stderr}")
+
+
+def _fresh(name: str, seed: int) -> dict[str, Any]:
+    from kbconform import runner
+
+    install(name)
+    print(f"record_verdict: running the suites on harnesses/{name}/harness with seed {seed}", flush=True)
+    outcome = runner.run_suites(harness=str(HERE / name / "harness"), seed=seed, shrink=False)
+    if outcome.problems or not outcome.report:
+        print(outcome.output[-4000:], file=sys.stderr)
+        sys.exit(
+            "record_verdict: the run gave no sound report: " + "; ".join(outcome.problems or ("no report",))
+        )
+    return outcome.report
+
+
+def write_transcripts(name: str, report: dict[str, Any]) -> list[str]:
+    """Each cause's transcript from ``report``: the transcript of the test causes.json names for
+    it, as JSON Lines (what ``kbconform replay`` reads). Returns the causes written."""
+    from kbconform.harness import to_jsonl
+
+    transcripts = HERE / name / "transcripts"
+    causes: dict[str, str] = json.loads((transcripts / "causes.json").read_text(encoding="utf-8"))
+    tests = {t["id"]: t for t in report["tests"]}
+    missing = [
+        f"{cause} ({stable})"
+        for cause, stable in causes.items()
+        if not tests.get(stable, {}).get("transcript")
+    ]
+    if missing:
+        sys.exit(f"record_verdict: no transcript in the report for {', '.join(missing)}: not failing")
+    for cause, stable in causes.items():
+        (transcripts / f"{cause}.jsonl").write_text(to_jsonl(tests[stable]["transcript"]), encoding="utf-8")
+    return sorted(causes)
+
+
+def _given(name: str, path: str) -> dict[str, Any]:
+    from kbconform.errors import ContractViolation
+    from kbconform.report import read, selection, verify
+
+    report = read(path)
+    try:
+        verify(report)
+    except ContractViolation as error:
+        sys.exit(f"record_verdict: {path} is not valid evidence: {'; '.join(str(p) for p in error.problems)}")
+    if selection(report) is not None or report["completeness"]["missing"]:
+        sys.exit(f"record_verdict: {path} is not the report of a full run")
+    if not str(report["config"]["adapter"]).endswith(f"harnesses/{name}/harness"):
+        sys.exit(f"record_verdict: {path} is a run of {report['config']['adapter']}, not of harnesses/{name}")
+    return dict(report)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("name", choices=LIBRARIES, help="the harness to record")
+    parser.add_argument("--from-report", metavar="REPORT", help="record this report instead of running")
+    parser.add_argument(
+        "--seed", type=int, help="the seed of a fresh run (default: the recorded one, else 1)"
+    )
+    arguments = parser.parse_args()
+    verdict = HERE / arguments.name / "verdict.json"
+    old = json.loads(verdict.read_text(encoding="utf-8")) if verdict.exists() else {}
+    seed = arguments.seed if arguments.seed is not None else int(old.get("seed", 1))
+    report = (
+        _given(arguments.name, arguments.from_report)
+        if arguments.from_report
+        else _fresh(arguments.name, seed)
+    )
+    new = verdict_of(report)
+    verdict.write_text(json.dumps(new, indent=2) + "\n", encoding="utf-8")
+    earned = [level for level, won in new["levels"].items() if won]
+    counts = {s: sum(1 for v in new["tests"].values() if v == s) for s in ("pass", "fail", "error", "skip")}
+    print(f"record_verdict: wrote {verdict}: levels earned {', '.join(earned) or 'none'}; {counts}")
+    for line in changes(old, new) if old else ():
+        print(f"  changed {line}")
+    written = ", ".join(write_transcripts(arguments.name, report))
+    print(f"record_verdict: wrote the transcripts of {written} in harnesses/{arguments.name}/transcripts")
+
+
+if __name__ == "__main__":
+    main()
