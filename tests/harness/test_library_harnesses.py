@@ -1,0 +1,137 @@
+"""Agent-memory libraries from PyPI keep the verdicts recorded beside their harnesses
+(harnesses/mem0, harnesses/langgraph): each harness installs its pinned library into a
+virtualenv of its own (``harnesses/NAME/install``), the whole memory-scope catalogue run on it
+with the recorded seed gives every test the recorded status and earns exactly the recorded
+levels, and each cause its VERDICT.md explains replays from its transcript. A changed verdict is
+news, not noise: the failure names each changed id with its old and new status.
+
+Re-record (after reading why it changed): ``python harnesses/record_verdict.py NAME`` (a fresh
+run) or ``python harnesses/record_verdict.py NAME --from-report REPORT``; then update the prose of
+``harnesses/NAME/VERDICT.md`` by hand. The first install downloads the pinned packages (about 20
+s each); the runs take seconds.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbconform import runner
+
+#: Each test here runs the suites (or a whole tool) in child processes: the slow tier.
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+HARNESSES = ROOT / "harnesses"
+LIBRARIES = ("mem0", "langgraph")
+INSTALL_TIMEOUT = 900  # seconds
+
+
+def _recorder() -> Any:
+    """harnesses/record_verdict.py, whose recorded form and comparison these tests use."""
+    spec = importlib.util.spec_from_file_location("record_verdict", HARNESSES / "record_verdict.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _install(name: str) -> None:
+    """``harnesses/NAME/install``, with its output shown if it fails or overruns."""
+    try:
+        done = subprocess.run(
+            ["bash", str(HARNESSES / name / "install")],
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as overrun:
+        output = "".join(str(part or "") for part in (overrun.stdout, overrun.stderr))
+        pytest.fail(f"harnesses/{name}/install did not finish within {INSTALL_TIMEOUT} s:\n{output}")
+    assert done.returncode == 0, f"harnesses/{name}/install failed (exit {done.returncode}):\n{done.stderr}"
+
+
+@pytest.mark.parametrize("name", LIBRARIES)
+def test_the_library_gives_every_test_its_recorded_status(name: str) -> None:
+    """The run with the recorded seed is sound, has a harness log, and equals verdict.json:
+    every status, every level, the library's version, the seed and the profile."""
+    recorded = json.loads((HARNESSES / name / "verdict.json").read_text(encoding="utf-8"))
+    assert recorded["tests"], "verdict.json records no test"
+    assert set(recorded["levels"]) == {"L0", "L1", "L2", "L3", "L4"}
+    _install(name)
+    outcome = runner.run_suites(
+        harness=str(HARNESSES / name / "harness"), seed=recorded["seed"], shrink=False
+    )
+    assert outcome.problems == (), (
+        f"the {name} run gave no sound report:\n"
+        + "\n".join(outcome.problems)
+        + f"\n{outcome.output[-6000:]}\nharness log (tail):\n{outcome.harness_log[-3000:]}"
+    )
+    assert outcome.report is not None
+    assert outcome.report["manifest"]["isolationProfile"] == "memory-scope"
+    recorder = _recorder()
+    changed = recorder.changes(recorded, recorder.verdict_of(outcome.report))
+    assert not changed, (
+        f"{name}'s verdict changed (seed {recorded['seed']}), {len(changed)} differences "
+        "(recorded -> now):\n  "
+        + "\n  ".join(changed)
+        + f"\nre-record with `python harnesses/record_verdict.py {name}` once the change is understood, "
+        f"and update harnesses/{name}/VERDICT.md\nthe run's output (tail):\n{outcome.output[-4000:]}"
+    )
+
+
+def _kept(answers: list[Any], send: Any, op: str, params: Any) -> Any:
+    response = send(op, params)
+    answers.append(response)
+    return response
+
+
+@pytest.mark.parametrize("name", LIBRARIES)
+def test_each_cause_of_the_verdict_replays_from_its_transcript(name: str) -> None:
+    """Every cause VERDICT.md explains (``**C1.``) has a transcript (transcripts/<cause>.jsonl,
+    of the test causes.json names, which verdict.json records as failing), and replayed on the
+    harness (as ``kbconform replay`` does) every response is as recorded."""
+    from kbconform._replay import load, render
+    from kbconform.harness import connect, replay
+
+    folder = HARNESSES / name
+    causes: dict[str, str] = json.loads((folder / "transcripts" / "causes.json").read_text(encoding="utf-8"))
+    recorded = json.loads((folder / "verdict.json").read_text(encoding="utf-8"))["tests"]
+    explained = (folder / "VERDICT.md").read_text(encoding="utf-8")
+    assert {cause: recorded.get(stable) for cause, stable in causes.items()} == dict.fromkeys(causes, "fail")
+    named = set(re.findall(r"^- \*\*(C\d+)\.", explained, re.MULTILINE))
+    assert named == set(causes), "every cause VERDICT.md explains has a transcript, and no other"
+    _install(name)
+    adapter, _ = connect(command=str(folder / "harness"), call_timeout=120)
+    differing = {}
+    try:
+        for cause in causes:
+            transcript = load(str(folder / "transcripts" / f"{cause}.jsonl"), None)
+            answers: list[Any] = []
+            steps = replay(transcript.lines, partial(_kept, answers, adapter.send_raw))
+            text, reproduced = render(transcript, steps, cause)
+            if not reproduced:
+                differing[cause] = text[-2000:]
+    finally:
+        adapter.shutdown()
+    assert not differing, "\n".join(f"{cause}:\n{text}" for cause, text in differing.items())
+
+
+def test_a_harness_needs_no_kbconform_and_no_network_module() -> None:
+    """A harness is the library's side of the wire: it imports neither kbconform nor a network
+    client of its own (the library's own imports are its business), standard library and the
+    library only."""
+    for name in LIBRARIES:
+        source = (HARNESSES / name / "harness.py").read_text(encoding="utf-8")
+        imported = set(re.findall(r"^\s*(?:from|import)\s+([A-Za-z_][\w]*)", source, re.MULTILINE))
+        assert "kbconform" not in imported, name
+        assert not imported & {"requests", "httpx", "urllib3", "socket"}, (name, imported)
