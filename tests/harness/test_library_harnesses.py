@@ -13,10 +13,8 @@ s each); the runs take seconds.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import subprocess
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from typing import Any
 import pytest
 
 from kbconform import runner
+from tests.harness.installs import load_script, run_install
 
 #: Each test here runs the suites (or a whole tool) in child processes: the slow tier.
 pytestmark = pytest.mark.slow
@@ -36,28 +35,12 @@ INSTALL_TIMEOUT = 900  # seconds
 
 def _recorder() -> Any:
     """harnesses/record_verdict.py, whose recorded form and comparison these tests use."""
-    spec = importlib.util.spec_from_file_location("record_verdict", HARNESSES / "record_verdict.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(HARNESSES / "record_verdict.py")
 
 
 def _install(name: str) -> None:
     """``harnesses/NAME/install``, with its output shown if it fails or overruns."""
-    try:
-        done = subprocess.run(
-            ["bash", str(HARNESSES / name / "install")],
-            capture_output=True,
-            text=True,
-            timeout=INSTALL_TIMEOUT,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as overrun:
-        output = "".join(str(part or "") for part in (overrun.stdout, overrun.stderr))
-        pytest.fail(f"harnesses/{name}/install did not finish within {INSTALL_TIMEOUT} s:\n{output}")
-    assert done.returncode == 0, f"harnesses/{name}/install failed (exit {done.returncode}):\n{done.stderr}"
+    run_install(HARNESSES / name / "install", INSTALL_TIMEOUT)
 
 
 @pytest.mark.parametrize("name", LIBRARIES)

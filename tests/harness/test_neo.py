@@ -17,12 +17,10 @@ does not shrink failing examples (statuses are what it compares).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from functools import partial
 from pathlib import Path
@@ -31,6 +29,7 @@ from typing import Any
 import pytest
 
 from kbconform import runner
+from tests.harness.installs import load_script, run_install
 
 #: Each test here runs the suites (or a whole tool) in child processes: the slow tier.
 pytestmark = pytest.mark.slow
@@ -50,31 +49,12 @@ RERECORD = (
 
 def _recorder() -> Any:
     """harnesses/neo/record_verdict.py, whose recorded form and comparison this test uses."""
-    spec = importlib.util.spec_from_file_location("record_verdict", NEO / "record_verdict.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(NEO / "record_verdict.py")
 
 
 def _install() -> None:
     """``harnesses/neo/install``, with its output shown if it fails or overruns."""
-    try:
-        done = subprocess.run(
-            ["bash", str(NEO / "install")],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=INSTALL_TIMEOUT,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as overrun:
-        output = "".join(str(part or "") for part in (overrun.stdout, overrun.stderr))
-        pytest.fail(f"harnesses/neo/install did not finish within {INSTALL_TIMEOUT} s; its output:\n{output}")
-    assert done.returncode == 0, (
-        f"harnesses/neo/install failed (exit {done.returncode}); its output:\n{done.stdout}{done.stderr}"
-    )
+    run_install(NEO / "install", INSTALL_TIMEOUT, cwd=ROOT)
 
 
 def test_neo_gives_every_test_its_recorded_status_and_earns_the_recorded_levels(

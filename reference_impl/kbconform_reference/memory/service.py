@@ -23,14 +23,15 @@ from __future__ import annotations
 import builtins
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from kbconform.adapter import where_matches
 from kbconform.errors import BackendUnavailable, KbconformError, NotFound, Unauthenticated
 from kbconform.profiles.memory_scope.protocol import MAX_LIMIT, MemoryHit, memory_invalid
 from kbconform_reference._arguments import describe
+from kbconform_reference._store_calls import store_call
 from kbconform_reference.embedding import HashingEmbedding
 
 if TYPE_CHECKING:
@@ -73,18 +74,9 @@ class ScopedMemory:
 
     # -- guards ---------------------------------------------------------------------------------
 
-    @contextmanager
-    def _store(self, operation: str) -> Iterator[None]:
-        """One store call: the switch is consulted first; any error of the store is
-        BackendUnavailable (kbconform errors raised inside pass through)."""
-        if self._fails is not None and self._fails():
-            raise BackendUnavailable(operation, "the store is unavailable (fault injected)")
-        try:
-            yield
-        except KbconformError:
-            raise
-        except Exception as error:
-            raise BackendUnavailable(operation, f"{type(error).__name__}: {error}") from error
+    def _store(self, operation: str) -> AbstractContextManager[None]:
+        """One store call (:func:`~kbconform_reference._store_calls.store_call`)."""
+        return store_call(self._fails, operation)
 
     def _scope(self, scope: object, operation: str) -> dict[str, str]:
         """The caller's scope: a non-empty mapping of declared keys to non-empty strings."""

@@ -32,14 +32,15 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kbconform.adapter import MAX_LIMIT, pool_invalid
-from kbconform.errors import BackendUnavailable, KbconformError, NotFound, Unauthenticated
+from kbconform.errors import NotFound, Unauthenticated
 from kbconform_reference._arguments import checked_name, describe
+from kbconform_reference._store_calls import store_call
 from kbconform_reference.embedding import HashingEmbedding
 from kbconform_reference.pool.membership import Membership, SessionRow
 from kbconform_reference.pool.qdrant import ENTITIES, EPISODES, QdrantStore, any_of, equal
@@ -126,18 +127,9 @@ class ProjectPool:
 
     # -- guards ---------------------------------------------------------------------------------
 
-    @contextmanager
-    def _store(self, operation: str) -> Iterator[None]:
-        """One store call: the switch is consulted first; any error of the store is
-        BackendUnavailable (kbconform errors raised inside pass through)."""
-        if self._fails is not None and self._fails():
-            raise BackendUnavailable(operation, "the store is unavailable (fault injected)")
-        try:
-            yield
-        except KbconformError:
-            raise
-        except Exception as error:
-            raise BackendUnavailable(operation, f"{type(error).__name__}: {error}") from error
+    def _store(self, operation: str) -> AbstractContextManager[None]:
+        """One store call (:func:`~kbconform_reference._store_calls.store_call`)."""
+        return store_call(self._fails, operation)
 
     def _caller(self, session: object, operation: str) -> SessionRow:
         """The calling session, read from membership now; no identity or an unknown session is
