@@ -4,9 +4,10 @@ catalogue it does not decline, and declines only what its manifest declines with
 They are not the references: ``sqlite_namespace.py`` (tenant-namespace: one SQLite table, the
 read filter in SQL, a transaction per write), ``sqlite_pool.py`` (project-pool: membership as
 SQLite tables, every search one scoped SQL statement, every write and membership change one
-transaction) and ``sqlite_grant.py`` (kb-grant: the catalogue and every store's documents as
+transaction), ``sqlite_grant.py`` (kb-grant: the catalogue and every store's documents as
 rows of one SQLite store, authorization joined in SQL, a transaction per write, copy and move)
-are written from the spec docs, and so are the in-memory doubles
+and ``sqlite_memory.py`` (memory-scope in prefix mode: namespace paths compared as exact
+prefixes in SQL, a transaction per write) are written from the spec docs, and so are the in-memory doubles
 ``tests/plugin/pool_adapter.py`` (project-pool: dictionaries of internal ids) and
 ``tests/plugin/grant_adapter.py`` (kb-grant: held to every kb-grant test by
 ``tests/plugin/test_kb_grant_suite.py``). They are the control that keeps the suites' model
@@ -18,7 +19,7 @@ from __future__ import annotations
 import pytest
 
 from kbconform import runner
-from tests.independent import sqlite_grant, sqlite_namespace, sqlite_pool
+from tests.independent import sqlite_grant, sqlite_memory, sqlite_namespace, sqlite_pool
 from tests.plugin import pool_adapter
 
 #: Each test here runs the suites in a child process: the slow tier.
@@ -38,6 +39,7 @@ def _declined(manifest: dict[str, object]) -> set[str]:
         ("tests.independent.sqlite_pool:make", sqlite_pool.MANIFEST, set()),
         ("tests.plugin.pool_adapter:make", pool_adapter.MANIFEST, set()),
         ("tests.independent.sqlite_grant:make", sqlite_grant.MANIFEST, set()),
+        ("tests.independent.sqlite_memory:make", sqlite_memory.MANIFEST, set()),
     ],
 )
 def test_an_independent_backend_passes_every_test_it_does_not_decline(

@@ -1,4 +1,4 @@
-"""A fourth isolation profile, registered from outside the kit: ``notes``, tenants' notes in a
+"""An isolation profile registered from outside the kit: ``notes``, tenants' notes in a
 store that keeps each tenant's apart. It exists to show that an isolation model is a plug-in:
 these files and one entry point (``kbconform.profiles``: ``notes = tests.notes_profile:PROFILE``)
 are all it takes for the plugin, ``kbconform run`` and harness-v1 to judge a backend by it.

@@ -267,6 +267,9 @@ def no_scopes(policy: ScopePolicy) -> dict[str, object]:
     scopes that name nothing (empty, an undeclared key, an empty or non-string value, a value
     with a reserved character, under prefix a key set that is no leading run)."""
     first = policy.keys[0]
+    undeclared = next(
+        key for key in ("tenant", "tenant_id", "kbconform_undeclared") if key not in policy.keys
+    )
     found: dict[str, object] = {
         "None": None,
         "an empty scope": {},
@@ -276,8 +279,8 @@ def no_scopes(policy: ScopePolicy) -> dict[str, object]:
         f"{first} a list": {first: ["alice"]},
         "a scope value alone": "alice",
         "a list of scope values": ["alice"],
-        "an undeclared key": {"tenant": "alice"},
-        "an undeclared key beside a declared one": {first: "alice", "kbconform_other": "x"},
+        "an undeclared key": {undeclared: "alice"},
+        "an undeclared key beside a declared one": {first: "alice", undeclared: "x"},
     }
     if len(policy.keys) > 1 and policy.prefix:
         found[f"{policy.keys[1]} without {first}"] = {policy.keys[1]: "planner"}
