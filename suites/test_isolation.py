@@ -20,24 +20,16 @@ import pytest
 from kbconform.adapter import FaultPlan, FaultSwitch
 from kbconform.conformance import Isolation, Run, World, described
 from kbconform.errors import BackendUnavailable, Unauthenticated
+from kbconform.profiles import built_in
 
 #: Every registered isolation profile: each gives its world through its Isolation (Profile.isolation).
 PROFILES = ("*",)
 
-#: The rule each profile's read isolation is written in (the shared tests check it per profile),
-#: and the guide's section for each; iso-01 names the tenant-namespace filter itself.
-FAIL_CLOSED = {
-    "tenant-namespace": "read-filter.md#fail-closed",
-    "project-pool": "project-pool.md#scope-the-rules",
-    "kb-grant": "kb-grant.md#the-rules",
-    "memory-scope": "memory-scope.md#the-rules",
-}
-GUIDE = {
-    "tenant-namespace": "every-facade",
-    "project-pool": "the-project-pool-profile",
-    "kb-grant": "the-kb-grant-profile",
-    "memory-scope": "the-memory-scope-profile",
-}
+#: The rule each built-in profile's read isolation is written in (the shared tests check it per
+#: profile), and the guide's section for each (``Profile.rule``, ``Profile.guide``); iso-01 names
+#: the tenant-namespace filter itself.
+FAIL_CLOSED = {name: p.rule for name, p in built_in().items() if p.rule is not None}
+GUIDE = {name: p.guide for name, p in built_in().items() if p.guide is not None}
 
 
 def _assert_reads_exactly(world: World, backend: Any, facade: str) -> None:

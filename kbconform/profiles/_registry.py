@@ -76,6 +76,8 @@ class Profile:
     ``skeleton`` is what a new backend's manifest declares for this profile beside its
     ``manifestVersion``, ``adapter`` and ``backend`` (every optional feature declined, with a
     reason): the scaffolds (``kbconform new-adapter``, ``kbconform new-harness``) write it.
+    ``rule`` and ``guide`` are the spec section and the guide section the shared suite's tests
+    name for this profile.
 
     The rest name ``module:attribute`` and are imported on first use (:meth:`load`):
     ``facades``, a function taking the :class:`~kbconform.adapter.Manifest` and returning the
@@ -108,6 +110,11 @@ class Profile:
     skeleton: Mapping[str, Any] = field(default_factory=dict)
     suites: str | None = None
     catalogue: str | None = None
+    #: The spec section (``DOC.md#anchor``) the profile's read isolation is written in, and the
+    #: adapter guide's section for the profile: what the shared tests (iso-01 to iso-03) name
+    #: as their rule and guide for a backend of this profile (None: they name none).
+    rule: str | None = None
+    guide: str | None = None
 
     def suites_dir(self) -> Path | None:
         """The directory of :attr:`suites` (None for a profile whose tests are shipped)."""

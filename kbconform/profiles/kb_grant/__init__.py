@@ -22,6 +22,8 @@ def _declines(manifest: Mapping[str, Any], capability: str) -> str | None:
 
 PROFILE = Profile(
     name="kb-grant",
+    rule="kb-grant.md#the-rules",
+    guide="the-kb-grant-profile",
     capabilities=("fault-injection", "multi-store", "multi-model"),
     declines=_declines,
     operations=(

@@ -32,6 +32,8 @@ def _design(manifest: Mapping[str, Any]) -> tuple[str, ...]:
 
 PROFILE = Profile(
     name="memory-scope",
+    rule="memory-scope.md#the-rules",
+    guide="the-memory-scope-profile",
     capabilities=("fault-injection", "get", "update", "delete", "delete-all", "filter"),
     declines=feature_declined,
     operations=(

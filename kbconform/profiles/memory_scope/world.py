@@ -4,7 +4,7 @@ and its world for the shared isolation suite."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,9 +17,6 @@ from kbconform.profiles.memory_scope.model import ScopePolicy
 from kbconform.profiles.memory_scope.protocol import MAX_LIMIT, scope_text
 
 __all__ = ["ScopeDriver", "ScopeIsolation", "ScopeWorld"]
-
-#: The operations whose call changes the store, with the model's commit of each.
-WRITES = ("add", "update", "delete", "delete_all")
 
 
 class Named(dict[str, str]):
@@ -40,7 +37,7 @@ class ScopeDriver(Driver):
     compared with :class:`~kbconform.profiles.memory_scope.model.ScopePolicy`, and what landed
     committed to it. Every error is checked for stored text the call did not send. ``rng``
     makes the unique token each written text starts with; ``facades`` are the manifest's read
-    facades; ``filters`` whether it offers the ``filter`` feature."""
+    facades."""
 
     backend: Any
     policy: ScopePolicy
@@ -118,7 +115,7 @@ class ScopeDriver(Driver):
 
         A search with neither ``text`` nor ``limit`` asks for the whole scope: one search for
         :data:`PROBE`, or, from a backend that declares ``searchReturns: relevant`` (a relevance
-        threshold), one search for each memory's own text, whose hits together must be the
+        threshold), one search for each stored memory's text, whose hits together must be the
         scope (:meth:`_probes`)."""
         if facade == "list":
             expected = self.policy.listed(scope)
@@ -172,7 +169,7 @@ class ScopeDriver(Driver):
         hits = list(found.values())
         problems = self.policy.hit_problems(expected, hits, None)
         assert not problems, (
-            f"searches as {scope!r} for each memory's own text, together: {'; '.join(problems)}"
+            f"searches as {scope!r} for each stored memory's text, together: {'; '.join(problems)}"
         )
         return hits
 
@@ -195,6 +192,8 @@ class ScopeDriver(Driver):
         *,
         at_most: bool = False,
     ) -> list[Any] | KbconformError:
+        """``made()``, a read, judged by the model's ``expected`` (:func:`judged`) and its hits
+        by :meth:`ScopePolicy.hit_problems`; the scope is remembered for :meth:`check`."""
         outcome = judged(who, expected, made, self.policy.stored.values(), sent, may_fail, hits_count)
         if isinstance(outcome, KbconformError):
             return outcome
@@ -378,7 +377,3 @@ class ScopeIsolation:
 
     def options(self, store_fails: Callable[..., bool]) -> BackendOptions:
         return BackendOptions(store_fails=store_fails)
-
-
-def ids(hits: Iterable[Any]) -> set[str]:
-    return {hit.id for hit in hits}

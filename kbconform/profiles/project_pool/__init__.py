@@ -7,6 +7,8 @@ from kbconform.profiles._registry import Profile, feature_declined
 
 PROFILE = Profile(
     name="project-pool",
+    rule="project-pool.md#scope-the-rules",
+    guide="the-project-pool-profile",
     capabilities=("fault-injection",),
     declines=feature_declined,
     operations=(

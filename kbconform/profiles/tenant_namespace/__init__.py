@@ -47,6 +47,8 @@ def _design(manifest: Mapping[str, Any]) -> tuple[str, ...]:
 
 PROFILE = Profile(
     name="tenant-namespace",
+    rule="read-filter.md#fail-closed",
+    guide="every-facade",
     capabilities=(
         "client-where",
         "revision-boundary",
