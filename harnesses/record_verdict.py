@@ -1,4 +1,4 @@
-"""Re-record the verdict of a library harness (harnesses/mem0, harnesses/langgraph): its
+"""Re-record the verdict of a library harness (harnesses/mem0, harnesses/langgraph, harnesses/adk): its
 verdict.json and the transcript of each cause its VERDICT.md explains.
 
     python harnesses/record_verdict.py mem0                       # install, run (under a minute), record
@@ -25,8 +25,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 #: The library harnesses this script records, each a folder of harnesses/.
-LIBRARIES = ("mem0", "langgraph")
-INSTALL_TIMEOUT = 900  # seconds: a first install downloads the pinned packages (about 20 s)
+LIBRARIES = ("mem0", "langgraph", "adk")
+INSTALL_TIMEOUT = 900  # seconds: a first install downloads the pinned packages (20 to 30 s)
 
 
 def verdict_of(report: dict[str, Any]) -> dict[str, Any]:

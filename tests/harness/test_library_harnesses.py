@@ -1,5 +1,5 @@
 """Agent-memory libraries from PyPI keep the verdicts recorded beside their harnesses
-(harnesses/mem0, harnesses/langgraph): each harness installs its pinned library into a
+(harnesses/mem0, harnesses/langgraph, harnesses/adk): each harness installs its pinned library into a
 virtualenv of its own (``harnesses/NAME/install``), the whole memory-scope catalogue run on it
 with the recorded seed gives every test the recorded status and earns exactly the recorded
 levels, and each cause its VERDICT.md explains replays from its transcript. A changed verdict is
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESSES = ROOT / "harnesses"
-LIBRARIES = ("mem0", "langgraph")
+LIBRARIES = ("mem0", "langgraph", "adk")
 INSTALL_TIMEOUT = 900  # seconds
 
 
