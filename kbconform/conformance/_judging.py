@@ -166,6 +166,41 @@ def judged(
     return outcome
 
 
+def few(ids: Iterable[str], shown: int = 8) -> str:
+    """Sorted ids, the first ``shown`` of them, and how many more (for a failure's message)."""
+    listed = sorted(ids)
+    more = f" and {len(listed) - shown} more" if len(listed) > shown else ""
+    return f"{listed[:shown]}{more}"
+
+
+def scope_problems(
+    scope: Mapping[str, str], hits: Iterable[Any], limit: int | None, at_most: bool = False
+) -> list[str]:
+    """How a read's ``hits`` (each with ``id`` and ``text``) differ from a scope the model holds,
+    id to text: no id twice, every hit in ``scope`` with its text exactly as stored, and
+    ``min(limit, len(scope))`` of them (with ``limit`` None, the whole scope; with ``at_most``,
+    no more than that): with ``limit`` at least the scope's size, exactly the scope."""
+    found = [(hit.id, hit.text) for hit in hits]
+    ids = [i for i, _ in found]
+    problems = []
+    if len(set(ids)) != len(ids):
+        problems.append(f"an id twice: {few(i for i in set(ids) if ids.count(i) > 1)}")
+    foreign = {i for i in ids if i not in scope}
+    if foreign:
+        problems.append(f"hits out of scope: {few(foreign)}")
+    altered = {i for i, text in found if i in scope and text != scope[i]}
+    if altered:
+        problems.append(f"hits whose text is not the stored text: {few(altered)}")
+    wanted = len(scope) if limit is None else min(limit, len(scope))
+    if len(found) > wanted or (len(found) < wanted and not at_most):
+        missing = set(scope) - set(ids) if limit is None or limit >= len(scope) else set()
+        problems.append(
+            f"{len(found)} hits; expected {wanted} (limit {limit}, scope {len(scope)})"
+            + (f", missing {few(missing)}" if missing else "")
+        )
+    return problems
+
+
 def hits_count(hits: Sequence[Any]) -> str:
     return f"{len(hits)} hits"
 

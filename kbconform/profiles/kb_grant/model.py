@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbconform.adapter import GRANT_INVALID, MAX_LIMIT, MODEL_MISMATCH
+from kbconform.conformance._judging import few
 from kbconform.conformance._model import MayRefuse, Refused
 from kbconform.errors import ContractViolation, Forbidden, NotFound, Unauthenticated
 
@@ -90,12 +91,6 @@ def score(a: Sequence[float], b: Sequence[float]) -> float:
     dot = math.fsum(float(x) * float(y) for x, y in zip(a, b, strict=True))
     norm = math.sqrt(math.fsum(float(x) ** 2 for x in a)) * math.sqrt(math.fsum(float(y) ** 2 for y in b))
     return (1.0 + dot / norm) / 2.0
-
-
-def _few(ids: Iterable[str], shown: int = 6) -> str:
-    listed = sorted(ids)
-    more = f" and {len(listed) - shown} more" if len(listed) > shown else ""
-    return f"{listed[:shown]}{more}"
 
 
 @dataclass
@@ -365,10 +360,10 @@ class GrantPolicy:
         if len(got) != wanted:
             problems.append(f"{len(got)} hits; expected {wanted} (limit {limit}, {len(ordered)} documents)")
         if len(set(ids)) != len(ids):
-            problems.append(f"an id twice: {_few(i for i in set(ids) if ids.count(i) > 1)}")
+            problems.append(f"an id twice: {few(i for i in set(ids) if ids.count(i) > 1)}")
         foreign = [i for i in ids if i not in exact]
         if foreign:
-            problems.append(f"hits that are no document of the knowledge bases searched: {_few(foreign)}")
+            problems.append(f"hits that are no document of the knowledge bases searched: {few(foreign)}")
         for doc_id, kb, text, given in got:
             ranked = exact.get(doc_id)
             if ranked is None:
@@ -388,6 +383,6 @@ class GrantPolicy:
             below = [i for i in ids if exact[i].score < cut - TOLERANCE]
             if lacking or below:
                 problems.append(
-                    f"not the {wanted} nearest: lacks {_few(lacking)}, shows {_few(below)} below the cut"
+                    f"not the {wanted} nearest: lacks {few(lacking)}, shows {few(below)} below the cut"
                 )
         return problems

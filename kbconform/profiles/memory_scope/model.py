@@ -12,11 +12,12 @@ rules at once (no identity and empty text) is refused for its identity first.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kbconform.adapter import where_matches
+from kbconform.conformance._judging import scope_problems
 from kbconform.conformance._model import MayRefuse, Refused
 from kbconform.errors import ContractViolation, KbconformError, NotFound, Unauthenticated
 from kbconform.profiles.memory_scope.protocol import MAX_LIMIT, MEMORY_INVALID
@@ -42,12 +43,6 @@ class Memory:
 
 def _invalid(why: str) -> Refused:
     return Refused(ContractViolation, f"{MEMORY_INVALID}: {why}")
-
-
-def _few(ids: Iterable[str], shown: int = 8) -> str:
-    listed = sorted(ids)
-    more = f" and {len(listed) - shown} more" if len(listed) > shown else ""
-    return f"{listed[:shown]}{more}"
 
 
 @dataclass
@@ -221,22 +216,4 @@ class ScopePolicy:
         """How a read's ``hits`` differ from what the model allows: no id twice, every hit in
         ``scope`` with its text exactly as stored, and ``min(limit, len(scope))`` of them (all of
         the scope when ``limit`` is None, a list; with ``at_most``, no more than that)."""
-        found = [(hit.id, hit.text) for hit in hits]
-        ids = [i for i, _ in found]
-        problems = []
-        if len(set(ids)) != len(ids):
-            problems.append(f"an id twice: {_few(i for i in set(ids) if ids.count(i) > 1)}")
-        foreign = {i for i in ids if i not in scope}
-        if foreign:
-            problems.append(f"memories out of scope: {_few(foreign)}")
-        altered = {i for i, text in found if i in scope and text != scope[i]}
-        if altered:
-            problems.append(f"memories whose text is not the stored text: {_few(altered)}")
-        wanted = len(scope) if limit is None else min(limit, len(scope))
-        if len(found) > wanted or (len(found) < wanted and not at_most):
-            missing = set(scope) - set(ids) if limit is None or limit >= len(scope) else set()
-            problems.append(
-                f"{len(found)} memories; expected {wanted} (scope {len(scope)})"
-                + (f", missing {_few(missing)}" if missing else "")
-            )
-        return problems
+        return scope_problems(scope, hits, limit, at_most)

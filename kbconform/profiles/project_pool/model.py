@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbconform.adapter import MAX_LIMIT, POOL_INVALID
+from kbconform.conformance._judging import scope_problems
 from kbconform.conformance._model import Refused
 from kbconform.errors import ContractViolation, NotFound, Unauthenticated
 
@@ -44,13 +45,6 @@ class Entity:
     id: str
     name: str
     project: str | None
-
-
-def _few(ids: Iterable[str], shown: int = 8) -> str:
-    """Sorted ids, the first ``shown`` of them, and how many more."""
-    listed = sorted(ids)
-    more = f" and {len(listed) - shown} more" if len(listed) > shown else ""
-    return f"{listed[:shown]}{more}"
 
 
 def _invalid(why: str) -> Refused:
@@ -247,22 +241,4 @@ class PoolPolicy:
         hit in ``scope`` with its text exactly as stored, and ``min(limit, len(scope))`` of them;
         with ``limit`` at least the scope's size, that is exactly the scope."""
         assert 1 <= limit <= MAX_LIMIT, f"a search limit is 1 to {MAX_LIMIT}; the suite asked {limit}"
-        found = [(hit.id, hit.text) for hit in hits]
-        ids = [i for i, _ in found]
-        problems = []
-        if len(set(ids)) != len(ids):
-            problems.append(f"an id twice: {_few(i for i in set(ids) if ids.count(i) > 1)}")
-        foreign = {i for i in ids if i not in scope}
-        if foreign:
-            problems.append(f"hits out of scope: {_few(foreign)}")
-        altered = {i for i, text in found if i in scope and text != scope[i]}
-        if altered:
-            problems.append(f"hits whose text is not the stored text: {_few(altered)}")
-        wanted = min(limit, len(scope))
-        if len(found) != wanted:
-            missing = set(scope) - set(ids) if limit >= len(scope) else set()
-            problems.append(
-                f"{len(found)} hits; expected {wanted} (limit {limit}, scope {len(scope)})"
-                + (f", missing {_few(missing)}" if missing else "")
-            )
-        return problems
+        return scope_problems(scope, hits, limit)
