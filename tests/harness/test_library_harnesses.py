@@ -116,5 +116,6 @@ def test_a_harness_needs_no_kbconform_and_no_network_module() -> None:
     for name in LIBRARIES:
         source = (HARNESSES / name / "harness.py").read_text(encoding="utf-8")
         imported = set(re.findall(r"^\s*(?:from|import)\s+([A-Za-z_][\w]*)", source, re.MULTILINE))
+        assert {"json", "sys"} <= imported, (name, imported)  # control: the imports are read
         assert "kbconform" not in imported, name
         assert not imported & {"requests", "httpx", "urllib3", "socket"}, (name, imported)
