@@ -1,5 +1,5 @@
-"""One call to a reference's store, behind the suites' fault switch (what the project-pool and
-memory-scope references share)."""
+"""One call to a reference's store, behind the suites' fault switch (what the references share:
+the tenant-namespace one, whose store consults the switch itself, passes none)."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -45,7 +45,6 @@ from kbconform.errors import (
     BackendUnavailable,
     ContractViolation,
     Forbidden,
-    KbconformError,
     NotFound,
     Problem,
     RevisionBoundaryUnavailable,
@@ -54,6 +53,7 @@ from kbconform.errors import (
 )
 from kbconform.identity import RESERVED_FIELDS, Principal, Profile, chunk_id
 from kbconform_reference import deletion, read_filter
+from kbconform_reference._store_calls import store_call
 from kbconform_reference.embedding import HashingEmbedding
 from kbconform_reference.stamping import SpoofMonitor, SpoofWarning, server_stamps, spoofs
 from kbconform_reference.stores import Match, Rows, VectorStore, exact_top_k
@@ -224,14 +224,10 @@ class KnowledgeBase:
             return read_filter.build_where(principal, client)
         return None if client is None else {"$and": read_filter.check_where(client)}
 
-    @contextmanager
-    def _store_call(self, operation: str) -> Iterator[None]:
-        try:
-            yield
-        except KbconformError:
-            raise
-        except Exception as error:
-            raise BackendUnavailable(operation, f"{type(error).__name__}: {error}") from error
+    def _store_call(self, operation: str) -> AbstractContextManager[None]:
+        """One store call: any error of the store is BackendUnavailable (the store consults the
+        fault switch itself; :func:`~kbconform_reference._store_calls.store_call`)."""
+        return store_call(None, operation)
 
     # -- all or nothing -------------------------------------------------------------------------
 
