@@ -403,7 +403,7 @@ def test_verify_refuses_a_report_over_the_size_limit_without_reading_it_whole(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A file or a stream is read for at most the limit and one byte."""
-    monkeypatch.setattr(report, "MAX_REPORT_BYTES", 1_000)
+    monkeypatch.setattr(report._files, "MAX_REPORT_BYTES", 1_000)  # read() looks it up there
     path = tmp_path / "big.json"
     path.write_text('{"pad": "' + "x" * 5_000 + '"}', encoding="utf-8")
     code, _, err = _run(capsys, "verify", str(path))

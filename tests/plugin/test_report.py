@@ -277,7 +277,7 @@ def test_a_level_without_catalogue_tests_is_never_named(monkeypatch: pytest.Monk
     assert "L3 earned" in reports.summary(_report())
     assert "L3 lifecycle" in reports.level_line(_report())
     without = tuple(entry for entry in reports.catalogue() if entry["level"] != "L3")
-    monkeypatch.setattr(reports, "catalogue", lambda: without)
+    monkeypatch.setattr(reports._catalogue, "catalogue", lambda: without)  # where expected() finds it
     report = _report()
     assert "L3" not in reports.summary(report)
     assert "L3" not in reports.level_line(report)
