@@ -22,7 +22,7 @@ import yaml
 
 from kbconform import __version__
 from kbconform import report as reports
-from kbconform._sarif import OWASP
+from kbconform.cli.writers._sarif import OWASP
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The official SARIF 2.1.0 schema (rtm.5, the final), as an npm package ships it: fetched from

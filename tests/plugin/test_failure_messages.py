@@ -16,9 +16,9 @@ import pytest
 from markdown_it import MarkdownIt
 
 from kbconform import report as reports
-from kbconform._html import render, text
 from kbconform._resources import data_dir
 from kbconform.cli import main
+from kbconform.cli.writers._html import render, text
 from kbconform.contract import is_valid
 from kbconform.errors import ContractViolation
 from tests.plugin.test_html_report import _Page, _section

@@ -24,8 +24,8 @@ import numpy
 import pytest
 
 from kbconform import report as reports
-from kbconform._html import MAX_TEXT, render, text
 from kbconform.cli import main
+from kbconform.cli.writers._html import MAX_TEXT, render, text
 from kbconform.report import OWASP
 from tests.plugin.test_report import TINY_MANIFEST, _build
 

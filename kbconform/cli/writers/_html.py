@@ -18,8 +18,8 @@ import html
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from kbconform._levels import LEVELS
 from kbconform.profiles import profile_of
@@ -27,15 +27,15 @@ from kbconform.report import (
     OWASP,
     SHRINK_STOPPED,
     UNSHRUNK,
+    Report,
     declined_words,
-    earned,
-    failing,
     replay_command,
     rerun_command,
-    rests_on,
-    selection,
-    unshrunk,
+    write,
 )
+
+if TYPE_CHECKING:
+    from kbconform.cli.writers import Finished
 
 #: The most characters of one string shown; the rest is counted, not shown.
 MAX_TEXT = 20_000
@@ -112,22 +112,22 @@ def _rows(items: Iterable[tuple[str, str]]) -> str:
     return "".join(f"<dt>{text(key)}</dt><dd>{value}</dd>" for key, value in items)
 
 
-def _verdict(report: Mapping[str, Any]) -> str:
-    tests = report["tests"]
-    failed = len(failing(report))
+def _verdict(report: Report) -> str:
+    tests = report.tests
+    failed = len(report.failing)
     passed = sum(1 for t in tests if t["status"] == "pass")
     skipped = sum(1 for t in tests if t["status"] == "skip")
-    level = earned(report)
+    level = report.earned
     headline = f"Highest level earned: {level}" if level else "No level earned"
     counts = f"{passed} passed, {failed} failing, {skipped} skipped of {len(tests)} tests"
     notes = []
-    chosen = selection(report)
+    chosen = report.selection
     if chosen is not None:
         notes.append(f"A partial run of {len(chosen)} selected tests: it earns no level.")
-    declined = rests_on(report)
+    declined = report.rests_on
     if declined:
         notes.append(f"{level} rests on the capabilities the manifest declines: {', '.join(declined)}.")
-    missing, unknown = report["completeness"]["missing"], report["completeness"]["unknown"]
+    missing, unknown = report.missing, report.unknown
     if missing:
         notes.append(f"Incomplete: {len(missing)} suite tests did not run.")
     if unknown:
@@ -140,7 +140,7 @@ def _verdict(report: Mapping[str, Any]) -> str:
         + "</td>"
         + "".join(f'<td class="n">{text(verdict[s])}</td>' for s in ("pass", "fail", "error", "skip"))
         + "</tr>"
-        for name, verdict in report["levels"].items()
+        for name, verdict in report.levels.items()
         if name in LEVELS and any(verdict[s] for s in ("pass", "fail", "error", "skip"))
     )
     return (
@@ -229,19 +229,19 @@ def _manifest(manifest: Mapping[str, Any]) -> str:
     )
 
 
-def _run(report: Mapping[str, Any]) -> str:
-    execution = report["execution"]
+def _run(report: Report) -> str:
+    execution = report.execution
     rows = [
-        ("adapter", f"<code>{text(report['config']['adapter'])}</code>"),
-        ("suites", text(f"{report['suiteVersion']} ({report['testListHash']})")),
-        ("level", text(report["level"])),
-        ("Hypothesis profile", text(report["profile"])),
-        ("seed", f"<code>{text(report['seed'])}</code>"),
+        ("adapter", f"<code>{text(report.config['adapter'])}</code>"),
+        ("suites", text(f"{report.suite_version} ({report.test_list_hash})")),
+        ("level", text(report.level)),
+        ("Hypothesis profile", text(report.profile)),
+        ("seed", f"<code>{text(report.seed)}</code>"),
         ("workers", text(execution.get("workers", "?"))),
         ("call deadline", text(f"{execution.get('callTimeout', '?')} s")),
-        ("failing examples", text("not shrunk (--no-shrink)" if unshrunk(report) else "shrunk")),
+        ("failing examples", text("not shrunk (--no-shrink)" if report.unshrunk else "shrunk")),
         ("other pytest plugins", text(", ".join(execution.get("plugins", ())) or "none")),
-        *((name, text(version)) for name, version in report["environment"].items()),
+        *((name, text(version)) for name, version in report.environment.items()),
     ]
     return f'<section id="run"><h2>Run</h2><dl>{_rows(rows)}</dl></section>'
 
@@ -254,18 +254,18 @@ def _checks(test: Mapping[str, Any]) -> str:
     return f'<p class="note">{"; ".join([*where, text(OWASP)])}</p>'
 
 
-def _again(report: Mapping[str, Any], test: Mapping[str, Any]) -> str:
+def _again(report: Report, test: Mapping[str, Any]) -> str:
     """The commands that show the failure again: a rerun from the seed, and a replay of the
     recorded exchanges when the test has them."""
-    rows = [("run it again", f"<code>{text(rerun_command(report, test))}</code>")]
-    replay = replay_command(report, test)
+    rows = [("run it again", f"<code>{text(rerun_command(report.data, test))}</code>")]
+    replay = replay_command(report.data, test)
     if replay is not None:
         rows.append(("replay its exchanges", f"<code>{text(replay)}</code> (REPORT.json: this report)"))
     return f'<dl class="again">{_rows(rows)}</dl>'
 
 
-def _failures(report: Mapping[str, Any]) -> str:
-    failed = failing(report)
+def _failures(report: Report) -> str:
+    failed = report.failing
     if not failed:
         return (
             '<section id="failures"><h2>Failures</h2>'
@@ -290,11 +290,11 @@ def _failures(report: Mapping[str, Any]) -> str:
         + "</div>"
         for t in failed
     )
-    note = f'<p class="note">{text(UNSHRUNK)}.</p>' if unshrunk(report) else ""
+    note = f'<p class="note">{text(UNSHRUNK)}.</p>' if report.unshrunk else ""
     return f'<section id="failures"><h2>Failures ({len(failed)})</h2>{note}{items}</section>'
 
 
-def _tests(tests: list[Mapping[str, Any]]) -> str:
+def _tests(tests: Sequence[Mapping[str, Any]]) -> str:
     ordered = sorted(tests, key=lambda t: (LEVELS.index(t["level"]) if t["level"] in LEVELS else 99, t["id"]))
     rows = "".join(
         f'<tr><td class="id">{text(t["id"])}</td><td>{text(t["level"])}</td><td>{_status(t["status"])}</td>'
@@ -314,13 +314,14 @@ def _tests(tests: list[Mapping[str, Any]]) -> str:
     )
 
 
-def render(report: Mapping[str, Any]) -> str:
+def render(report: Report | Mapping[str, Any]) -> str:
     """The HTML page of a report-v1 ``report``: the verdict and manifest first, then the run,
     the failing tests with their messages, and every test."""
-    manifest = report["manifest"]
-    tests = list(report["tests"])
-    failed = len(failing(report))
-    level = earned(report)
+    report = Report.of(report)
+    manifest = report.manifest
+    tests = report.tests
+    failed = len(report.failing)
+    level = report.earned
     title = (
         f"kbconform: {manifest['adapter']['name']} on {manifest['backend']['name']}: "
         f"{level or 'no level'}" + (f", {failed} failing" if failed else "")
@@ -338,3 +339,14 @@ def render(report: Mapping[str, Any]) -> str:
         + _tests(tests)
         + "</body></html>\n"
     )
+
+
+class Html:
+    option = "--html"
+    help = "write a self-contained HTML report here"
+
+    def pytest_arguments(self, path: str) -> list[str]:
+        return []
+
+    def write(self, path: str, finished: Finished) -> None:
+        write(path, render(finished.report))

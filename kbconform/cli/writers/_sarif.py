@@ -13,11 +13,16 @@ Standard library only.
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbconform import report as reports
+from kbconform.report import Report, write
+
+if TYPE_CHECKING:
+    from kbconform.cli.writers import Finished
 
 VERSION = "2.1.0"
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -45,12 +50,13 @@ def _located(config: Mapping[str, Any]) -> str:
     return (programs or words or ["kbconform"])[-1]
 
 
-def sarif(report: Mapping[str, Any]) -> dict[str, Any]:
+def sarif(report: Report | Mapping[str, Any]) -> dict[str, Any]:
     """The SARIF 2.1.0 log of ``report``: one run of the tool kbconform, one result per failing
     or erroring test it reached (none for a run where every test passed or was declined; of a
     run stopped at its first failure, not the tests it never ran: :func:`report.failing`)."""
-    failing = reports.failing(report)
-    where = _located(report.get("config", {}))
+    report = Report.of(report)
+    failing = report.failing
+    where = _located(report.config)
     rules: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
     for index, test in enumerate(failing):
@@ -94,16 +100,30 @@ def sarif(report: Mapping[str, Any]) -> dict[str, Any]:
                 "tool": {
                     "driver": {
                         "name": "kbconform",
-                        "version": str(report["suiteVersion"]),
+                        "version": report.suite_version,
                         "rules": rules,
                     }
                 },
                 "results": results,
                 "properties": {
-                    "seed": report["seed"],
-                    "highestLevelEarned": reports.earned(report),
-                    "testListHash": report["testListHash"],
+                    "seed": report.seed,
+                    "highestLevelEarned": report.earned,
+                    "testListHash": report.test_list_hash,
                 },
             }
         ],
     }
+
+
+class Sarif:
+    option = "--sarif"
+    help = (
+        "write a SARIF 2.1.0 log here: one result per failing test, with its rule (for code "
+        "scanning, e.g. github/codeql-action/upload-sarif)"
+    )
+
+    def pytest_arguments(self, path: str) -> list[str]:
+        return []
+
+    def write(self, path: str, finished: Finished) -> None:
+        write(path, json.dumps(sarif(finished.report), indent=2) + "\n")

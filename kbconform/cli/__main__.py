@@ -1,0 +1,7 @@
+"""``python -m kbconform.cli``: the command line."""
+
+import sys
+
+from kbconform.cli import main
+
+sys.exit(main())
