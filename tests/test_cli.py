@@ -128,9 +128,32 @@ def test_chunk_id_prints_one_id_per_valid_record(capsys: pytest.CaptureFixture[s
     assert out.split() == [chunk_id(record, "acme", "main-app") for record in records]
     _, other, _ = _run(capsys, "chunk-id", "--tenant", "globex", "--repo", "main-app", path)
     _, neo, _ = _run(
-        capsys, "chunk-id", "--profile", "neo-compat", "--tenant", "acme", "--repo", "main-app", path
+        capsys, "chunk-id", "--id-scheme", "neo-compat", "--tenant", "acme", "--repo", "main-app", path
     )
     assert len({out, other, neo}) == 3
+
+
+@pytest.mark.parametrize(
+    ("command", "new", "value", "dest"),
+    [
+        (["run"], "--hypothesis-profile", "thorough", "hypothesis_profile"),
+        (["chunk-id", "--tenant", "acme", "--repo", "main-app"], "--id-scheme", "neo-compat", "id_scheme"),
+        (["new-harness", "h", "--lang", "node"], "--isolation-profile", "kb-grant", "isolation_profile"),
+    ],
+)
+def test_each_profile_option_says_which_profile_and_keeps_its_old_spelling(
+    command: list[str], new: str, value: str, dest: str
+) -> None:
+    """The Hypothesis profile, the id scheme and the isolation profile each have an option of
+    their own name; --profile, the older spelling, sets the same value; without either the
+    default stays (control)."""
+    from kbconform.cli._parser import parser
+
+    def given(*argv: str) -> object:
+        return getattr(parser().parse_args([*command, *argv]), dest)
+
+    assert given(new, value) == given("--profile", value) == value
+    assert given() != value
 
 
 def test_chunk_id_reports_invalid_records_and_bad_arguments(

@@ -48,7 +48,14 @@ def add(commands: Any) -> None:
         "gives each one under (tenant, repo), one per line. Problems go to stderr as LINE:POINTER: message.",
     )
     ids.add_argument(
-        "--profile", dest="id_scheme", choices=("kbconform-v1", "neo-compat"), default="kbconform-v1"
+        "--id-scheme",
+        "--profile",
+        dest="id_scheme",
+        choices=("kbconform-v1", "neo-compat"),
+        default="kbconform-v1",
+        metavar="SCHEME",
+        help="how the id is derived: kbconform-v1 (default) or neo-compat, as a manifest's "
+        "idProfile says; --profile is its older spelling",
     )
     ids.add_argument("--tenant", required=True, help="the server's tenant id (from the principal)")
     ids.add_argument("--repo", required=True, help="the server's repository slug")

@@ -41,7 +41,7 @@ def add_harness(commands: Any) -> None:
         help="write a runnable skeleton of a harness-v1 harness (Node or Python), to fill in",
         description="Writes, into --dir, a harness-v1 harness for a system in any language: NAME.mjs "
         "(--lang node) or NAME.py (--lang python), standard library only, answering hello with "
-        "NAME.manifest.json (the profile's manifest, every optional feature declined with a "
+        "NAME.manifest.json (the isolation profile's manifest, every optional feature declined with a "
         "reason) and every operation of the profile KB_NOT_IMPLEMENTED; and NAME.md, how to run "
         'it and what to fill in. Then \'kbconform run --harness "node NAME.mjs"\' (or "python3 '
         'NAME.py") from that directory names the operations still to implement. Existing files '
@@ -50,11 +50,14 @@ def add_harness(commands: Any) -> None:
     new.add_argument("name", metavar="NAME", help="the harness's file name, e.g. my_harness")
     new.add_argument("--lang", choices=sorted(LANGUAGES), required=True, help="the harness's language")
     new.add_argument(
+        "--isolation-profile",
         "--profile",
         dest="isolation_profile",
         choices=names(),
         default=names()[0],
-        help=f"the isolation profile the system keeps (default {names()[0]})",
+        metavar="PROFILE",
+        help=f"the isolation profile the system keeps: {', '.join(names())} (default {names()[0]}); "
+        "--profile is its older spelling",
     )
     new.add_argument(
         "--dir", default=".", metavar="PATH", help="where to write it (made if missing; default: here)"

@@ -56,7 +56,13 @@ def add(commands: Any) -> None:
     run.add_argument("--level", choices=LEVELS, help="run up to this level (default: L4, all)")
     run.add_argument("--seed", type=int, help="seed for canary data and Hypothesis")
     run.add_argument(
-        "--profile", dest="hypothesis_profile", choices=("quick", "thorough"), help="Hypothesis profile"
+        "--hypothesis-profile",
+        "--profile",
+        dest="hypothesis_profile",
+        choices=("quick", "thorough"),
+        metavar="NAME",
+        help="the Hypothesis profile: how many examples each property test tries, quick (default) "
+        "or thorough; --profile is its older spelling",
     )
     for writer in WRITERS:
         run.add_argument(writer.option, metavar="PATH", help=writer.help)

@@ -31,7 +31,7 @@ def add(commands: Any) -> None:
         "missing, none added, none repeated, none recorded as missing), each in its catalogued "
         "suite and level, and level verdicts that follow from the test statuses. It cannot prove "
         "that the tests ran or that the statuses are true: a report is a claim. --replay makes it "
-        "evidence: it reruns the report's tests with its adapter, seed, profile and level, checks "
+        "evidence: it reruns the report's tests with its adapter, seed, Hypothesis profile and level, checks "
         "that the adapter declares the same manifest, and fails when any outcome differs. "
         "Exit 0 valid (and replayed alike), 1 rejected or replayed differently, 2 unreadable.",
     )
@@ -155,7 +155,8 @@ def _replay(arguments: argparse.Namespace, claimed: dict[str, Any]) -> int:
     if arguments.call_timeout is None:  # the report's deadline, unless the command says otherwise
         arguments.call_timeout = claimed["execution"]["callTimeout"]
     print(
-        f"replaying with adapter {adapter}, seed {claimed['seed']}, {claimed['profile']}, {claimed['level']}"
+        f"replaying with adapter {adapter}, seed {claimed['seed']}, "
+        f"Hypothesis profile {claimed['profile']}, {claimed['level']}"
     )
     outcome = _suites(
         arguments,

@@ -30,7 +30,7 @@ def summary(report: Report | Mapping[str, Any]) -> str:
         f"{len(failing)} failing, {len(skipped)} skipped of {len(report.tests)} tests.",
         "",
         f"Suites {report.suite_version} (`{report.test_list_hash[:19]}`), level {report.level}, "
-        f"profile {report.profile}, seed `{report.seed}`."
+        f"Hypothesis profile {report.profile}, seed `{report.seed}`."
         + (f" {report.design_line.capitalize()}." if report.design else "")
         + ("" if chosen is None else f" A partial run of {len(chosen)} selected tests: it earns no level."),
         "",

@@ -95,11 +95,11 @@ def _target(config: Mapping[str, Any], url: str) -> list[str]:
 
 def rerun_command(report: Mapping[str, Any], test: Mapping[str, Any]) -> str:
     """The command that runs ``test`` again against what the report's run tested, with its seed
-    and profile (a failure reproduces from them)."""
+    and Hypothesis profile (a failure reproduces from them)."""
     target = _target(report["config"], "--harness-url") or ["--adapter", str(report["config"]["adapter"])]
     words = ["kbconform", "run", *target, "--only", str(test["id"]), "--seed", str(report["seed"])]
     if report.get("profile") not in (None, "quick"):
-        words += ["--profile", str(report["profile"])]
+        words += ["--hypothesis-profile", str(report["profile"])]
     return " ".join(map(_quoted, words))
 
 
