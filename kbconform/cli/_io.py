@@ -16,11 +16,7 @@ from kbconform.contract._jsonio import Item
 from kbconform.errors import ContractViolation, Problem
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
-
-
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
-
-
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a process a closed pipe ended
 
 

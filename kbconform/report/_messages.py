@@ -11,8 +11,6 @@ from urllib.parse import urlsplit, urlunsplit
 from kbconform.report._verdicts import FAILED
 
 REDACTED = "[redacted]"
-
-
 _SECRET_KEY = re.compile(r"secret|token|passw(or)?d|api[-_]?key|credential|auth|private[-_]?key|dsn", re.I)
 
 
@@ -39,14 +37,8 @@ def redact(value: Any) -> Any:
 
 #: The most characters of a failing test's ``message`` (report-v1's ``maxLength``).
 MAX_MESSAGE = 2000
-
-
 _ANSI = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
-
-
 _UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]|[\ud800-\udfff]")
-
-
 _URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s/?#@:]*:)[^\s/?#@]+@", re.I)
 
 

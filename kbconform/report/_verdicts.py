@@ -13,8 +13,6 @@ from kbconform.profiles import LEVEL_MEANINGS, names, profile, profile_of
 from kbconform.report._catalogue import expected
 
 FAILED = ("fail", "error")
-
-
 _SHOWN = ("pass", "fail", "error", "skip")
 
 
