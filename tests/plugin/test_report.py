@@ -437,3 +437,48 @@ def test_the_level_line_says_what_each_level_of_the_runs_profile_asks() -> None:
         line = reports.level_line(_build(results, manifest=manifest))
         assert said in line
         assert words not in line
+
+
+def test_a_report_record_reads_the_mapping_it_was_built_from() -> None:
+    """Report names the mapping's fields and computes its verdicts from the test statuses, as
+    the functions over the mapping do; a failing test shows in both (control)."""
+    for data in (_report(), _report("fail")):
+        record = reports.Report.from_mapping(data)
+        assert (record.seed, record.level, record.profile) == (data["seed"], data["level"], data["profile"])
+        assert record.tests == tuple(data["tests"])
+        assert record.earned == reports.earned(data)
+        assert record.failing == reports.failing(data)
+        assert reports.Report.of(record) is record
+    assert reports.Report.from_mapping(_report("fail")).failing != []
+
+
+def test_every_writer_writes_its_format_from_the_report(tmp_path: Path) -> None:
+    """Each output of kbconform run is one writer, offered as an option of run: the file it
+    writes is its rendering of the report; JUnit XML alone is written by pytest (control: it
+    writes nothing itself, and only it asks pytest for arguments)."""
+    from kbconform.cli.writers import WRITERS, Finished
+    from kbconform.cli.writers._html import render
+    from kbconform.cli.writers._sarif import sarif
+
+    data = _report("fail")
+    record = reports.Report.from_mapping(data)
+    expected = {
+        "--report": json.dumps(data, indent=2) + "\n",
+        "--summary": reports.summary(data),
+        "--badge": json.dumps(reports.badge(data)) + "\n",
+        "--html": render(data),
+        "--sarif": json.dumps(sarif(data), indent=2) + "\n",
+    }
+    for writer in WRITERS:
+        path = tmp_path / writer.option.lstrip("-")
+        writer.write(str(path), Finished(record))
+        assert (path.read_text(encoding="utf-8") if path.exists() else None) == expected.get(writer.option)
+        assert bool(writer.pytest_arguments(str(path))) == (writer.option == "--junitxml")
+    assert [writer.option for writer in WRITERS] == [
+        "--report",
+        "--junitxml",
+        "--summary",
+        "--badge",
+        "--html",
+        "--sarif",
+    ]
