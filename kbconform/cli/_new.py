@@ -14,6 +14,7 @@ from kbconform.cli._io import (
 
 
 def add_adapter(commands: Any) -> None:
+    """``new-adapter``."""
     new = commands.add_parser(
         "new-adapter",
         help="write a working skeleton of an adapter for your backend, to fill in",
@@ -33,6 +34,7 @@ def add_adapter(commands: Any) -> None:
 
 
 def add_harness(commands: Any) -> None:
+    """``new-harness``."""
     from kbconform._harness_scaffold import LANGUAGES
     from kbconform.profiles import names
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 
 def add(commands: Any) -> None:
+    """``run``: what to test, how, and an option per output (one per writer)."""
     run = commands.add_parser(
         "run",
         help="the main job: run the conformance suites against your adapter or harness, a verdict per level",
