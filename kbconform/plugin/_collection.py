@@ -149,6 +149,7 @@ def _profiles(item: pytest.Item) -> tuple[str, ...]:
 
 
 def _check_fixtures(item: pytest.Item) -> None:
+    """A suite test gets the plugin's own fixtures, or the run is a usage error."""
     info = getattr(item, "_fixtureinfo", None)
     for name in _OWN_FIXTURES:
         definitions = info.name2fixturedefs.get(name) if info is not None else None
@@ -160,6 +161,8 @@ def _check_fixtures(item: pytest.Item) -> None:
 
 
 def entry_of(item: pytest.Item, mark: pytest.Mark) -> dict[str, Any]:
+    """A suite test's entry as its mark and parameters declare it (its status "disabled"
+    until a result says otherwise): the catalogue's entry, and the start of the report's."""
     entry: dict[str, Any] = {
         "id": stable_id(item, mark),
         "suite": item.path.stem.removeprefix("test_").replace("_", "-"),
