@@ -125,9 +125,9 @@ class PatchesTheJudge(Broken):
 
     def __init__(self) -> None:
         super().__init__(LeakyList)
-        from kbconform import pytest_plugin
+        from kbconform.plugin._verdict import Gatherer
 
-        gather = pytest_plugin._Gatherer.pytest_runtest_logreport
+        gather = Gatherer.pytest_runtest_logreport
 
         def passing(gatherer: Any, report: Any) -> None:
             for name, entry in report.user_properties:
@@ -136,7 +136,7 @@ class PatchesTheJudge(Broken):
                     entry.pop("message", None)
             gather(gatherer, report)
 
-        pytest_plugin._Gatherer.pytest_runtest_logreport = passing  # type: ignore[method-assign]
+        Gatherer.pytest_runtest_logreport = passing  # type: ignore[method-assign]
 
 
 def patches_the_judge() -> PatchesTheJudge:

@@ -11,6 +11,8 @@ import pytest
 from kbconform import mutants, runner
 from kbconform.cli import main
 from kbconform.mutants import MutantSpec
+from kbconform.runner._mutants import _unmet
+from kbconform.runner._outcome import soundness
 from kbconform_reference.mutants import MUTANTS as TENANT
 
 #: Each test here runs the suites (or a whole tool) in child processes: the slow tier.
@@ -209,8 +211,8 @@ def test_a_mutant_survives_when_a_killer_passes_is_unknown_or_does_not_run(
     assert unknown.unmet == ["names killers the suites' catalogue lacks: leak-99"]
     assert unknown.error == unknown.unmet[0]
     skipped = {"id": "spoof-03", "status": "skip", "reason": "spoof-reject not offered"}
-    assert runner._unmet("spoof-03", skipped) == "spoof-03 was skipped (spoof-reject not offered)"
-    assert runner._unmet("leak-01[ask]", None).startswith("leak-01[ask] did not run")
+    assert _unmet("spoof-03", skipped) == "spoof-03 was skipped (spoof-reject not offered)"
+    assert _unmet("leak-01[ask]", None).startswith("leak-01[ask] did not run")
 
 
 def test_an_unknown_mutant_name_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -263,7 +265,7 @@ def test_a_partial_report_is_not_the_sound_report_of_a_full_run() -> None:
             (["leak-04"], []),
             (None, ["the report's selection is ['leak-04'], not None"]),
         ):
-            found = runner._soundness(report, adapter="a:b", seed=1, level=None, profile=None, select=select)
+            found = soundness(report, adapter="a:b", seed=1, level=None, profile=None, select=select)
             assert found == problems
 
 

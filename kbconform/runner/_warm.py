@@ -1,4 +1,4 @@
-"""A warm process that runs pytest sessions in forked children: ``python -m kbconform._warm``.
+"""A warm process that runs pytest sessions in forked children: ``python -m kbconform.runner._warm``.
 
 Deciding a mutant set means one short pytest run per mutant, and a cold run spends most of its
 time starting an interpreter and importing pytest, Hypothesis and the kit (about 2 s of a 2.5 s

@@ -1,0 +1,223 @@
+"""Each suite test's result: its status, held honest (only a declined capability skips it), its
+failure's message, what the adapter printed, its transcript; the run stopped when the backend
+no longer answers; the results gathered where the report is built."""
+
+from __future__ import annotations
+
+import contextlib
+import textwrap
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kbconform._levels import RANK
+from kbconform.plugin._collection import entry_of
+from kbconform.plugin._stash import (
+    DECLINED,
+    MISSING_CATEGORY,
+    PROPERTY,
+    RUN,
+    SHRINK_STOPPED,
+    STOPPED,
+    case,
+    stable_id,
+    transcript_of,
+)
+
+
+def _status(report: pytest.TestReport) -> str:
+    if report.skipped:
+        return "skip"
+    if report.failed:
+        return "fail" if report.when == "call" else "error"
+    return "pass" if report.when == "call" else "disabled"
+
+
+#: The most characters of a failure's text a result carries to the report, which keeps far fewer.
+_FAILURE_TEXT = 100_000
+
+
+def _failure(report: pytest.TestReport) -> str:
+    """Why a test failed, as pytest tells it: the message of the exception that ended it, else
+    the ``E`` lines of the failure as pytest renders it, else the whole of that text."""
+    longrepr = report.longrepr
+    crash = getattr(getattr(longrepr, "reprcrash", None), "message", None)
+    if isinstance(crash, str) and crash.strip():
+        return crash[:_FAILURE_TEXT]
+    rendered = longrepr if isinstance(longrepr, str) else report.longreprtext
+    lines = [line[1:] for line in rendered.splitlines() if line.startswith("E ")]
+    return (textwrap.dedent("\n".join(lines)) if lines else rendered)[:_FAILURE_TEXT]
+
+
+def _hold_honest(item: pytest.Item, report: pytest.TestReport, stable: str) -> None:
+    """A suite test's outcome is its own: only the manifest's declined capabilities skip one.
+
+    Any other skip (a skip mark, ``pytest.skip``, a skipping fixture) and any xfail mark turn
+    the result into a failure: an expected failure is still a failure, and an unexpected pass
+    means the mark is stale.
+    """
+    was_xfail = getattr(report, "wasxfail", None)
+    if was_xfail is not None:
+        del report.wasxfail
+        how = "failed as expected" if report.skipped else "passed unexpectedly"
+        why = f"it is marked xfail ({was_xfail or 'no reason'}) and {how}"
+    elif report.skipped and item.nodeid not in item.config.stash[DECLINED]:
+        longrepr = report.longrepr
+        why = f"it was skipped ({longrepr[2] if isinstance(longrepr, tuple) else longrepr})"
+    else:
+        return
+    report.outcome = "failed"
+    report.longrepr = (
+        f"kbconform: {stable} failed because {why}. A suite test may be skipped only when the "
+        "manifest declines a capability it requires, and may not be marked xfail."
+    )
+
+
+def begin(item: pytest.Item) -> None:
+    """A suite test begins: its transcript starts afresh."""
+    transcript = transcript_of(item.config)
+    if transcript is not None and case(item) is not None:
+        transcript.begin_test()
+
+
+@contextlib.contextmanager
+def calling(item: pytest.Item) -> Iterator[None]:
+    """Around a suite test's call: its transcript's call begins, a facade not implemented yet
+    ends the test at once, and Hypothesis's shrinking is bounded (whether it stopped at the
+    budget is kept on the item)."""
+    if case(item) is None:
+        yield
+        return
+    from kbconform.conformance import ending_tests
+
+    transcript = transcript_of(item.config)
+    if transcript is not None:
+        transcript.begin_call()
+    run = item.config.stash.get(RUN, None)
+    shrinking: contextlib.AbstractContextManager[list[str]] = (
+        run.shrinking() if run is not None else contextlib.nullcontext([])
+    )
+    with ending_tests(), shrinking as stopped:  # a facade not implemented yet ends the test at once
+        try:
+            yield
+        finally:
+            item.stash[SHRINK_STOPPED] = bool(stopped)
+
+
+def judge(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport) -> pytest.TestReport:
+    """A suite test's phase as pytest reported it, judged: its output bounded, its outcome held
+    honest, and its result (status, reason, message, transcript) carried with the report."""
+    mark = case(item)
+    if mark is None or RUN not in item.config.stash:
+        return report
+    _bound_output(item, report)
+    printed = item.config.stash[RUN].take_output()
+    if printed:
+        report.sections.append((f"kbconform: what the adapter printed ({report.when})", printed))
+    entry = entry_of(item, mark)
+    _hold_honest(item, report, entry["id"])
+    unimplemented = _not_implemented(report, call)
+    entry["status"] = _status(report)
+    if entry["status"] == "skip":
+        entry["reason"] = item.config.stash[DECLINED][item.nodeid]
+    elif entry["status"] in ("fail", "error"):
+        entry["message"] = _failure(report)  # the report cleans, redacts and bounds it
+        if unimplemented is not None:
+            entry["notImplemented"] = unimplemented
+        if item.stash.get(SHRINK_STOPPED, False):
+            entry["shrinkStopped"] = True
+        transcript = transcript_of(item.config)
+        if transcript is not None and transcript.exchanges:
+            entry["transcript"] = transcript.lines()
+        _stop_if_dead(item, call)
+    # The result travels with the report (to the pytest-xdist controller, when there is one) in
+    # a list of its own: ``user_properties`` is shared by the item's reports.
+    report.user_properties = [*report.user_properties, (PROPERTY, entry)]
+    return report
+
+
+def _not_implemented(report: pytest.TestReport, call: pytest.CallInfo[None]) -> str | None:
+    """The call a failed test ended at because it is not implemented yet (in the test or a
+    fixture; :class:`~kbconform.conformance.Unimplemented`), its failure cut to one line and
+    no traceback; None for any other outcome."""
+    from kbconform.conformance import NotImplementedFacade, Unimplemented
+
+    if not report.failed or call.excinfo is None:
+        return None
+    missing = call.excinfo.value
+    if isinstance(missing, NotImplementedFacade):
+        missing = missing.missing
+    if not isinstance(missing, Unimplemented):
+        return None
+    report.longrepr = str(missing)
+    return missing.call
+
+
+def teststatus(report: pytest.TestReport) -> Any:
+    """A test that ended at a facade not implemented yet is counted apart from the failures
+    (the run still fails): the terminal prints one line for each facade, not a traceback for
+    each test."""
+    if report.failed and any(
+        name == PROPERTY and isinstance(entry, dict) and "notImplemented" in entry
+        for name, entry in getattr(report, "user_properties", ())  # a CollectReport has none
+    ):
+        return MISSING_CATEGORY, "N", ("NOT IMPLEMENTED", {"red": True})
+    return None
+
+
+def _stop_if_dead(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+    """A test ended by a call past its deadline (or a harness that broke): probe the adapter
+    (:meth:`~kbconform.conformance.Run.probe`). When it does not answer either, the run stops
+    here, and every test that did not run is an error saying why: a dead backend costs two
+    deadlines, not one per test."""
+    from kbconform.conformance import DeadlineExceeded
+    from kbconform.harness import HarnessBroken
+
+    if call.excinfo is None or not call.excinfo.errisinstance((DeadlineExceeded, HarnessBroken)):
+        return
+    if STOPPED in item.config.stash:
+        return
+    silent = item.config.stash[RUN].probe()
+    if silent is None:
+        return
+    mark = case(item)
+    after = stable_id(item, mark) if mark is not None else item.nodeid
+    why = (
+        f"not run: the backend stopped answering ({call.excinfo.value}; then opening a fresh "
+        f"backend failed too: {silent}), so the run ended after {after}"
+    )
+    item.config.stash[STOPPED] = why
+    item.session.shouldstop = f"kbconform: {why}"
+
+
+class Gatherer:
+    """Gathers each suite test's result where the report is built: this process, or the
+    pytest-xdist controller, which receives every worker's reports."""
+
+    def __init__(self, results: dict[str, dict[str, Any]]) -> None:
+        self.results = results
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for name, entry in report.user_properties:
+            if name != PROPERTY or not isinstance(entry, dict):
+                continue
+            known = self.results.get(report.nodeid)
+            if known is None or RANK[entry["status"]] > RANK[known["status"]]:  # only moves up
+                self.results[report.nodeid] = dict(entry)
+
+
+def _bound_output(item: pytest.Item, report: pytest.TestReport) -> None:
+    """Keep a bounded head and tail of each captured section (what the adapter prints during a
+    call is bounded already; this covers what escapes it, such as an abandoned call's thread)."""
+    from kbconform.conformance._deadline import Tail
+
+    def cut(text: str) -> str:
+        tail = Tail()
+        tail.write(text)
+        return tail.take()
+
+    report.sections = [(key, cut(text)) for key, text in report.sections]
+    kept = getattr(item, "_report_sections", None)  # pytest keeps every phase's capture here too
+    if isinstance(kept, list):
+        kept[:] = [(when, key, cut(text)) for when, key, text in kept]
