@@ -62,7 +62,7 @@ def test_the_library_gives_every_test_its_recorded_status(name: str) -> None:
     assert outcome.report is not None
     assert outcome.report["manifest"]["isolationProfile"] == "memory-scope"
     recorder = _recorder()
-    changed = recorder.changes(recorded, recorder.verdict_of(outcome.report))
+    changed = recorder.changes(recorded, recorder.verdict_of(outcome.report, name))
     assert not changed, (
         f"{name}'s verdict changed (seed {recorded['seed']}), {len(changed)} differences "
         "(recorded -> now):\n  "
