@@ -101,6 +101,7 @@ MANIFEST: dict[str, Any] = {
     },
 }
 
+
 def to_user_id(scope: Any) -> Any:
     """The user id an application holding this scope hands to ADK: the value of ``user_id`` as it
     is (``""``, a number, a list, None included: ADK's to refuse), and None when the scope is not
@@ -170,7 +171,7 @@ class AdkHarness:
     def run(self, coroutine: Any) -> Any:
         return self.loop.run_until_complete(coroutine)
 
-    def open(self, params: dict[str, Any]) -> Backend:
+    def open(self, params: dict[str, Any], handle: str) -> Backend:
         if params["faults"] is True:
             raise kbharness.invalid("fault-injection is not offered by this harness (see the manifest)")
         return Backend()
@@ -178,7 +179,7 @@ class AdkHarness:
     def close(self, backend: Backend) -> None:
         pass
 
-    def shutdown(self) -> None:
+    def shutdown(self, backends: list[Backend]) -> None:
         self.loop.close()
 
     def error_for(self, exc: Exception) -> tuple[str, str]:

@@ -79,6 +79,7 @@ MANIFEST: dict[str, Any] = {
     "reservedCharacters": ".",
 }
 
+
 def hashing_embed(texts: list[str]) -> list[list[float]]:
     """The index's ``embed`` function: LangGraph calls it with a list of texts."""
     return [embed(t) for t in texts]
@@ -138,7 +139,7 @@ class LangGraphHarness:
 
     manifest = MANIFEST
 
-    def open(self, params: dict[str, Any]) -> Backend:
+    def open(self, params: dict[str, Any], handle: str) -> Backend:
         if params["faults"] is True:
             raise kbharness.invalid("fault-injection is not offered by this harness (see the manifest)")
         return Backend()

@@ -52,12 +52,11 @@ import uuid  # noqa: E402
 
 import mem0  # noqa: E402
 import mem0.memory.main  # noqa: E402
+from hashing_embedding import DIMENSIONS, embed  # noqa: E402
 from mem0 import Memory  # noqa: E402
 from mem0.configs.embeddings.base import BaseEmbedderConfig  # noqa: E402
 from mem0.embeddings.base import EmbeddingBase  # noqa: E402
 from mem0.exceptions import ValidationError as Mem0ValidationError  # noqa: E402
-
-from hashing_embedding import DIMENSIONS, embed  # noqa: E402
 
 ADAPTER_VERSION = "0.1.0"
 LIST_LIMIT = 1000  # listMemories: get_all's top_k (its default is 20)
@@ -88,6 +87,7 @@ MANIFEST = {
     # (mem0/memory/main.py:1402, mem0/utils/scoring.py:111): fewer than top_k by design.
     "searchReturns": "relevant",
 }
+
 
 # --- memory ids -----------------------------------------------------------------------------------
 class SeededIds:
@@ -405,15 +405,11 @@ class Mem0Harness:
 
     manifest = MANIFEST
 
-    def __init__(self) -> None:
-        self.opened = 0
-
-    def open(self, params) -> Backend:
-        self.opened += 1
+    def open(self, params, handle: str) -> Backend:
         faults = params["faults"]
         if not isinstance(faults, bool):
             raise kbharness.invalid("open: faults must be true or false")
-        return Backend(f"b{self.opened}", faults)
+        return Backend(handle, faults)
 
     def close(self, backend: Backend) -> None:
         backend.close()
@@ -426,7 +422,9 @@ class Mem0Harness:
         # The plan's "stores" is ignored: a memory-scope backend names no store.
         return backend.switch.set(plan)
 
-    def shutdown(self) -> None:
+    def shutdown(self, backends: list[Backend]) -> None:
+        for backend in backends:
+            backend.close()
         shutil.rmtree(_SCRATCH, ignore_errors=True)
 
     def error_for(self, exc: Exception) -> tuple[str, str]:

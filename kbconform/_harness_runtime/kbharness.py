@@ -9,14 +9,16 @@ operations and their required params are read from ``harness-v1.schema.json``, n
 The harness object has (nothing else is read):
 
 - ``manifest``: the manifest ``hello`` returns (its ``isolationProfile`` names the profile);
-- ``open(params)``: a new backend (any object) for ``open``'s params; ``close(backend)`` releases it;
+- ``open(params, handle)``: a new backend (any object) for ``open``'s params, which requests will
+  name ``handle``; ``close(backend)`` releases it;
 - ``fault(backend, plan)`` (optional): set a fault plan, return how often the switch was
   consulted; without it ``fault`` is refused as a request the harness cannot carry out;
 - one method per operation of its profile, named as the operation (``addMemory``,
   ``createKb``, ...), called as ``op(backend, params)``, returning the result object;
 - ``error_for(exc)`` (optional): the ``(code, message)`` of an exception the system raised;
   without it, or when it answers None, the exception is ``KB_HARNESS_INTERNAL``;
-- ``shutdown()`` (optional): what to release once every backend is closed.
+- ``shutdown(backends)`` (optional): release the backends still open, and whatever else the
+  harness holds; without it each open backend is closed.
 
 An operation fails with :class:`HarnessError` (``invalid``, ``not_implemented``, or any code).
 Run it with ``serve(harness)``; call ``claim_stdout()`` first, before importing a library that
@@ -169,11 +171,11 @@ class Runtime:
             rid = request_id(request.get("id"))
             if rid is None:
                 raise invalid("the request's id is not an integer >= 0")
-            op = request.get("op")
+            named = request.get("op")
             params = request.get("params")
-            if not isinstance(op, str):
-                op = "?"
+            if not isinstance(named, str):
                 raise invalid("the request has no op")
+            op = named
             if not isinstance(params, dict):
                 raise invalid(f"{op}: the request's params is not an object")
             response = {"id": rid, "result": self.call(op, params)}
@@ -184,13 +186,17 @@ class Runtime:
             return error_response(rid, exc), False
         except Exception as exc:  # a failure of the runtime itself: answered, and serving goes on
             self.log(traceback.format_exc().rstrip())
-            return error_response(rid, HarnessError("KB_HARNESS_INTERNAL", f"{type(exc).__name__}: {exc}")), False
+            return error_response(
+                rid, HarnessError("KB_HARNESS_INTERNAL", f"{type(exc).__name__}: {exc}")
+            ), False
 
     def call(self, op: str, params: dict[str, Any]) -> Any:
         if op not in self.operations and op not in self.served:
             raise invalid(f"unknown operation {op!r}")
         if op not in LIFECYCLE and op not in self.served:
-            raise invalid(f"{op} is not an operation of the {self.profile} profile (the manifest's isolationProfile)")
+            raise invalid(
+                f"{op} is not an operation of the {self.profile} profile (the manifest's isolationProfile)"
+            )
         missing = [name for name in self.operations.required.get(op, ()) if name not in params]
         if missing:
             raise invalid(f"{op}: params lack {', '.join(missing)}")
@@ -210,9 +216,9 @@ class Runtime:
     def _on_backend(self, op: str, params: dict[str, Any]) -> Any:
         if op == "open":
             self.opened += 1
-            handle = f"b{self.opened}"
-            self.backends[handle] = self.harness.open(params)
-            return {"backend": handle}
+            opened = f"b{self.opened}"
+            self.backends[opened] = self.harness.open(params, opened)
+            return {"backend": opened}
         handle = params.get("backend")
         if not isinstance(handle, str) or handle not in self.backends:
             raise invalid(f"unknown backend handle {handle!r}: open did not return it, or close released it")
@@ -237,16 +243,18 @@ class Runtime:
         return HarnessError(*mapped)
 
     def release(self) -> None:
-        """Close every backend still open, then the harness's own shutdown."""
-        while self.backends:
-            _, backend = self.backends.popitem()
+        """The harness's own shutdown with the backends still open, or else each one closed."""
+        left = list(self.backends.values())
+        self.backends.clear()
+        shutdown = getattr(self.harness, "shutdown", None)
+        if callable(shutdown):
+            shutdown(left)
+            return
+        for backend in left:
             try:
                 self.harness.close(backend)
             except Exception as exc:
                 self.log(f"close failed: {type(exc).__name__}: {exc}")
-        shutdown = getattr(self.harness, "shutdown", None)
-        if callable(shutdown):
-            shutdown()
 
 
 def _terminate(signum: int, frame: object) -> None:

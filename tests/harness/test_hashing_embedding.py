@@ -19,7 +19,9 @@ from tests.harness.installs import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESSES = ROOT / "harnesses"
-VECTORS = json.loads((ROOT / "schemas" / "vectors" / "embedding" / "hashing-256.json").read_text(encoding="utf-8"))
+VECTORS = json.loads(
+    (ROOT / "schemas" / "vectors" / "embedding" / "hashing-256.json").read_text(encoding="utf-8")
+)
 DIMENSIONS: int = VECTORS["dimensions"]
 CASES = [pytest.param(case, id=case["description"]) for case in VECTORS["cases"]]
 #: float32 rounding of a pure-Python float64 vector, and of the numpy one, stays well inside it.
