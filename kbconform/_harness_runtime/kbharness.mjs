@@ -17,6 +17,9 @@
 //                           consulted; without it fault is refused as a request it cannot carry out;
 //   <op>(backend, params)   one method per operation of its profile, named as the operation
 //                           (addMemory, createKb, ...), returning the result object;
+//   operations              optional: the names of operations the schema does not name (a
+//                           profile registered by another package adds its own), served by
+//                           their methods, params unchecked;
 //   errorFor(error)         optional: [code, message] of an error the system threw; without it,
 //                           or when it answers null, the error is KB_HARNESS_INTERNAL;
 //   shutdown(backends)      optional: release the backends still open and whatever else the
@@ -110,7 +113,7 @@ export class Runtime {
     constructor(harness, operations, log) {
         this.harness = harness;
         this.operations = operations;
-        this.served = new Set([...operations.keys()].filter(
+        this.served = new Set([...operations.keys(), ...(harness.operations ?? [])].filter(
             op => !LIFECYCLE.has(op) && typeof harness[op] === 'function'));
         this.backends = new Map();
         this.opened = 0;

@@ -15,6 +15,8 @@ The harness object has (nothing else is read):
   consulted; without it ``fault`` is refused as a request the harness cannot carry out;
 - one method per operation of its profile, named as the operation (``addMemory``,
   ``createKb``, ...), called as ``op(backend, params)``, returning the result object;
+- ``operations`` (optional): the names of operations the schema does not name (a profile
+  registered by another package adds its own), served by their methods, params unchecked;
 - ``error_for(exc)`` (optional): the ``(code, message)`` of an exception the system raised;
   without it, or when it answers None, the exception is ``KB_HARNESS_INTERNAL``;
 - ``shutdown(backends)`` (optional): release the backends still open, and whatever else the
@@ -97,9 +99,8 @@ class Operations:
 
     def served_by(self, harness: object) -> frozenset[str]:
         """The operations ``harness`` has a method for (its profile's), the lifecycle aside."""
-        return frozenset(
-            op for op in self.required if op not in LIFECYCLE and callable(getattr(harness, op, None))
-        )
+        named = [*self.required, *getattr(harness, "operations", ())]
+        return frozenset(op for op in named if op not in LIFECYCLE and callable(getattr(harness, op, None)))
 
 
 def request_id(raw: object) -> int | None:
