@@ -62,7 +62,10 @@ def _kit_file(*parts: str) -> str:
         from kbconform._resources import data_dir
 
         return (data_dir("schemas") / parts[1]).read_text(encoding="utf-8")
-    return resources.files("kbconform").joinpath(*parts).read_text(encoding="utf-8")
+    found = resources.files("kbconform")
+    for part in parts:  # one name at a time: a Traversable's joinpath takes one on Python 3.10
+        found = found.joinpath(part)
+    return found.read_text(encoding="utf-8")
 
 
 def _methods(language: str, operations: list[str], harness: str) -> str:
