@@ -19,7 +19,6 @@ import asyncio
 import logging
 import sys
 import uuid
-from importlib import metadata as _metadata
 from pathlib import Path
 from typing import Any
 
@@ -47,18 +46,14 @@ APP_NAME = "kbconform-app"
 ADK_SEARCH_CAP = 10
 
 
-def _version(dist: str) -> str:
-    try:
-        return _metadata.version(dist)
-    except _metadata.PackageNotFoundError:
-        return "unknown"
-
-
 MANIFEST: dict[str, Any] = {
     "manifestVersion": "1",
     "isolationProfile": PROFILE,
     "adapter": {"name": "kbconform adk harness", "version": "0.1.0"},
-    "backend": {"name": "google-adk InMemoryMemoryService", "version": _version("google-adk")},
+    "backend": {
+        "name": "google-adk InMemoryMemoryService",
+        "version": kbharness.installed_version("google-adk"),
+    },
     # ADK keys memory by (app_name, user_id) (in_memory_memory_service.py:39-40, :100, :147) and
     # search_memory takes exactly those two (base_memory_service.py:124-130): with one fixed
     # app_name per application, the user is the scope. A session is where a memory came from,

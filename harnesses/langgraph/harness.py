@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import sys
 import uuid
-from importlib import metadata as _metadata
 from pathlib import Path
 from typing import Any
 
@@ -38,18 +37,11 @@ SCOPE_KEYS = ("user", "agent")
 LIST_LIMIT = 1_000_000  # listMemories: search with no query and this limit ("every memory")
 
 
-def _version(dist: str) -> str:
-    try:
-        return _metadata.version(dist)
-    except _metadata.PackageNotFoundError:
-        return "unknown"
-
-
 MANIFEST: dict[str, Any] = {
     "manifestVersion": "1",
     "isolationProfile": PROFILE,
     "adapter": {"name": "kbconform langgraph harness", "version": "0.1.0"},
-    "backend": {"name": "langgraph", "version": _version("langgraph")},
+    "backend": {"name": "langgraph", "version": kbharness.installed_version("langgraph")},
     "scopeKeys": list(SCOPE_KEYS),
     "scopeMatch": "prefix",
     "readFacades": ["search", "list"],

@@ -70,6 +70,16 @@ def not_implemented(message: str) -> HarnessError:
     return HarnessError("KB_NOT_IMPLEMENTED", message)
 
 
+def installed_version(distribution: str) -> str:
+    """The version of an installed distribution (a manifest's backend version), or "unknown"."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def schema_path() -> Path:
     """``harness-v1.schema.json``: beside this file (a copy), in the kit's ``schemas`` (a wheel)
     or at the top of a source checkout."""
