@@ -1,12 +1,16 @@
-"""Re-record the verdict of a library harness (harnesses/mem0, harnesses/langgraph, harnesses/adk): its
-verdict.json and the transcript of each cause its VERDICT.md explains.
+"""Re-record the verdict of a harness for a real system (harnesses/neo, harnesses/mem0,
+harnesses/langgraph, harnesses/adk): its verdict.json and the transcript of each cause its
+VERDICT.md explains.
 
     python harnesses/record_verdict.py mem0                       # install, run (under a minute), record
     python harnesses/record_verdict.py mem0 --from-report REPORT  # record a report already written
+    python harnesses/record_verdict.py neo                        # the same for Neo (about 4 minutes)
 
-A fresh run is exactly the run tests/harness/test_library_harnesses.py makes: the harness's
-``install``, then ``kbconform.runner.run_suites`` with the harness, the recorded seed (``--seed``
-to change it), the default profile and no shrinking (statuses are what is compared).
+A fresh run is exactly the run tests/harness/test_library_harnesses.py (tests/harness/test_neo.py
+for Neo) makes: the harness's ``install``, then ``kbconform.runner.run_suites`` with the harness,
+the recorded seed (``--seed`` to change it), the default profile and no shrinking (statuses are
+what is compared); for Neo, with the directory of this interpreter (where the ``chroma`` server
+of ``pip install chromadb`` is) first on PATH.
 ``--from-report`` takes the report of ``kbconform run --harness harnesses/NAME/harness --seed 1
 --report REPORT``. Either way the report must be sound (valid evidence of a full run) or nothing
 is written. The script prints every id whose status changed, and writes the transcript of each
@@ -18,23 +22,35 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-#: The library harnesses this script records, each a folder of harnesses/.
-LIBRARIES = ("mem0", "langgraph", "adk")
-INSTALL_TIMEOUT = 900  # seconds: a first install downloads the pinned packages (20 to 30 s)
+#: The harnesses this script records, each a folder of harnesses/, with the seconds its first
+#: install may take (downloading the pinned packages: 20 to 30 s; Neo's compiles better-sqlite3,
+#: 2-4 minutes on 2 cores).
+INSTALL_TIMEOUT = {"neo": 1800, "mem0": 900, "langgraph": 900, "adk": 900}
+HARNESSES = tuple(INSTALL_TIMEOUT)
+#: The harnesses whose system is started beside a ``chroma`` server (on PATH).
+WITH_CHROMA = frozenset({"neo"})
 
 
-def verdict_of(report: dict[str, Any]) -> dict[str, Any]:
-    """The recorded form of a report: the library and its version, seed, profile, the levels
-    earned and each test's status."""
+def _system(report: dict[str, Any], name: str) -> dict[str, str]:
+    """The system judged and its version, as verdict.json names it (Neo's under ``neo``)."""
     backend = report["manifest"]["backend"]
+    if name == "neo":
+        return {"neo": f"neo.mjs {backend['version']}"}
+    return {"backend": f"{backend['name']} {backend['version']}"}
+
+
+def verdict_of(report: dict[str, Any], name: str) -> dict[str, Any]:
+    """The recorded form of a report of the harness ``name``: the system and its version, seed,
+    profile, the levels earned and each test's status."""
     return {
-        "backend": f"{backend['name']} {backend['version']}",
+        **_system(report, name),
         "seed": report["seed"],
         "profile": report["profile"],
         "levels": {level: bool(v["earned"]) for level, v in sorted(report["levels"].items())},
@@ -48,7 +64,7 @@ def changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
     found = [
         f"{key}: {old.get(key)!r} -> {new.get(key)!r}"
-        for key in ("backend", "seed", "profile")
+        for key in ("neo", "backend", "seed", "profile")
         if old.get(key) != new.get(key)
     ]
     for group in ("levels", "tests"):
@@ -60,7 +76,11 @@ def changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 def install(name: str) -> None:
     """``harnesses/NAME/install``; exits with its output when it fails."""
     done = subprocess.run(
-        ["bash", str(HERE / name / "install")], capture_output=True, text=True, timeout=INSTALL_TIMEOUT
+        ["bash", str(HERE / name / "install")],
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT[name],
+        check=False,
     )
     if done.returncode != 0:
         sys.exit(f"record_verdict: harnesses/{name}/install failed (exit {done.returncode}):\n{done.stderr}")
@@ -70,6 +90,8 @@ def _fresh(name: str, seed: int) -> dict[str, Any]:
     from kbconform import runner
 
     install(name)
+    if name in WITH_CHROMA:
+        os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     print(f"record_verdict: running the suites on harnesses/{name}/harness with seed {seed}", flush=True)
     outcome = runner.run_suites(harness=str(HERE / name / "harness"), seed=seed, shrink=False)
     if outcome.problems or not outcome.report:
@@ -94,7 +116,10 @@ def write_transcripts(name: str, report: dict[str, Any]) -> list[str]:
         if not tests.get(stable, {}).get("transcript")
     ]
     if missing:
-        sys.exit(f"record_verdict: no transcript in the report for {', '.join(missing)}: not failing")
+        sys.exit(
+            f"record_verdict: no transcript in the report for {', '.join(missing)}: "
+            "not failing, or not run over harness-v1"
+        )
     for cause, stable in causes.items():
         (transcripts / f"{cause}.jsonl").write_text(to_jsonl(tests[stable]["transcript"]), encoding="utf-8")
     return sorted(causes)
@@ -120,7 +145,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("name", choices=LIBRARIES, help="the harness to record")
+    parser.add_argument("name", choices=HARNESSES, help="the harness to record")
     parser.add_argument("--from-report", metavar="REPORT", help="record this report instead of running")
     parser.add_argument(
         "--seed", type=int, help="the seed of a fresh run (default: the recorded one, else 1)"
@@ -134,7 +159,7 @@ def main() -> None:
         if arguments.from_report
         else _fresh(arguments.name, seed)
     )
-    new = verdict_of(report)
+    new = verdict_of(report, arguments.name)
     verdict.write_text(json.dumps(new, indent=2) + "\n", encoding="utf-8")
     earned = [level for level, won in new["levels"].items() if won]
     counts = {s: sum(1 for v in new["tests"].values() if v == s) for s in ("pass", "fail", "error", "skip")}

@@ -1,12 +1,15 @@
 """``kbconform new-harness``: a runnable skeleton of a harness-v1 harness, in Node or Python.
 
-The skeleton is three files: the harness (standard library only: it answers ``hello`` with the
-manifest, opens and closes backend handles, ends on ``shutdown`` or when stdin closes, and
-answers every operation of its isolation profile ``KB_NOT_IMPLEMENTED``, naming it), its
-manifest (the profile's skeleton: every optional feature declined with a reason) and a README
-saying how to run it and what to fill in. ``kbconform run --harness "node NAME.mjs"`` (or
-``"python3 NAME.py"``) gives a verdict at once: one line per operation still to implement.
-Files are written as ``kbconform new-adapter`` writes its own: all or none, never over a file.
+The skeleton is the shape every harness of the repository has: the harness holds only its
+operations, one method per operation of its isolation profile (each answering
+``KB_NOT_IMPLEMENTED`` and naming itself until it is filled in) beside ``open`` and ``close``;
+the protocol is the kit's harness runtime, copied beside it (``kbharness.py`` or
+``kbharness.mjs``, standard library only, with ``harness-v1.schema.json``, whence it reads the
+operations). Then its manifest (the profile's skeleton: every optional feature declined with a
+reason) and a README saying how to run it and what to fill in. ``kbconform run --harness "node
+NAME.mjs"`` (or ``"python3 NAME.py"``, or the Python ``--python`` names, a virtualenv's own)
+gives a verdict at once: one line per operation still to implement. Files are written as
+``kbconform new-adapter`` writes its own: all or none, never over a file.
 
 Standard library only.
 """
@@ -15,6 +18,8 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+from importlib import resources
 from pathlib import Path
 
 from kbconform._scaffold import INVALID_NAME, ScaffoldError, Written, check_name, place, skeleton_manifest
@@ -27,15 +32,73 @@ LANGUAGES = {"node": ("{name}.mjs", "node {name}.mjs"), "python": ("{name}.py", 
 
 _NODE_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}")
 
+#: The runtime each language's harness runs on, copied from the kit beside it.
+RUNTIME = {"node": "kbharness.mjs", "python": "kbharness.py"}
+SCHEMA = "harness-v1.schema.json"
+
 _WHAT = {
-    ".mjs": "the harness: harness-v1 on stdio; fill in each operation",
-    ".py": "the harness: harness-v1 on stdio; fill in each operation",
+    "kbharness.mjs": "the harness runtime: harness-v1 on stdio (framing, ids, handles, errors)",
+    "kbharness.py": "the harness runtime: harness-v1 on stdio (framing, ids, handles, errors)",
+    SCHEMA: "harness-v1's schema, whence the runtime reads the operations",
+    ".mjs": "the harness: one method per operation; fill in each",
+    ".py": "the harness: one method per operation; fill in each",
     ".manifest.json": "what the backend declares: every optional feature declined",
     ".md": "how to run it, and what each operation must do",
 }
 
 
-def files(name: str, language: str, profile_name: str, version: str) -> dict[str, str]:
+def command(name: str, language: str, python: str | None = None) -> str:
+    """The command that runs the harness ``name`` from its directory: ``python`` (a virtualenv's
+    own interpreter, say) in place of ``python3`` for a Python harness."""
+    text = LANGUAGES[language][1].format(name=name)
+    if python and language == "python":
+        text = f"{shlex.quote(python)} {text.split(' ', 1)[1]}"
+    return text
+
+
+def _kit_file(*parts: str) -> str:
+    """A data file the kit ships: the runtime (``_harness_runtime``) or a schema."""
+    if parts[0] == "schemas":
+        from kbconform._resources import data_dir
+
+        return (data_dir("schemas") / parts[1]).read_text(encoding="utf-8")
+    found = resources.files("kbconform")
+    for part in parts:  # one name at a time: a Traversable's joinpath takes one on Python 3.10
+        found = found.joinpath(part)
+    return found.read_text(encoding="utf-8")
+
+
+def _methods(language: str, operations: list[str], harness: str) -> str:
+    """One method per operation, each answering KB_NOT_IMPLEMENTED and naming itself."""
+    if language == "python":
+        return "\n".join(
+            f"    def {op}(self, backend, params):\n"
+            f"        raise kbharness.not_implemented(\n"
+            f'            "no call of your system yet: fill in {op} in {harness}"\n'
+            f"        )\n"
+            for op in operations
+        )
+    return "\n\n".join(
+        f"    async {op}(backend, params) {{\n"
+        f"        throw notImplemented('no call of your system yet: fill in {op} in {harness}');\n"
+        "    },"
+        for op in operations
+    )
+
+
+def _extra(language: str, extra: list[str]) -> str:
+    """The declaration of a plug-in profile's operations the bundled schema does not name."""
+    if not extra:
+        return ""
+    said = "Operations of the profile that harness-v1.schema.json does not name (its package adds them)."
+    if language == "python":
+        return f"    #: {said}\n    operations = {json.dumps(extra)}\n"
+    return f"    // {said}\n    operations: {json.dumps(extra)},\n"
+
+
+def files(
+    name: str, language: str, profile_name: str, version: str, python: str | None = None
+) -> dict[str, str]:
     """The skeleton of the harness ``name``: relative path -> text."""
     from kbconform.profiles import profile
 
@@ -44,14 +107,20 @@ def files(name: str, language: str, profile_name: str, version: str) -> dict[str
     except LookupError as error:
         raise ScaffoldError(PROFILE_INVALID, str(error)) from None
     operations = list(profile(profile_name).operations)
-    harness, command = (part.format(name=name) for part in LANGUAGES[language])
+    harness = LANGUAGES[language][0].format(name=name)
+    schema = _kit_file("schemas", SCHEMA)
+    named = set(json.loads(schema)["$defs"]["request"]["properties"]["op"]["enum"])
+    # A plug-in profile's operations that the bundled schema does not name: served as declared.
+    extra = [op for op in operations if op not in named]
     template = _NODE if language == "node" else _PYTHON
     fill = {
         "@name@": name,
         "@profile@": profile_name,
-        "@operations@": json.dumps(operations),
-        "@command@": command,
+        "@methods@": _methods(language, operations, harness),
+        "@extra@": _extra(language, extra),
+        "@command@": command(name, language, python),
         "@file@": harness,
+        "@runtime@": RUNTIME[language],
         "@version@": version,
     }
     text = template
@@ -61,15 +130,26 @@ def files(name: str, language: str, profile_name: str, version: str) -> dict[str
     table = "\n".join(f"| `{op}` | not implemented yet |" for op in operations)
     return {
         harness: text,
+        RUNTIME[language]: _kit_file("_harness_runtime", RUNTIME[language]),
+        SCHEMA: schema,
         f"{name}.manifest.json": json.dumps(manifest, indent=2) + "\n",
         f"{name}.md": readme.replace("@table@", table),
     }
 
 
-def write(name: str, language: str, profile_name: str, directory: str | Path, version: str) -> list[Written]:
+def write(
+    name: str,
+    language: str,
+    profile_name: str,
+    directory: str | Path,
+    version: str,
+    python: str | None = None,
+) -> list[Written]:
     """Write the skeleton into ``directory`` (made if missing); return what was written. Raises
     :class:`ScaffoldError` for an unusable name or profile, a file that exists already (nothing
     is written), or a directory that cannot be written."""
+    if name == "kbharness":
+        raise ScaffoldError(INVALID_NAME, "expected a harness name other than the runtime's, kbharness")
     if language == "python":
         check_name(name)  # a script beside a module of its name would shadow it
     elif not _NODE_NAME.fullmatch(name):
@@ -78,184 +158,102 @@ def write(name: str, language: str, profile_name: str, directory: str | Path, ve
             "expected a file name for the harness: lower-case ASCII letters, digits, '-' and '_', "
             f"starting with a letter, at most 64 characters (e.g. my-harness); got {name!r}",
         )
-    return place(files(name, language, profile_name, version), Path(directory), _WHAT)
+    return place(files(name, language, profile_name, version, python), Path(directory), _WHAT)
 
 
 _PYTHON = '''\
 #!/usr/bin/env python3
 """@name@: a harness-v1 harness (@profile@ profile), written by `kbconform new-harness`.
 
-It speaks harness-v1 (schemas/harness-v1.md in kbconform) on stdio: one JSON request per line
-on stdin, one JSON response per line on stdout. Anything else you print goes to stderr, which
-kbconform keeps as the harness log. Run the suites against it from this directory:
+It holds your system's operations only: the protocol (harness-v1 on stdio, schemas/harness-v1.md
+in kbconform: one JSON request per line on stdin, one JSON response per line on stdout, ids,
+backend handles, errors as data) is @runtime@ beside it, which reads the operations from
+harness-v1.schema.json. Anything you print goes to stderr, which kbconform keeps as the harness
+log. Run the suites against it from this directory:
 
     kbconform run --harness "@command@"
 
 Each operation below answers KB_NOT_IMPLEMENTED until you fill it in: the verdict gives one
 line per operation still to do. Translate each to your system's own call, and add no check your
-system lacks: the verdict is about your system, not this file.
+system lacks: the verdict is about your system, not this file. An error is
+kbharness.HarnessError(code, message), with the code the protocol names (KB_NOT_FOUND,
+KB_UNAUTHENTICATED, ...); any other exception is answered KB_HARNESS_INTERNAL (or map your
+system's own in error_for).
 """
 
 import json
 import sys
 from pathlib import Path
 
+import kbharness
+
+kbharness.claim_stdout()  # import your system's library after this line: stdout is the protocol's
+
 MANIFEST = json.loads(Path(__file__).with_name("@name@.manifest.json").read_text(encoding="utf-8"))
-#: The operations of the @profile@ profile (those the manifest does not offer are never sent).
-OPERATIONS = @operations@
 
 
-class HarnessError(Exception):
-    """An error response: a kbconform error code (KB_NOT_FOUND, KB_UNAUTHENTICATED, ...) and
-    your system's message."""
+class Harness:
+    """The @profile@ profile's operations, each called as op(backend, params) with the params
+    schemas/harness-v1.md gives, returning the result object it gives."""
 
-    def __init__(self, code, message):
-        super().__init__(message)
-        self.code, self.message = code, message
+    manifest = MANIFEST
+@extra@
+    def open(self, params, handle):
+        return {}  # open a fresh, empty backend of your system here (a client, a collection, ...)
 
+    def close(self, backend):
+        pass  # and release what open took
 
-backends = {}  # handle -> your backend's state (a client, a collection, a tenant map, ...)
-
-
-def backend_of(params):
-    key = params.get("backend")
-    if key not in backends:
-        raise HarnessError("KB_HARNESS_REQUEST_INVALID", f"no open backend {key!r}")
-    return backends[key]
-
-
-def handle(op, params):
-    if op == "hello":
-        return {"protocol": "harness-v1", "manifest": MANIFEST}
-    if op == "open":
-        opened = f"b{len(backends) + 1}"
-        while opened in backends:
-            opened += "+"
-        backends[opened] = {}  # open a fresh, empty backend of your system here
-        return {"backend": opened}
-    if op == "close":
-        backend_of(params)
-        del backends[params["backend"]]  # and release what open took
-        return {}
-    if op == "shutdown":
-        return {}
-    if op in OPERATIONS:
-        backend_of(params)
-        raise HarnessError("KB_NOT_IMPLEMENTED", f"no call of your system yet: fill in {op} in @file@")
-    raise HarnessError("KB_HARNESS_REQUEST_INVALID", f"{op!r} is not an operation of the @profile@ profile")
-
-
-def main():
-    for line in sys.stdin:
-        request_id, op = None, None
-        try:
-            request = json.loads(line)
-            if not isinstance(request, dict) or not isinstance(request.get("op"), str):
-                raise HarnessError("KB_HARNESS_REQUEST_INVALID", "expected {id, op, params}")
-            request_id, op = request.get("id"), request["op"]
-            if not isinstance(request_id, int) or request_id < 0:
-                request_id = None
-                raise HarnessError("KB_HARNESS_REQUEST_INVALID", "expected an integer id >= 0")
-            response = {"id": request_id, "result": handle(op, request.get("params") or {})}
-        except HarnessError as error:
-            response = {"id": request_id, "error": {"code": error.code, "message": error.message}}
-        except ValueError as error:  # not JSON
-            response = {"id": None, "error": {"code": "KB_HARNESS_REQUEST_INVALID", "message": str(error)}}
-        except Exception as error:  # any other failure is the harness's own
-            response = {"id": request_id, "error": {"code": "KB_HARNESS_INTERNAL", "message": repr(error)}}
-        print(json.dumps(response), flush=True)
-        if op == "shutdown" and "result" in response:
-            return
-
+@methods@
 
 if __name__ == "__main__":
-    main()
+    sys.exit(kbharness.serve(Harness(), name="@name@"))
 '''
 
 _NODE = """\
 #!/usr/bin/env node
 // @name@: a harness-v1 harness (@profile@ profile), written by `kbconform new-harness`.
 //
-// It speaks harness-v1 (schemas/harness-v1.md in kbconform) on stdio: one JSON request per line
-// on stdin, one JSON response per line on stdout. Log with console.error: stderr is kept as the
-// harness log. Run the suites against it from this directory:
+// It holds your system's operations only: the protocol (harness-v1 on stdio,
+// schemas/harness-v1.md in kbconform: one JSON request per line on stdin, one JSON response per
+// line on stdout, ids, backend handles, errors as data) is @runtime@ beside it, which reads the
+// operations from harness-v1.schema.json. Log with console.error: stderr is kept as the harness
+// log. Run the suites against it from this directory:
 //
 //     kbconform run --harness "@command@"
 //
 // Each operation below answers KB_NOT_IMPLEMENTED until you fill it in: the verdict gives one
 // line per operation still to do. Translate each to your system's own call, and add no check
-// your system lacks: the verdict is about your system, not this file.
+// your system lacks: the verdict is about your system, not this file. An error is
+// new HarnessError(code, message), with the code the protocol names (KB_NOT_FOUND,
+// KB_UNAUTHENTICATED, ...); any other error is answered KB_HARNESS_INTERNAL (or map your
+// system's own in errorFor).
 
 import fs from 'node:fs';
-import readline from 'node:readline';
+
+import {HarnessError, claimStdout, notImplemented, serve} from './@runtime@';
+
+claimStdout(); // load your system's library after this line: stdout is the protocol's
 
 const MANIFEST = JSON.parse(fs.readFileSync(new URL('./@name@.manifest.json', import.meta.url), 'utf8'));
-// The operations of the @profile@ profile (those the manifest does not offer are never sent).
-const OPERATIONS = new Set(@operations@);
 
-class HarnessError extends Error {
-  // An error response: a kbconform error code (KB_NOT_FOUND, KB_UNAUTHENTICATED, ...) and your
-  // system's message.
-  constructor(code, message) {
-    super(message);
-    this.code = code;
-  }
-}
+// The @profile@ profile's operations, each called as op(backend, params) with the params
+// schemas/harness-v1.md gives, returning the result object it gives.
+const harness = {
+    manifest: MANIFEST,
+@extra@
+    async open(params, handle) {
+        return {}; // open a fresh, empty backend of your system here (a client, a collection, ...)
+    },
 
-const backends = new Map(); // handle -> your backend's state (a client, a collection, ...)
+    async close(backend) {
+        // and release what open took
+    },
 
-function backendOf(params) {
-  if (!backends.has(params.backend)) {
-    throw new HarnessError('KB_HARNESS_REQUEST_INVALID', `no open backend ${JSON.stringify(params.backend)}`);
-  }
-  return backends.get(params.backend);
-}
+@methods@
+};
 
-async function handle(op, params) {
-  if (op === 'hello') return { protocol: 'harness-v1', manifest: MANIFEST };
-  if (op === 'open') {
-    let opened = `b${backends.size + 1}`;
-    while (backends.has(opened)) opened += '+';
-    backends.set(opened, {}); // open a fresh, empty backend of your system here
-    return { backend: opened };
-  }
-  if (op === 'close') {
-    backendOf(params);
-    backends.delete(params.backend); // and release what open took
-    return {};
-  }
-  if (op === 'shutdown') return {};
-  if (OPERATIONS.has(op)) {
-    backendOf(params);
-    throw new HarnessError('KB_NOT_IMPLEMENTED', `no call of your system yet: fill in ${op} in @file@`);
-  }
-  const unknown = `${JSON.stringify(op)} is not an operation of the @profile@ profile`;
-  throw new HarnessError('KB_HARNESS_REQUEST_INVALID', unknown);
-}
-
-const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
-for await (const line of lines) {
-  let id = null;
-  let response;
-  let op = null;
-  try {
-    const request = JSON.parse(line);
-    id = request !== null && typeof request === 'object' && Number.isInteger(request.id) && request.id >= 0
-      ? request.id : null;
-    if (id === null || typeof request.op !== 'string') {
-      throw new HarnessError('KB_HARNESS_REQUEST_INVALID', 'expected {id (an integer >= 0), op, params}');
-    }
-    op = request.op;
-    response = { id, result: await handle(op, request.params ?? {}) };
-  } catch (error) {
-    const code = error instanceof HarnessError ? error.code
-      : error instanceof SyntaxError ? 'KB_HARNESS_REQUEST_INVALID' : 'KB_HARNESS_INTERNAL';
-    response = { id, error: { code, message: String(error.message ?? error) } };
-  }
-  process.stdout.write(JSON.stringify(response) + '\\n');
-  if (op === 'shutdown' && 'result' in response) break;
-}
-process.exit(0);
+await serve(harness, {name: '@name@'});
 """
 
 _README = """\
@@ -270,6 +268,9 @@ through it. Run them from this directory:
 The first run answers every operation `KB_NOT_IMPLEMENTED`: the verdict names each operation
 that a test reached, once, with how many tests ended there. Fill them in one at a time.
 
+- **`@file@`** holds your system's operations, one method each, and nothing of the protocol:
+  that is **`@runtime@`**, the kit's harness runtime (standard library only), which reads the
+  operations and their params from **`harness-v1.schema.json`**. Leave both as they are.
 - **`@name@.manifest.json`** is what your system declares: its isolation profile (@profile@),
   its read facades and optional features, each declined with a reason. Offer a feature once it
   works; a declined optional feature is shown beside the level and never caps it.

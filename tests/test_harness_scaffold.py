@@ -49,11 +49,13 @@ def test_a_new_harness_answers_hello_and_its_first_run_names_the_operation_to_fi
         assert shutil.which("node"), "node is not on PATH: the Node skeleton needs Node.js 20 or later"
     name = "my-harness" if language == "node" else "my_harness"
     where = tmp_path / "h"
-    assert (
-        main(["new-harness", name, "--lang", language, "--profile", profile_name, "--dir", str(where)]) == 0
-    )
+    # A Python harness runs on the interpreter --python names (a virtualenv's, here this one).
+    python = ["--python", sys.executable] if language == "python" else []
+    arguments = ["new-harness", name, "--lang", language, "--profile", profile_name, "--dir", str(where)]
+    assert main([*arguments, *python]) == 0
     out = capsys.readouterr().out
-    command = _harness_scaffold.LANGUAGES[language][1].format(name=name)
+    command = _harness_scaffold.command(name, language, sys.executable)
+    assert command.startswith(sys.executable if language == "python" else "node ")
     assert f'kbconform run --harness "{command}"' in out
     done, report = _run(where, command)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
@@ -102,5 +104,47 @@ def test_new_harness_never_overwrites_and_refuses_a_name_it_cannot_use(
     assert "KB_SCAFFOLD_NAME_INVALID" in capsys.readouterr().err
     assert not (tmp_path / "a").exists()
     assert not (tmp_path / "b").exists()
+    assert main(["new-harness", "kbharness", "--lang", "node", "--dir", str(tmp_path / "d")]) == 2
+    assert "KB_SCAFFOLD_NAME_INVALID" in capsys.readouterr().err
+    assert not (tmp_path / "d").exists()
     assert main(["new-harness", "h", "--lang", "node", "--dir", str(tmp_path / "c")]) == 0
-    assert {p.name for p in (tmp_path / "c").iterdir()} == {"h.mjs", "h.manifest.json", "h.md"}
+    assert {p.name for p in (tmp_path / "c").iterdir()} == {
+        "h.mjs",
+        "kbharness.mjs",
+        "harness-v1.schema.json",
+        "h.manifest.json",
+        "h.md",
+    }
+
+
+RUNTIME = Path(__file__).resolve().parents[1] / "kbconform" / "_harness_runtime"
+
+
+@pytest.mark.parametrize("language", sorted(_harness_scaffold.LANGUAGES))
+@pytest.mark.parametrize("profile_name", names())
+def test_a_new_harness_holds_one_method_per_operation_on_the_kits_runtime(
+    language: str, profile_name: str
+) -> None:
+    """The harness written names each operation of its profile once, as a method, and nothing of
+    the protocol (no stdin, no JSON framing): that is the kit's runtime, copied byte for byte,
+    with the schema it reads the operations from (control: the runtime does read stdin)."""
+    texts = _harness_scaffold.files("x_h", language, profile_name, "0")
+    runtime = _harness_scaffold.RUNTIME[language]
+    harness = texts[_harness_scaffold.LANGUAGES[language][0].format(name="x_h")]
+    assert texts[runtime] == (RUNTIME / runtime).read_text(encoding="utf-8")
+    stdin = "sys.stdin" if language == "python" else "process.stdin"
+    assert stdin in texts[runtime]
+    assert stdin not in harness
+    assert "json.loads(line" not in harness
+    assert "JSON.parse(line" not in harness
+    schema = json.loads(texts[_harness_scaffold.SCHEMA])
+    assert schema["$id"].endswith("harness-v1.schema.json")
+    for op in profile(profile_name).operations:
+        assert harness.count(f"fill in {op} in ") == 1, op
+
+
+def test_the_command_of_a_python_harness_is_the_interpreter_given() -> None:
+    """--python names the interpreter (quoted for the shell); python3 without it; node is node."""
+    assert _harness_scaffold.command("h", "python") == "python3 h.py"
+    assert _harness_scaffold.command("h", "python", "/v env/bin/python") == "'/v env/bin/python' h.py"
+    assert _harness_scaffold.command("h", "node", "/v/bin/python") == "node h.mjs"

@@ -5,32 +5,31 @@ own SQLite history database, in a scratch folder of its own. Each operation is o
 mem0's public API; each exception mem0 raises is mapped to an error code (README.md, "Errors").
 The harness adds no check, filter or validation of its own.
 
-Standard library and mem0 (with what it installs) only. stdout carries the responses and nothing
-else: file descriptor 1 is moved aside before mem0 loads, and everything else that would have
-gone to stdout goes to stderr, the harness log.
+Standard library and mem0 (with what it installs) only; the protocol (framing, ids, handles, errors
+as data) is the kit's harness runtime, kbharness. stdout carries the responses and nothing else:
+file descriptor 1 is moved aside before mem0 loads, and everything else that would have gone to
+stdout goes to stderr, the harness log.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import math
 import os
 import re
 import shutil
-import signal
 import sys
 import tempfile
 import threading
 import time
-import traceback
 from pathlib import Path
 
-# --- stdout: responses only -----------------------------------------------------------------------
-_RESPONSES = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
-os.dup2(2, 1)  # C-level writes to fd 1 land in the log
-sys.stdout = sys.stderr
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent), str(HERE.parents[1] / "kbconform" / "_harness_runtime")]
+
+import kbharness  # noqa: E402
+
+# --- stdout: responses only (C-level writes to fd 1 land in the log) -----------------------------
+kbharness.claim_stdout()
 
 # --- environment, before mem0 is imported ---------------------------------------------------------
 _SCRATCH = Path(tempfile.mkdtemp(prefix="kbconform-mem0-"))
@@ -53,14 +52,13 @@ import uuid  # noqa: E402
 
 import mem0  # noqa: E402
 import mem0.memory.main  # noqa: E402
+from hashing_embedding import DIMENSIONS, embed  # noqa: E402
 from mem0 import Memory  # noqa: E402
 from mem0.configs.embeddings.base import BaseEmbedderConfig  # noqa: E402
 from mem0.embeddings.base import EmbeddingBase  # noqa: E402
 from mem0.exceptions import ValidationError as Mem0ValidationError  # noqa: E402
 
-PROTOCOL = "harness-v1"
 ADAPTER_VERSION = "0.1.0"
-DIMENSIONS = 256
 LIST_LIMIT = 1000  # listMemories: get_all's top_k (its default is 20)
 # An address nothing listens on: the LLM and embedder clients mem0 builds at construction are
 # never called (infer=False; the embedder is replaced), and if one were, it would fail here.
@@ -90,35 +88,6 @@ MANIFEST = {
     "searchReturns": "relevant",
 }
 
-OTHER_PROFILE_OPS = {
-    "tenant-namespace": (
-        "ingest", "query", "get", "list", "count", "ask", "applyDeletionSignal", "export",
-        "restore", "scan", "sync", "maintain",
-    ),
-    "project-pool": (
-        "createProject", "startSession", "assignSession", "removeSession", "writeEpisode",
-        "extractEntities", "searchEpisodes", "searchEntities",
-    ),
-    "kb-grant": (
-        "createTenant", "createKb", "shareKb", "revokeKb", "ingestDocuments", "searchKbs",
-        "getKb", "listKbs", "deleteKb", "copyKb", "moveKb",
-    ),
-}  # fmt: skip
-PARAMS = {
-    "hello": ("protocol",),
-    "open": ("spoofMode", "revisionMap", "faults"),
-    "close": ("backend",),
-    "fault": ("backend", "plan"),
-    "shutdown": (),
-    "addMemory": ("backend", "scope", "text", "metadata"),
-    "searchMemories": ("backend", "scope", "text", "limit", "where"),
-    "listMemories": ("backend", "scope"),
-    "getMemory": ("backend", "scope", "id"),
-    "updateMemory": ("backend", "scope", "id", "text"),
-    "deleteMemory": ("backend", "scope", "id"),
-    "deleteMemories": ("backend", "scope"),
-}
-
 
 # --- memory ids -----------------------------------------------------------------------------------
 class SeededIds:
@@ -146,31 +115,15 @@ mem0.memory.main.uuid = IDS
 
 
 # --- the embedding --------------------------------------------------------------------------------
-_TOKEN = re.compile(r"\w+", re.UNICODE)
-
-
 class HashingEmbedding(EmbeddingBase):
-    """kbconform's reference hashing embedding (reference_impl/.../embedding.py), as a mem0 embedder.
-
-    Each case-folded word token adds +1 or -1 to one of DIMENSIONS buckets (BLAKE2b, 8-byte
-    digest, big-endian: digest mod DIMENSIONS picks the bucket, its top bit the sign); a text
-    without tokens is the unit vector on bucket 0; the vector is L2-normalized. Deterministic,
-    offline, no model.
-    """
+    """kbconform's reference hashing embedding (harnesses/hashing_embedding.py), as a mem0 embedder:
+    deterministic, offline, no model."""
 
     def __init__(self) -> None:
         super().__init__(BaseEmbedderConfig(model=f"hashing-{DIMENSIONS}", embedding_dims=DIMENSIONS))
 
     def embed(self, text, memory_action=None):
-        vector = [0.0] * DIMENSIONS
-        for token in _TOKEN.findall(str(text).casefold()):
-            digest = int.from_bytes(hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest(), "big")
-            vector[digest % DIMENSIONS] += 1.0 if digest >> 63 else -1.0
-        norm = math.sqrt(sum(x * x for x in vector))
-        if norm == 0.0:
-            vector[0] = 1.0
-            return vector
-        return [x / norm for x in vector]
+        return embed(str(text))
 
 
 # --- the fault switch -----------------------------------------------------------------------------
@@ -289,14 +242,6 @@ class Backend:
         except Exception as exc:
             log.warning("%s: Qdrant client close failed: %s", self.handle, exc)
         shutil.rmtree(self.dir, ignore_errors=True)
-
-
-class RequestInvalid(Exception):
-    """A request the harness cannot carry out (KB_HARNESS_REQUEST_INVALID)."""
-
-
-class Missing(Exception):
-    """Memory.get answered None: no memory with that id (KB_NOT_FOUND)."""
 
 
 # --- scope ----------------------------------------------------------------------------------------
@@ -449,61 +394,45 @@ def _is_plan(plan) -> bool:
     )
 
 
-class Harness:
-    def __init__(self) -> None:
-        self.backends: dict[str, Backend] = {}
-        self.opened = 0
-        self.done = False
+def _memory(backend: Backend):
+    """The backend's Memory, its ids counting from the backend's own counter."""
+    IDS.counter = backend.ids
+    return backend.memory
 
-    def backend(self, params) -> Backend:
-        handle = params["backend"]
-        if not isinstance(handle, str) or handle not in self.backends:
-            raise RequestInvalid(
-                f"unknown backend handle {handle!r}: open did not return it, or close released it"
-            )
-        IDS.counter = self.backends[handle].ids
-        return self.backends[handle]
 
-    # protocol
-    def op_hello(self, params):
-        if params["protocol"] != PROTOCOL:
-            raise RequestInvalid(f"this harness speaks {PROTOCOL}, not {params['protocol']!r}")
-        return {"protocol": PROTOCOL, "manifest": MANIFEST}
+class Mem0Harness:
+    """memory-scope's operations, each one call of mem0's public API."""
 
-    def op_open(self, params):
+    manifest = MANIFEST
+
+    def open(self, params, handle: str) -> Backend:
         faults = params["faults"]
         if not isinstance(faults, bool):
-            raise RequestInvalid("open: faults must be true or false")
-        self.opened += 1
-        handle = f"b{self.opened}"
-        self.backends[handle] = Backend(handle, faults)
-        return {"backend": handle}
+            raise kbharness.invalid("open: faults must be true or false")
+        return Backend(handle, faults)
 
-    def op_close(self, params):
-        backend = self.backend(params)
-        del self.backends[backend.handle]
+    def close(self, backend: Backend) -> None:
         backend.close()
-        return {}
 
-    def op_fault(self, params):
-        backend = self.backend(params)
+    def fault(self, backend: Backend, plan) -> int:
         if backend.switch is None:
-            raise RequestInvalid(f"fault: backend {backend.handle} was opened without faults")
-        plan = params["plan"]
+            raise kbharness.invalid(f"fault: backend {backend.handle} was opened without faults")
         if plan is not None and not _is_plan(plan):
-            raise RequestInvalid(f"fault: not a fault plan: {plan!r}")
+            raise kbharness.invalid(f"fault: not a fault plan: {plan!r}")
         # The plan's "stores" is ignored: a memory-scope backend names no store.
-        return {"consulted": backend.switch.set(plan)}
+        return backend.switch.set(plan)
 
-    def op_shutdown(self, params):
-        self.done = True
-        return {}
+    def shutdown(self, backends: list[Backend]) -> None:
+        for backend in backends:
+            backend.close()
+        shutil.rmtree(_SCRATCH, ignore_errors=True)
 
-    # memory-scope
-    def op_addMemory(self, params):
-        memory = self.backend(params).memory
+    def error_for(self, exc: Exception) -> tuple[str, str]:
+        return error_for(exc)
+
+    def addMemory(self, backend: Backend, params):
         result = _call(
-            memory.add,
+            _memory(backend).add,
             params["text"],
             scope=scope_items(params["scope"]),
             metadata=params["metadata"],
@@ -514,140 +443,39 @@ class Harness:
             raise RuntimeError(f"Memory.add did not report exactly one stored memory: {result!r}")
         return {"id": stored[0]["id"]}
 
-    def op_searchMemories(self, params):
-        memory = self.backend(params).memory
+    def searchMemories(self, backend: Backend, params):
         result = _call(
-            memory.search,
+            _memory(backend).search,
             params["text"],
             top_k=params["limit"],
             filters=scope_filters(params["scope"], params["where"]),
         )
         return {"hits": [hit(item) for item in result["results"]]}
 
-    def op_listMemories(self, params):
-        memory = self.backend(params).memory
-        result = _call(memory.get_all, filters=scope_filters(params["scope"]), top_k=LIST_LIMIT)
+    def listMemories(self, backend: Backend, params):
+        result = _call(_memory(backend).get_all, filters=scope_filters(params["scope"]), top_k=LIST_LIMIT)
         return {"hits": [hit(item) for item in result["results"]]}
 
-    def op_getMemory(self, params):
-        memory = self.backend(params).memory
-        item = _call(memory.get, params["id"])
+    def getMemory(self, backend: Backend, params):
+        item = _call(_memory(backend).get, params["id"])
         if item is None:  # mem0/memory/main.py:1233-1236: get answers None for a missing memory
-            raise Missing(f"Memory.get returned None: no memory with id {params['id']!r}")
+            raise kbharness.HarnessError(
+                "KB_NOT_FOUND", f"Memory.get returned None: no memory with id {params['id']!r}"
+            )
         return {"hit": hit(item)}
 
-    def op_updateMemory(self, params):
-        memory = self.backend(params).memory
-        _call(memory.update, params["id"], text=params["text"])
+    def updateMemory(self, backend: Backend, params):
+        _call(_memory(backend).update, params["id"], text=params["text"])
         return {}
 
-    def op_deleteMemory(self, params):
-        memory = self.backend(params).memory
-        _call(memory.delete, params["id"])
+    def deleteMemory(self, backend: Backend, params):
+        _call(_memory(backend).delete, params["id"])
         return {}
 
-    def op_deleteMemories(self, params):
-        memory = self.backend(params).memory
-        _call(memory.delete_all, scope=scope_items(params["scope"]))
+    def deleteMemories(self, backend: Backend, params):
+        _call(_memory(backend).delete_all, scope=scope_items(params["scope"]))
         return {}
-
-    def shutdown(self) -> None:
-        for handle in list(self.backends):
-            self.backends.pop(handle).close()
-        shutil.rmtree(_SCRATCH, ignore_errors=True)
-
-
-def _request_id(message):
-    if isinstance(message, dict):
-        rid = message.get("id")
-        if _is_int(rid) and rid >= 0:
-            return rid
-        if isinstance(rid, float) and rid.is_integer() and rid >= 0:
-            return int(rid)
-    return None
-
-
-def _error(rid, code: str, message: str) -> dict:
-    return {"id": rid, "error": {"code": code, "message": message}}
-
-
-def handle_line(harness: Harness, line: str) -> dict:
-    try:
-        message = json.loads(line)
-    except ValueError as exc:
-        return _error(None, "KB_HARNESS_REQUEST_INVALID", f"not JSON: {exc}")
-    rid = _request_id(message)
-    if rid is None or not isinstance(message.get("op"), str):
-        return _error(
-            rid, "KB_HARNESS_REQUEST_INVALID", "not a request: needs an integer id >= 0, an op and params"
-        )
-    op, params = message["op"], message.get("params")
-    if not isinstance(params, dict):
-        return _error(rid, "KB_HARNESS_REQUEST_INVALID", f"{op}: params must be an object")
-    for profile, ops in OTHER_PROFILE_OPS.items():
-        if op in ops:
-            return _error(
-                rid,
-                "KB_HARNESS_REQUEST_INVALID",
-                f"{op} is not an operation of the memory-scope profile "
-                f"(the manifest's isolationProfile; it is {profile}'s)",
-            )
-    if op not in PARAMS:
-        return _error(rid, "KB_HARNESS_REQUEST_INVALID", f"unknown operation {op!r}")
-    missing = [name for name in PARAMS[op] if name not in params]
-    if missing:
-        return _error(rid, "KB_HARNESS_REQUEST_INVALID", f"{op}: params lack {', '.join(missing)}")
-    started = time.monotonic()
-    code = "ok"
-    try:
-        return {"id": rid, "result": getattr(harness, f"op_{op}")(params)}
-    except RequestInvalid as exc:
-        code = "KB_HARNESS_REQUEST_INVALID"
-        return _error(rid, code, str(exc))
-    except Missing as exc:
-        code = "KB_NOT_FOUND"
-        return _error(rid, code, str(exc))
-    except Exception as exc:
-        code, text = error_for(exc)
-        if code == "KB_HARNESS_INTERNAL":
-            log.error("%s failed:\n%s", op, "".join(traceback.format_exception(exc)))
-        return _error(rid, code, text)
-    finally:
-        log.info("%s %s %.0f ms", op, code, (time.monotonic() - started) * 1000)
-
-
-def _send(response: dict) -> None:
-    try:
-        line = json.dumps(response, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError) as exc:
-        line = json.dumps(_error(response.get("id"), "KB_HARNESS_INTERNAL", f"response not JSON: {exc}"))
-    _RESPONSES.write(line + "\n")
-    _RESPONSES.flush()
-
-
-def _terminate(signum, frame):
-    raise SystemExit(128 + signum)  # unwinds through main's finally: backends closed, scratch removed
-
-
-def main() -> int:
-    signal.signal(signal.SIGTERM, _terminate)
-    harness = Harness()
-    try:
-        for raw in sys.stdin.buffer:
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                _send(_error(None, "KB_HARNESS_REQUEST_INVALID", f"not UTF-8: {exc}"))
-                continue
-            if not line.strip():
-                continue
-            _send(handle_line(harness, line))
-            if harness.done:
-                break
-    finally:
-        harness.shutdown()
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(kbharness.serve(Mem0Harness(), name="mem0-harness"))

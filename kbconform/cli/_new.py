@@ -42,12 +42,14 @@ def add_harness(commands: Any) -> None:
         "new-harness",
         help="write a runnable skeleton of a harness-v1 harness (Node or Python), to fill in",
         description="Writes, into --dir, a harness-v1 harness for a system in any language: NAME.mjs "
-        "(--lang node) or NAME.py (--lang python), standard library only, answering hello with "
-        "NAME.manifest.json (the isolation profile's manifest, every optional feature declined with a "
-        "reason) and every operation of the profile KB_NOT_IMPLEMENTED; and NAME.md, how to run "
-        'it and what to fill in. Then \'kbconform run --harness "node NAME.mjs"\' (or "python3 '
-        'NAME.py") from that directory names the operations still to implement. Existing files '
-        "are never overwritten: if one of them exists nothing is written (exit 2).",
+        "(--lang node) or NAME.py (--lang python), holding one method per operation of the "
+        "isolation profile, each KB_NOT_IMPLEMENTED until filled in, on the kit's harness runtime "
+        "copied beside it (kbharness.mjs or kbharness.py, standard library only, and "
+        "harness-v1.schema.json); NAME.manifest.json (the isolation profile's manifest, every "
+        "optional feature declined with a reason); and NAME.md, how to run it and what to fill in. "
+        'Then \'kbconform run --harness "node NAME.mjs"\' (or "python3 NAME.py") from that '
+        "directory names the operations still to implement. Existing files are never overwritten: "
+        "if one of them exists nothing is written (exit 2).",
     )
     new.add_argument("name", metavar="NAME", help="the harness's file name, e.g. my_harness")
     new.add_argument("--lang", choices=sorted(LANGUAGES), required=True, help="the harness's language")
@@ -63,6 +65,12 @@ def add_harness(commands: Any) -> None:
     )
     new.add_argument(
         "--dir", default=".", metavar="PATH", help="where to write it (made if missing; default: here)"
+    )
+    new.add_argument(
+        "--python",
+        metavar="PATH",
+        help="the interpreter that runs a Python harness, e.g. its virtualenv's .venv/bin/python "
+        "(default: python3 on PATH)",
     )
     new.set_defaults(handler=_new_harness)
 
@@ -94,7 +102,12 @@ def _new_harness(arguments: argparse.Namespace) -> int:
 
     try:
         written = _harness_scaffold.write(
-            arguments.name, arguments.lang, arguments.isolation_profile, arguments.dir, __version__
+            arguments.name,
+            arguments.lang,
+            arguments.isolation_profile,
+            arguments.dir,
+            __version__,
+            arguments.python,
         )
     except ScaffoldError as error:
         raise UsageError(str(error)) from None
@@ -103,7 +116,7 @@ def _new_harness(arguments: argparse.Namespace) -> int:
     for item in written:
         print(f"  {item.path:<{width}}  {item.what}")
     go = "" if Path(arguments.dir).resolve() == Path.cwd() else f"cd {arguments.dir} && "
-    command = _harness_scaffold.LANGUAGES[arguments.lang][1].format(name=arguments.name)
+    command = _harness_scaffold.command(arguments.name, arguments.lang, arguments.python)
     print(
         f'next: {go}kbconform run --harness "{command}"   (the verdict names each operation still '
         f"to implement)\n      what each operation takes and returns: schemas/harness-v1.md; "

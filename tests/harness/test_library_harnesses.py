@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -62,7 +63,7 @@ def test_the_library_gives_every_test_its_recorded_status(name: str) -> None:
     assert outcome.report is not None
     assert outcome.report["manifest"]["isolationProfile"] == "memory-scope"
     recorder = _recorder()
-    changed = recorder.changes(recorded, recorder.verdict_of(outcome.report))
+    changed = recorder.changes(recorded, recorder.verdict_of(outcome.report, name))
     assert not changed, (
         f"{name}'s verdict changed (seed {recorded['seed']}), {len(changed)} differences "
         "(recorded -> now):\n  "
@@ -109,13 +110,25 @@ def test_each_cause_of_the_verdict_replays_from_its_transcript(name: str) -> Non
     assert not differing, "\n".join(f"{cause}:\n{text}" for cause, text in differing.items())
 
 
+def _imported(path: Path) -> set[str]:
+    source = path.read_text(encoding="utf-8")
+    return set(re.findall(r"^\s*(?:from|import)\s+([A-Za-z_][\w]*)", source, re.MULTILINE))
+
+
 def test_a_harness_needs_no_kbconform_and_no_network_module() -> None:
     """A harness is the library's side of the wire: it imports neither kbconform nor a network
-    client of its own (the library's own imports are its business), standard library and the
-    library only."""
+    client of its own (the library's own imports are its business), standard library, the
+    harness runtime (kbharness, a file of the kit loaded by path) and the library only; the
+    runtime and the shared embedding import the standard library alone."""
     for name in LIBRARIES:
-        source = (HARNESSES / name / "harness.py").read_text(encoding="utf-8")
-        imported = set(re.findall(r"^\s*(?:from|import)\s+([A-Za-z_][\w]*)", source, re.MULTILINE))
-        assert {"json", "sys"} <= imported, (name, imported)  # control: the imports are read
+        imported = _imported(HARNESSES / name / "harness.py")
+        assert {"kbharness", "sys"} <= imported, (name, imported)  # control: the imports are read
         assert "kbconform" not in imported, name
         assert not imported & {"requests", "httpx", "urllib3", "socket"}, (name, imported)
+    for shared in (
+        ROOT / "kbconform" / "_harness_runtime" / "kbharness.py",
+        HARNESSES / "hashing_embedding.py",
+    ):
+        imported = _imported(shared)
+        assert "json" in imported or "hashlib" in imported, shared  # control
+        assert imported - {"__future__"} <= set(sys.stdlib_module_names), (shared, imported)

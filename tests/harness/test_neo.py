@@ -3,8 +3,8 @@ installs (``harnesses/neo/install``) and the whole catalogue run on it with the 
 every test the recorded status and earns exactly the recorded levels. A changed verdict is news,
 not noise: the failure names each changed id with its old and new status.
 
-Re-record (after reading why it changed): ``python harnesses/neo/record_verdict.py`` (a fresh run)
-or ``python harnesses/neo/record_verdict.py --from-report REPORT`` (the report of
+Re-record (after reading why it changed): ``python harnesses/record_verdict.py neo`` (a fresh run)
+or ``python harnesses/record_verdict.py neo --from-report REPORT`` (the report of
 ``kbconform run --harness harnesses/neo/harness --seed 1 --report REPORT``); then update the prose
 of ``harnesses/neo/VERDICT.md`` by hand.
 
@@ -40,16 +40,16 @@ VERDICT = NEO / "verdict.json"
 #: The first install downloads the packages and compiles better-sqlite3; a second one is a no-op.
 INSTALL_TIMEOUT = 1800  # seconds
 RERECORD = (
-    "If the change is understood, re-record it: `python harnesses/neo/record_verdict.py` (a fresh run), "
-    "or `python harnesses/neo/record_verdict.py --from-report REPORT` with the report of "
+    "If the change is understood, re-record it: `python harnesses/record_verdict.py neo` (a fresh run), "
+    "or `python harnesses/record_verdict.py neo --from-report REPORT` with the report of "
     "`kbconform run --harness harnesses/neo/harness --seed {seed} --report REPORT`; then update "
     "harnesses/neo/VERDICT.md by hand."
 )
 
 
 def _recorder() -> Any:
-    """harnesses/neo/record_verdict.py, whose recorded form and comparison this test uses."""
-    return load_script(NEO / "record_verdict.py")
+    """harnesses/record_verdict.py, whose recorded form and comparison this test uses."""
+    return load_script(NEO.parent / "record_verdict.py")
 
 
 def _install() -> None:
@@ -84,7 +84,7 @@ def test_neo_gives_every_test_its_recorded_status_and_earns_the_recorded_levels(
     )
     assert outcome.harness_log.strip(), "the Neo harness wrote no log on stderr"
     recorder = _recorder()
-    changed = recorder.changes(recorded, recorder.verdict_of(outcome.report))
+    changed = recorder.changes(recorded, recorder.verdict_of(outcome.report, "neo"))
     assert not changed, (
         f"Neo's verdict changed (seed {recorded['seed']}), {len(changed)} differences "
         "(recorded -> now):\n  "

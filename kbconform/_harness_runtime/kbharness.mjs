@@ -1,0 +1,256 @@
+// kbharness: the harness-v1 runtime in JavaScript, Node's standard library only.
+//
+// A harness is a small object holding its system's calls; this module speaks the protocol
+// around it (schemas/harness-v1.md): one JSON request per line on stdin, one JSON response per
+// line on stdout, ids checked and echoed, errors answered as data, backend handles kept, `hello`
+// answered with the harness's manifest and `shutdown` (or the end of stdin) releasing every
+// backend. The operations and their required params are read from harness-v1.schema.json,
+// never retyped. It is kbharness.py's twin: the same contract, the same answers.
+//
+// The harness object has (nothing else is read):
+//   manifest                the manifest hello returns (its isolationProfile names the profile),
+//                           or a function returning it (awaited);
+//   start()                 optional, awaited before hello answers: start the system;
+//   open(params, handle)    a new backend (any value) for open's params, which requests will
+//                           name `handle`; close(backend) releases it;
+//   fault(backend, plan)    optional: set a fault plan, return how often the switch was
+//                           consulted; without it fault is refused as a request it cannot carry out;
+//   <op>(backend, params)   one method per operation of its profile, named as the operation
+//                           (addMemory, createKb, ...), returning the result object;
+//   operations              optional: the names of operations the schema does not name (a
+//                           profile registered by another package adds its own), served by
+//                           their methods, params unchecked;
+//   errorFor(error)         optional: [code, message] of an error the system threw; without it,
+//                           or when it answers null, the error is KB_HARNESS_INTERNAL;
+//   shutdown(backends)      optional: release the backends still open and whatever else the
+//                           harness holds; without it each open backend is closed.
+//
+// An operation fails with HarnessError (invalid, notImplemented, or any code). Run it with
+// serve(harness); call claimStdout() first, before loading a library that might print, so that
+// stdout carries responses only.
+//
+// Kept in kbconform (kbconform/_harness_runtime, shipped in the wheel) so that `kbconform
+// new-harness` copies this very file beside a new harness; the harnesses of the repository
+// import it from there.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+import {fileURLToPath} from 'node:url';
+
+export const PROTOCOL = 'harness-v1';
+const SCHEMA = 'harness-v1.schema.json';
+// The operations of every profile, which the runtime answers itself or hands to the harness's
+// own open, close and fault.
+export const LIFECYCLE = new Set(['hello', 'open', 'close', 'fault', 'shutdown']);
+
+/** An error response: a kbconform error code and the message the system gave. */
+export class HarnessError extends Error {
+    constructor(code, message) {
+        super(message);
+        this.code = code;
+    }
+}
+
+/** A request the harness cannot read or carry out (KB_HARNESS_REQUEST_INVALID). */
+export const invalid = message => new HarnessError('KB_HARNESS_REQUEST_INVALID', message);
+/** An operation the system does not offer, or the harness does not serve yet. */
+export const notImplemented = message => new HarnessError('KB_NOT_IMPLEMENTED', message);
+/** A failure of the harness or the system that no other code names. */
+export const internal = message => new HarnessError('KB_HARNESS_INTERNAL', message);
+
+/** harness-v1.schema.json: beside this file (a copy), in the kit's schemas (a wheel) or at the
+ *  top of a source checkout. */
+export function schemaPath() {
+    const here = path.dirname(fileURLToPath(import.meta.url));
+    const candidates = [path.join(here, SCHEMA), path.join(here, '..', 'schemas', SCHEMA),
+        path.join(here, '..', '..', 'schemas', SCHEMA)];
+    const found = candidates.find(candidate => fs.existsSync(candidate));
+    if (!found) throw new Error(`${SCHEMA} is neither beside ${here} nor in kbconform's schemas`);
+    return found;
+}
+
+/** harness-v1's operations, as its schema names them: op -> its required params. */
+export function loadOperations(file = schemaPath()) {
+    const definitions = JSON.parse(fs.readFileSync(file, 'utf8')).$defs;
+    return new Map(definitions.request.properties.op.enum.map(
+        op => [op, definitions[`${op}Params`]?.required ?? []]));
+}
+
+/** A request's id as echoed: an integer >= 0, else null. */
+export function requestId(raw) {
+    return typeof raw === 'number' && Number.isInteger(raw) && raw >= 0 ? raw : null;
+}
+
+/** One line of JSON; a result with no JSON form is answered as the harness's own failure. */
+export function encode(message) {
+    try {
+        return JSON.stringify(message);
+    } catch (error) {
+        const failed = {code: 'KB_HARNESS_INTERNAL', message: `the result has no JSON form: ${error.message}`};
+        return JSON.stringify({id: message.id ?? null, error: failed});
+    }
+}
+
+let claimed = null;
+
+/** Keep stdout for responses: everything else written to it (console included) goes to stderr,
+ *  the harness log. Returns the writer of responses. */
+export function claimStdout() {
+    if (!claimed) {
+        const write = process.stdout.write.bind(process.stdout);
+        process.stdout.write = (chunk, encoding, callback) => process.stderr.write(chunk, encoding, callback);
+        for (const method of ['log', 'info', 'warn', 'debug', 'trace', 'dir', 'table']) {
+            console[method] = (...args) => console.error(...args);
+        }
+        claimed = line => new Promise(resolve => write(line, resolve));
+    }
+    return claimed;
+}
+
+/** One harness served: its backends by handle, and each request answered. */
+export class Runtime {
+    constructor(harness, operations, log) {
+        this.harness = harness;
+        this.operations = operations;
+        this.served = new Set([...operations.keys(), ...(harness.operations ?? [])].filter(
+            op => !LIFECYCLE.has(op) && typeof harness[op] === 'function'));
+        this.backends = new Map();
+        this.opened = 0;
+        this.profile = null;
+        this.log = log;
+    }
+
+    /** The response to one request line, and whether the harness is to end. */
+    async answer(line) {
+        const started = process.hrtime.bigint();
+        let id = null;
+        let op = '?';
+        let response;
+        try {
+            let request;
+            try {
+                request = JSON.parse(line);
+            } catch (error) {
+                throw invalid(`the request is not JSON: ${error.message}`);
+            }
+            if (request === null || typeof request !== 'object' || Array.isArray(request)) {
+                throw invalid('the request is not a JSON object');
+            }
+            id = requestId(request.id);
+            if (id === null) throw invalid("the request's id is not an integer >= 0");
+            if (typeof request.op !== 'string') throw invalid('the request has no op');
+            op = request.op;
+            const params = request.params;
+            if (params === null || typeof params !== 'object' || Array.isArray(params)) {
+                throw invalid(`${op}: the request's params is not an object`);
+            }
+            response = {id, result: await this.call(op, params)};
+        } catch (error) {
+            const failed = error instanceof HarnessError ? error
+                : internal(`${error?.name ?? 'Error'}: ${error?.message ?? error}`);
+            if (!(error instanceof HarnessError)) this.log(String(error?.stack || error));
+            response = {id, error: {code: failed.code, message: failed.message || failed.code}};
+        }
+        const ms = Number(process.hrtime.bigint() - started) / 1e6;
+        this.log(`#${id} ${op} -> ${response.error ? response.error.code : 'ok'} (${ms.toFixed(1)} ms)`);
+        return [response, op === 'shutdown' && 'result' in response];
+    }
+
+    async call(op, params) {
+        if (!this.operations.has(op) && !this.served.has(op)) throw invalid(`unknown operation ${JSON.stringify(op)}`);
+        if (!LIFECYCLE.has(op) && !this.served.has(op)) {
+            const profile = this.profile ?? (await this.manifest()).isolationProfile ?? 'tenant-namespace';
+            throw invalid(`${op} is not an operation of the ${profile} profile (the manifest's isolationProfile)`);
+        }
+        const missing = (this.operations.get(op) ?? []).filter(name => !Object.hasOwn(params, name));
+        if (missing.length > 0) throw invalid(`${op}: params lack ${missing.join(', ')}`);
+        if (op === 'hello') {
+            if (params.protocol !== PROTOCOL) {
+                throw invalid(`this harness speaks ${PROTOCOL}, not ${JSON.stringify(params.protocol)}`);
+            }
+            if (typeof this.harness.start === 'function') await this.harness.start();
+            const manifest = await this.manifest();
+            this.profile = manifest.isolationProfile ?? 'tenant-namespace';
+            return {protocol: PROTOCOL, manifest};
+        }
+        if (op === 'shutdown') return {};
+        try {
+            return await this.onBackend(op, params);
+        } catch (error) {
+            if (error instanceof HarnessError) throw error;
+            const mapped = (typeof this.harness.errorFor === 'function' ? this.harness.errorFor(error) : null)
+                ?? ['KB_HARNESS_INTERNAL', `${error?.name ?? 'Error'}: ${error?.message ?? error}`];
+            if (mapped[0] === 'KB_HARNESS_INTERNAL') this.log(`${op}: ${error?.stack || error}`);
+            throw new HarnessError(...mapped);
+        }
+    }
+
+    async manifest() {
+        const {manifest} = this.harness;
+        return typeof manifest === 'function' ? await manifest.call(this.harness) : manifest;
+    }
+
+    async onBackend(op, params) {
+        if (op === 'open') {
+            const opened = `b${++this.opened}`;
+            this.backends.set(opened, await this.harness.open(params, opened));
+            return {backend: opened};
+        }
+        const handle = params.backend;
+        if (typeof handle !== 'string' || !this.backends.has(handle)) {
+            throw invalid(`unknown backend handle ${JSON.stringify(handle)}: open did not return it, or close released it`);
+        }
+        const backend = this.backends.get(handle);
+        if (op === 'close') {
+            this.backends.delete(handle);
+            await this.harness.close(backend);
+            return {};
+        }
+        if (op === 'fault') {
+            if (typeof this.harness.fault !== 'function') {
+                throw invalid('fault: the backend was opened without faults (fault-injection is not offered)');
+            }
+            return {consulted: await this.harness.fault(backend, params.plan)};
+        }
+        return this.harness[op](backend, params);
+    }
+
+    /** The harness's own shutdown with the backends still open, or else each one closed. */
+    async release() {
+        const left = [...this.backends.values()];
+        this.backends.clear();
+        if (typeof this.harness.shutdown === 'function') {
+            await this.harness.shutdown(left);
+            return;
+        }
+        for (const backend of left) {
+            try {
+                await this.harness.close(backend);
+            } catch (error) {
+                this.log(`close failed: ${error?.message ?? error}`);
+            }
+        }
+    }
+}
+
+/** Serves `harness` on stdin and stdout until shutdown or the end of stdin, then exits 0. */
+export async function serve(harness, {name = 'harness', schema} = {}) {
+    const respond = claimStdout();
+    const log = message => process.stderr.write(`[${name}] ${message}\n`);
+    const runtime = new Runtime(harness, loadOperations(schema), log);
+    const lines = readline.createInterface({input: process.stdin, crlfDelay: Infinity, terminal: false});
+    try {
+        for await (const line of lines) {
+            if (!line.trim()) continue;
+            const [response, done] = await runtime.answer(line);
+            await respond(encode(response) + '\n');
+            if (done) break;
+        }
+        if (!lines.closed) lines.close();
+        await runtime.release();
+    } catch (error) {
+        log(`stopping: ${error?.stack || error}`);
+    }
+    process.exit(0);
+}

@@ -1,0 +1,295 @@
+"""kbharness: the harness-v1 runtime in Python, standard library only.
+
+A harness is a small object holding its system's calls; this module speaks the protocol around
+it (``schemas/harness-v1.md``): one JSON request per line on stdin, one JSON response per line on
+stdout, ids checked and echoed, errors answered as data, backend handles kept, ``hello`` answered
+with the harness's manifest and ``shutdown`` (or the end of stdin) releasing every backend. The
+operations and their required params are read from ``harness-v1.schema.json``, never retyped.
+
+The harness object has (nothing else is read):
+
+- ``manifest``: the manifest ``hello`` returns (its ``isolationProfile`` names the profile);
+- ``open(params, handle)``: a new backend (any object) for ``open``'s params, which requests will
+  name ``handle``; ``close(backend)`` releases it;
+- ``fault(backend, plan)`` (optional): set a fault plan, return how often the switch was
+  consulted; without it ``fault`` is refused as a request the harness cannot carry out;
+- one method per operation of its profile, named as the operation (``addMemory``,
+  ``createKb``, ...), called as ``op(backend, params)``, returning the result object;
+- ``operations`` (optional): the names of operations the schema does not name (a profile
+  registered by another package adds its own), served by their methods, params unchecked;
+- ``error_for(exc)`` (optional): the ``(code, message)`` of an exception the system raised;
+  without it, or when it answers None, the exception is ``KB_HARNESS_INTERNAL``;
+- ``shutdown(backends)`` (optional): release the backends still open, and whatever else the
+  harness holds; without it each open backend is closed.
+
+An operation fails with :class:`HarnessError` (``invalid``, ``not_implemented``, or any code).
+Run it with ``serve(harness)``; call ``claim_stdout()`` first, before importing a library that
+might print, so that stdout carries responses only.
+
+Kept in kbconform (``kbconform/_harness_runtime``, shipped in the wheel) so that ``kbconform
+new-harness`` copies this very file beside a new harness; the harnesses of the repository load
+it from there by path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+PROTOCOL = "harness-v1"
+SCHEMA = "harness-v1.schema.json"
+#: The operations of every profile, which the runtime answers itself or hands to the harness's
+#: own open, close and fault.
+LIFECYCLE = ("hello", "open", "close", "fault", "shutdown")
+
+
+class HarnessError(Exception):
+    """An error response: a kbconform error code (``KB_NOT_FOUND``, ``KB_UNAUTHENTICATED``, ...)
+    and the message the system gave."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def invalid(message: str) -> HarnessError:
+    """A request the harness cannot read or carry out (``KB_HARNESS_REQUEST_INVALID``)."""
+    return HarnessError("KB_HARNESS_REQUEST_INVALID", message)
+
+
+def not_implemented(message: str) -> HarnessError:
+    """An operation the system does not offer, or the harness does not serve yet."""
+    return HarnessError("KB_NOT_IMPLEMENTED", message)
+
+
+def installed_version(distribution: str) -> str:
+    """The version of an installed distribution (a manifest's backend version), or "unknown"."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def schema_path() -> Path:
+    """``harness-v1.schema.json``: beside this file (a copy), in the kit's ``schemas`` (a wheel)
+    or at the top of a source checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / SCHEMA, here.parent / "schemas" / SCHEMA, here.parents[1] / "schemas" / SCHEMA):
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(f"{SCHEMA} is neither beside {here} nor in kbconform's schemas")
+
+
+class Operations:
+    """harness-v1's operations, as its schema names them: each one's required params."""
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        definitions = schema["$defs"]
+        names = definitions["request"]["properties"]["op"]["enum"]
+        self.required: dict[str, tuple[str, ...]] = {
+            name: tuple(definitions.get(f"{name}Params", {}).get("required", ())) for name in names
+        }
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> Operations:
+        return cls(json.loads((path or schema_path()).read_text(encoding="utf-8")))
+
+    def __contains__(self, op: object) -> bool:
+        return op in self.required
+
+    def served_by(self, harness: object) -> frozenset[str]:
+        """The operations ``harness`` has a method for (its profile's), the lifecycle aside."""
+        named = [*self.required, *getattr(harness, "operations", ())]
+        return frozenset(op for op in named if op not in LIFECYCLE and callable(getattr(harness, op, None)))
+
+
+def request_id(raw: object) -> int | None:
+    """A request's id as echoed: an integer >= 0 (``7.0`` is 7), else None."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int) and raw >= 0:
+        return raw
+    if isinstance(raw, float) and raw.is_integer() and raw >= 0:
+        return int(raw)
+    return None
+
+
+def encode(message: Mapping[str, Any]) -> str:
+    """One line of JSON; a result with no JSON form is answered as the harness's own failure."""
+    try:
+        return json.dumps(message, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        failed = {"code": "KB_HARNESS_INTERNAL", "message": f"the result has no JSON form: {exc}"}
+        return json.dumps({"id": message.get("id"), "error": failed}, ensure_ascii=True)
+
+
+def error_response(rid: int | None, error: HarnessError) -> dict[str, Any]:
+    return {"id": rid, "error": {"code": error.code, "message": error.message}}
+
+
+_claimed: IO[str] | None = None
+
+
+def claim_stdout() -> IO[str]:
+    """Keep file descriptor 1 for responses: everything else written to stdout (Python's or a C
+    library's) goes to stderr, the harness log. Call before importing the system's library."""
+    global _claimed
+    if _claimed is None:
+        _claimed = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
+        sys.stdout.flush()
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    return _claimed
+
+
+class Runtime:
+    """One harness served: its backends by handle, and each request answered."""
+
+    def __init__(self, harness: Any, operations: Operations, log: Callable[[str], None]) -> None:
+        self.harness = harness
+        self.operations = operations
+        self.served = operations.served_by(harness)
+        self.backends: dict[str, Any] = {}
+        self.opened = 0
+        self.log = log
+
+    @property
+    def profile(self) -> str:
+        return str(self.harness.manifest.get("isolationProfile", "tenant-namespace"))
+
+    def answer(self, line: bytes) -> tuple[dict[str, Any], bool]:
+        """The response to one request line, and whether the harness is to end."""
+        started = time.monotonic()
+        rid: int | None = None
+        op = "?"
+        try:
+            try:
+                request = json.loads(line.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError) as exc:
+                raise invalid(f"the request is not UTF-8 JSON: {exc}") from exc
+            if not isinstance(request, dict):
+                raise invalid("the request is not a JSON object")
+            rid = request_id(request.get("id"))
+            if rid is None:
+                raise invalid("the request's id is not an integer >= 0")
+            named = request.get("op")
+            params = request.get("params")
+            if not isinstance(named, str):
+                raise invalid("the request has no op")
+            op = named
+            if not isinstance(params, dict):
+                raise invalid(f"{op}: the request's params is not an object")
+            response = {"id": rid, "result": self.call(op, params)}
+            self.log(f"{op} ok ({(time.monotonic() - started) * 1000:.1f} ms)")
+            return response, op == "shutdown"
+        except HarnessError as exc:
+            self.log(f"{op} {exc.code}: {exc.message}")
+            return error_response(rid, exc), False
+        except Exception as exc:  # a failure of the runtime itself: answered, and serving goes on
+            self.log(traceback.format_exc().rstrip())
+            return error_response(
+                rid, HarnessError("KB_HARNESS_INTERNAL", f"{type(exc).__name__}: {exc}")
+            ), False
+
+    def call(self, op: str, params: dict[str, Any]) -> Any:
+        if op not in self.operations and op not in self.served:
+            raise invalid(f"unknown operation {op!r}")
+        if op not in LIFECYCLE and op not in self.served:
+            raise invalid(
+                f"{op} is not an operation of the {self.profile} profile (the manifest's isolationProfile)"
+            )
+        missing = [name for name in self.operations.required.get(op, ()) if name not in params]
+        if missing:
+            raise invalid(f"{op}: params lack {', '.join(missing)}")
+        if op == "hello":
+            if params["protocol"] != PROTOCOL:
+                raise invalid(f"this harness speaks {PROTOCOL}, not {params['protocol']!r}")
+            return {"protocol": PROTOCOL, "manifest": self.harness.manifest}
+        if op == "shutdown":
+            return {}
+        try:
+            return self._on_backend(op, params)
+        except HarnessError:
+            raise
+        except Exception as exc:
+            raise self._translated(exc) from exc
+
+    def _on_backend(self, op: str, params: dict[str, Any]) -> Any:
+        if op == "open":
+            self.opened += 1
+            opened = f"b{self.opened}"
+            self.backends[opened] = self.harness.open(params, opened)
+            return {"backend": opened}
+        handle = params.get("backend")
+        if not isinstance(handle, str) or handle not in self.backends:
+            raise invalid(f"unknown backend handle {handle!r}: open did not return it, or close released it")
+        backend = self.backends[handle]
+        if op == "close":
+            del self.backends[handle]
+            self.harness.close(backend)
+            return {}
+        if op == "fault":
+            if not callable(getattr(self.harness, "fault", None)):
+                raise invalid("fault: the backend was opened without faults (fault-injection is not offered)")
+            return {"consulted": self.harness.fault(backend, params["plan"])}
+        return getattr(self.harness, op)(backend, params)
+
+    def _translated(self, exc: Exception) -> HarnessError:
+        error_for = getattr(self.harness, "error_for", None)
+        mapped = error_for(exc) if callable(error_for) else None
+        if mapped is None:
+            mapped = ("KB_HARNESS_INTERNAL", f"{type(exc).__name__}: {exc}")
+        if mapped[0] == "KB_HARNESS_INTERNAL":
+            self.log("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip())
+        return HarnessError(*mapped)
+
+    def release(self) -> None:
+        """The harness's own shutdown with the backends still open, or else each one closed."""
+        left = list(self.backends.values())
+        self.backends.clear()
+        shutdown = getattr(self.harness, "shutdown", None)
+        if callable(shutdown):
+            shutdown(left)
+            return
+        for backend in left:
+            try:
+                self.harness.close(backend)
+            except Exception as exc:
+                self.log(f"close failed: {type(exc).__name__}: {exc}")
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds through serve's finally: every backend released
+
+
+def serve(harness: Any, *, name: str = "harness", schema: Path | None = None) -> int:
+    """Serve ``harness`` on stdin and stdout until ``shutdown`` or the end of stdin; return 0."""
+    out = _claimed or sys.stdout
+
+    def log(message: str) -> None:
+        print(f"{name}: {message}", file=sys.stderr, flush=True)
+
+    runtime = Runtime(harness, Operations.load(schema), log)
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        for line in sys.stdin.buffer:
+            if not line.strip():
+                continue
+            response, done = runtime.answer(line)
+            out.write(encode(response) + "\n")
+            out.flush()
+            if done:
+                break
+    finally:
+        runtime.release()
+    return 0

@@ -1,0 +1,146 @@
+"""The harness runtime (``kbconform/_harness_runtime``): kbharness.py and kbharness.mjs answer
+the same requests alike, for a harness holding only its operations: ids echoed (``2.0`` as 2,
+a bool as null), errors as data, backend handles kept, the operations of other profiles and
+unknown ones refused, missing params named from the schema, the harness's own exceptions
+answered KB_HARNESS_INTERNAL, and ``shutdown`` answered, then the end."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+RUNTIME = Path(__file__).resolve().parents[2] / "kbconform" / "_harness_runtime"
+
+PYTHON_HARNESS = f"""
+import sys
+sys.path.insert(0, {str(RUNTIME)!r})
+import kbharness
+kbharness.claim_stdout()
+print("a library printing: never on stdout")
+
+
+class Tiny:
+    manifest = {{"isolationProfile": "memory-scope"}}
+
+    def open(self, params, handle):
+        return {{"handle": handle}}
+
+    def close(self, backend):
+        pass
+
+    def addMemory(self, backend, params):
+        return {{"id": backend["handle"]}}
+
+    def getMemory(self, backend, params):
+        raise kbharness.HarnessError("KB_NOT_FOUND", "no memory " + params["id"])
+
+    def listMemories(self, backend, params):
+        raise TypeError("boom")
+
+
+kbharness.serve(Tiny(), name="tiny")
+"""
+
+NODE_HARNESS = f"""
+import * as kbharness from {json.dumps((RUNTIME / "kbharness.mjs").as_uri())};
+kbharness.claimStdout();
+console.log('a library printing: never on stdout');
+await kbharness.serve({{
+    manifest: {{isolationProfile: 'memory-scope'}},
+    open(params, handle) {{ return {{handle}}; }},
+    close(backend) {{}},
+    addMemory(backend, params) {{ return {{id: backend.handle}}; }},
+    getMemory(backend, params) {{
+        throw new kbharness.HarnessError('KB_NOT_FOUND', 'no memory ' + params.id);
+    }},
+    listMemories(backend, params) {{ throw new TypeError('boom'); }},
+}}, {{name: 'tiny'}});
+"""
+
+REQUESTS = [
+    {"id": 1, "op": "hello", "params": {"protocol": "harness-v1"}},
+    {"id": 2.0, "op": "open", "params": {"spoofMode": "overwrite", "revisionMap": None, "faults": False}},
+    {"id": 3, "op": "addMemory", "params": {"backend": "b1", "scope": {}, "text": "t", "metadata": None}},
+    {"id": 4, "op": "getMemory", "params": {"backend": "b1", "scope": {}, "id": "x"}},
+    {"id": 5, "op": "listMemories", "params": {"backend": "b1", "scope": {}}},
+    {"id": 6, "op": "query", "params": {"backend": "b1"}},
+    {"id": 7, "op": "frobnicate", "params": {}},
+    {"id": True, "op": "hello", "params": {"protocol": "harness-v1"}},
+    {"id": 8, "op": "fault", "params": {"backend": "b1", "plan": None}},
+    {"id": 9, "op": "addMemory", "params": {"backend": "b2", "scope": {}, "text": "t", "metadata": None}},
+    {"id": 10, "op": "addMemory", "params": {"backend": "b1"}},
+    {"id": 11, "op": "close", "params": {"backend": "b1"}},
+    {"id": 12, "op": "getMemory", "params": {"backend": "b1", "scope": {}, "id": "x"}},
+    {"id": 13, "op": "shutdown", "params": {}},
+    {"id": 14, "op": "hello", "params": {"protocol": "harness-v1"}},
+]
+
+INVALID = "KB_HARNESS_REQUEST_INVALID"
+EXPECTED = [
+    {"id": 1, "result": {"protocol": "harness-v1", "manifest": {"isolationProfile": "memory-scope"}}},
+    {"id": 2, "result": {"backend": "b1"}},
+    {"id": 3, "result": {"id": "b1"}},
+    {"id": 4, "error": {"code": "KB_NOT_FOUND", "message": "no memory x"}},
+    {"id": 5, "error": {"code": "KB_HARNESS_INTERNAL", "message": "TypeError: boom"}},
+    {
+        "id": 6,
+        "error": {
+            "code": INVALID,
+            "message": "query is not an operation of the memory-scope profile "
+            "(the manifest's isolationProfile)",
+        },
+    },
+    {"id": 7, "error": {"code": INVALID}},
+    {"id": None, "error": {"code": INVALID, "message": "the request's id is not an integer >= 0"}},
+    {
+        "id": 8,
+        "error": {
+            "code": INVALID,
+            "message": "fault: the backend was opened without faults (fault-injection is not offered)",
+        },
+    },
+    {"id": 9, "error": {"code": INVALID}},
+    {"id": 10, "error": {"code": INVALID, "message": "addMemory: params lack scope, text, metadata"}},
+    {"id": 11, "result": {}},
+    {"id": 12, "error": {"code": INVALID}},
+    {"id": 13, "result": {}},
+]
+
+
+def _served(command: list[str]) -> list[dict[str, Any]]:
+    lines = "".join(json.dumps(request) + "\n" for request in REQUESTS)
+    done = subprocess.run(command, input=lines, capture_output=True, text=True, timeout=60, check=True)
+    assert "never on stdout" in done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def _shown(responses: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The responses, an unknown operation's and an unknown handle's message left out (they quote
+    the value in each language's own way)."""
+    shown = []
+    for response in responses:
+        if response.get("error") and response["id"] in (7, 9, 12):
+            response = {"id": response["id"], "error": {"code": response["error"]["code"]}}
+        shown.append(response)
+    return shown
+
+
+def test_the_python_runtime_answers_every_request_as_the_protocol_says(tmp_path: Path) -> None:
+    """kbharness.py: every response as expected, none after shutdown."""
+    script = tmp_path / "tiny.py"
+    script.write_text(PYTHON_HARNESS, encoding="utf-8")
+    assert _shown(_served([sys.executable, str(script)])) == EXPECTED
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not on PATH: no JavaScript to run")
+def test_the_javascript_runtime_answers_as_the_python_one(tmp_path: Path) -> None:
+    """kbharness.mjs: the same responses as kbharness.py."""
+    script = tmp_path / "tiny.mjs"
+    script.write_text(NODE_HARNESS, encoding="utf-8")
+    assert _shown(_served(["node", str(script)])) == EXPECTED
