@@ -22,9 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn, Protocol
 
-from kbconform.adapter._doubles import FaultPlan, FaultSwitch, RevisionMap
-from kbconform.adapter._manifest import Manifest, adapter_directory
-from kbconform.adapter._protocol import Backend, BackendOptions
+from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch, Manifest, RevisionMap, adapter_directory
 from kbconform.errors import ContractViolation, Problem
 from kbconform.harness._table import WireTable
 from kbconform.harness._transcript import Transcript
@@ -393,9 +391,7 @@ class HarnessAdapter:
 
     def _table(self) -> WireTable:
         """The wire table of the profile the harness's manifest declares."""
-        declared = profile(profile_of(self.manifest))
-        table: WireTable = declared.load(declared.wire)
-        return table
+        return profile(profile_of(self.manifest)).wire
 
     def open(self, options: BackendOptions, /) -> Any:  # its profile's backend (Profile.wire)
         resolver = options.resolver
@@ -422,7 +418,7 @@ class HarnessAdapter:
             switch.forward(backend.set_fault)
         return backend
 
-    def close(self, backend: Backend, /) -> None:
+    def close(self, backend: Any, /) -> None:
         assert isinstance(backend, HarnessBackend)
         backend.closed = True
         if backend.generation == self.generation and not self.transport.broken:

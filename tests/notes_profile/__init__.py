@@ -12,34 +12,11 @@ every store call; a failing store raises ``BackendUnavailable``.
 
 from __future__ import annotations
 
-from typing import Any
-
-from kbconform.profiles import Profile, feature_declined
-
-#: The catalogue entries of the profile's tests: the shared isolation suite's, by its one read
-#: facade, and its own suite's.
-CATALOGUE: list[dict[str, Any]] = [
-    {"id": "iso-01[notes]", "suite": "isolation", "level": "L1", "facade": "notes"},
-    {"id": "iso-02[notes]", "suite": "isolation", "level": "L1", "facade": "notes"},
-    {
-        "id": "iso-03[notes]",
-        "suite": "isolation",
-        "level": "L2",
-        "facade": "notes",
-        "requires": ["fault-injection"],
-    },
-    {"id": "notes-01", "suite": "notes", "level": "L1"},
-]
+from kbconform.profiles import Profile
 
 PROFILE = Profile(
     name="notes",
     capabilities=("fault-injection",),
-    declines=feature_declined,
     operations=("createNoteTenant", "addNote", "readNotes"),
-    facades="tests.notes_profile.protocol:facades",
-    check_manifest="tests.notes_profile.protocol:check_manifest",
-    isolation="tests.notes_profile.world:NotesIsolation",
-    wire="tests.notes_profile.wire:WIRE",
-    suites="tests.notes_profile.suite",
-    catalogue="tests.notes_profile:CATALOGUE",
+    implementation="tests.notes_profile.implementation:IMPLEMENTATION",
 )
