@@ -27,6 +27,7 @@ from kbconform.errors import ContractViolation, Problem
 from kbconform.harness._table import WireTable
 from kbconform.harness._transcript import Transcript
 from kbconform.harness._wire import (
+    COMMON_OPERATIONS,
     OPERATIONS,
     PROTOCOL,
     HarnessBroken,
@@ -359,7 +360,8 @@ class HarnessAdapter:
             raise HarnessBroken(call, f"its arguments have no harness-v1 form: {error}") from None
         response = self.exchange(call, message, timeout)
         if "error" in response:
-            raise error_from_wire(op, params, response["error"])
+            named = {} if op in COMMON_OPERATIONS else self._table().named
+            raise error_from_wire(op, params, response["error"], named)
         result: Mapping[str, Any] = response["result"]
         found = (
             problems(f"{op}Result", result) if op in OPERATIONS else self._table().result_problems(op, result)

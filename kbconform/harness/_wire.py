@@ -147,23 +147,13 @@ _REMOTE: dict[type[KbconformError], Any] = {
 }
 
 
-#: What a NotFound names, by operation, when it is not a chunk (``id``): the project
-#: ``startSession`` names, or the session of the other membership operations; the knowledge
-#: base of a kb-grant operation (``kbs`` for a search: the knowledge bases it named).
-_NAMED = {
-    "startSession": "project",
-    "assignSession": "session",
-    "removeSession": "session",
-    **dict.fromkeys(("shareKb", "revokeKb", "ingestDocuments", "getKb", "deleteKb", "moveKb"), "kb"),
-    "copyKb": "source",
-    "searchKbs": "kbs",
-}
-
-
-def error_from_wire(op: str, params: Mapping[str, Any], error: Mapping[str, Any]) -> Exception:
+def error_from_wire(
+    op: str, params: Mapping[str, Any], error: Mapping[str, Any], named: Mapping[str, str] | None = None
+) -> Exception:
     """The exception a call raises for a harness's error answer: the kbconform error of its
     code (its text the harness's message), ``NotImplementedError`` for ``KB_NOT_IMPLEMENTED``,
-    else :class:`RemoteError`."""
+    else :class:`RemoteError`. A NotFound names the param ``named`` gives for ``op`` (its
+    profile's ``WireTable.named``), else ``id``."""
     code, message = str(error["code"]), str(error["message"])
     if code == NOT_IMPLEMENTED:
         return NotImplementedError(message)
@@ -173,7 +163,7 @@ def error_from_wire(op: str, params: Mapping[str, Any], error: Mapping[str, Any]
     elif code == Forbidden.code:
         built = _REMOTE[Forbidden](op, message)
     elif code == NotFound.code:
-        built = _REMOTE[NotFound](str(params.get(_NAMED.get(op, "id"), "")))
+        built = _REMOTE[NotFound](str(params.get((named or {}).get(op, "id"), "")))
     elif code == RevisionBoundaryUnavailable.code:
         built = _REMOTE[RevisionBoundaryUnavailable](op, message)
     elif code == BackendUnavailable.code:

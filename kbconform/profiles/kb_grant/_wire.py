@@ -170,4 +170,10 @@ WIRE = WireTable(
         "moveKb": lambda s, a: done(s.backend.move_kb(a["caller"], a["kb"], a["store"])),
     },
     backend=GrantHarnessBackend,
+    # a NotFound names the knowledge base (copyKb's source; a search's: the ones it named)
+    named={
+        **dict.fromkeys(("shareKb", "revokeKb", "ingestDocuments", "getKb", "deleteKb", "moveKb"), "kb"),
+        "copyKb": "source",
+        "searchKbs": "kbs",
+    },
 )

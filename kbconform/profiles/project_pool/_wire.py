@@ -120,4 +120,6 @@ WIRE = WireTable(
         "searchEntities": lambda s, a: _hits(s.backend.search_entities(a["session"], a["text"], a["limit"])),
     },
     backend=PoolHarnessBackend,
+    # a NotFound names the project startSession names, or the session of the other operations
+    named={"startSession": "project", "assignSession": "session", "removeSession": "session"},
 )
