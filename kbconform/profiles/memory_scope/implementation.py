@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kbconform.profiles import Implementation
+
 if TYPE_CHECKING:
     from kbconform.adapter import Manifest
     from kbconform.conformance import Isolation
@@ -47,4 +49,5 @@ class MemoryScope:
         return catalogue_entries(shipped_suites() / "catalogue.json", NAME)
 
 
-IMPLEMENTATION = MemoryScope()
+#: Checked by the type checker against the protocol every profile implements.
+IMPLEMENTATION: Implementation = MemoryScope()
