@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # the default profile's backend, as the type checker reads Adapter.open
+    from kbconform.adapter import Backend
 
 SpoofMode = Literal["overwrite", "reject"]
 #: The largest ``limit`` a search takes.
@@ -69,12 +72,13 @@ class Adapter(Protocol):
         """The adapter-manifest-v1 declaration; it is validated when the adapter is loaded."""
         ...
 
-    def open(self, options: BackendOptions, /) -> Any:
+    def open(self, options: BackendOptions, /) -> Backend:
         """A new backend of the manifest's profile, holding nothing, independent of every other
-        one opened (a tenant-namespace backend: :class:`~kbconform.adapter.Backend`)."""
+        one opened (typed as the default profile's, :class:`~kbconform.adapter.Backend`; another
+        profile's adapter returns its own)."""
         ...
 
-    def close(self, backend: Any, /) -> None:
+    def close(self, backend: Backend, /) -> None:
         """Release what :meth:`open` took (the suites call it once per backend)."""
         ...
 
