@@ -20,16 +20,16 @@ import pytest
 from kbconform.adapter import FaultPlan, FaultSwitch
 from kbconform.conformance import Isolation, Run, World, described
 from kbconform.errors import BackendUnavailable, Unauthenticated
-from kbconform.profiles import built_in
+from kbconform.profiles import names, profile
 
 #: Every registered isolation profile: each gives its world through its Isolation (Profile.isolation).
 PROFILES = ("*",)
 
-#: The rule each built-in profile's read isolation is written in (the shared tests check it per
+#: The rule each registered profile's read isolation is written in (the shared tests check it per
 #: profile), and the guide's section for each (``Profile.rule``, ``Profile.guide``); iso-01 names
 #: the tenant-namespace filter itself.
-FAIL_CLOSED = {name: p.rule for name, p in built_in().items() if p.rule is not None}
-GUIDE = {name: p.guide for name, p in built_in().items() if p.guide is not None}
+FAIL_CLOSED = {name: rule for name in names() if (rule := profile(name).rule) is not None}
+GUIDE = {name: guide for name in names() if (guide := profile(name).guide) is not None}
 
 
 def _assert_reads_exactly(world: World, backend: Any, facade: str) -> None:

@@ -21,19 +21,19 @@ from mypy import api
 
 import kbconform.errors
 from kbconform._capabilities import CAPABILITIES
-from kbconform.adapter import (
-    Adapter,
+from kbconform.adapter import Adapter
+from kbconform.contract import validate
+from kbconform.profiles import DEFAULT, built_in
+from kbconform.profiles.kb_grant.protocol import KbGrantBackend
+from kbconform.profiles.project_pool.protocol import ProjectPoolBackend
+from kbconform.profiles.tenant_namespace.protocol import (
     Backend,
-    KbGrantBackend,
-    ProjectPoolBackend,
     SupportsAsk,
     SupportsCount,
     SupportsMaintain,
     SupportsScan,
     SupportsSync,
 )
-from kbconform.contract import validate
-from kbconform.profiles import DEFAULT, built_in
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "adapter-guide.md"

@@ -1,6 +1,8 @@
 """The public surface is pinned: adding or removing a name is a deliberate change."""
 
 import importlib
+import subprocess
+import sys
 
 import pytest
 
@@ -213,7 +215,9 @@ SUBPACKAGES = {
         "SupportsScan",
         "SupportsSync",
         "SyncResultView",
+        "adapter_directory",
         "check_backend",
+        "check_schema",
         "grant_invalid",
         "load_adapter",
         "model_mismatch",
@@ -259,6 +263,16 @@ SUBPACKAGES = {
         "DriverMachine",
         "Ingest",
         "Isolation",
+        "MayRefuse",
+        "PROBE",
+        "TOPIC",
+        "call_args",
+        "carried",
+        "catalogue_entries",
+        "few",
+        "hits_count",
+        "scope_problems",
+        "shipped_suites",
         "Policy",
         "Reader",
         "Reading",
@@ -317,11 +331,14 @@ SUBPACKAGES = {
         "Transcript",
         "replay",
         "to_jsonl",
+        "json_form",
     ],
     "kbconform.profiles": [
+        "BUILT_IN",
         "DEFAULT",
         "ENTRY_POINTS",
         "LEVEL_MEANINGS",
+        "Implementation",
         "Profile",
         "built_in",
         "capabilities",
@@ -340,3 +357,33 @@ def test_each_layer_exports_exactly_these_names(name: str) -> None:
     assert sorted(module.__all__) == sorted(SUBPACKAGES[name])
     for member in module.__all__:
         assert hasattr(module, member)
+
+
+@pytest.mark.parametrize("name", ["kbconform.adapter", "kbconform.conformance"])
+def test_a_name_moved_into_its_profile_is_still_found_where_it_was(name: str) -> None:
+    """Each name a layer offered before it moved into its profile's package is found at its old
+    home, the very object its new home holds, with no warning."""
+    module = importlib.import_module(name)
+    assert module.MOVED
+    for member, home in module.MOVED.items():
+        assert member in module.__all__
+        assert getattr(module, member) is getattr(importlib.import_module(home), member), member
+    with pytest.raises(AttributeError):
+        module.__getattr__("NoSuchName")  # control
+
+
+def test_the_shared_layers_load_no_profile() -> None:
+    """Importing the adapter protocol, the conformance layer and harness-v1 loads no module of a
+    profile's package but its descriptor (``__init__``): a moved name is imported when it is
+    first asked for (control: then its module is)."""
+    probe = (
+        "import sys, kbconform.adapter, kbconform.conformance, kbconform.harness; "
+        "before = sorted(m for m in sys.modules if m.startswith('kbconform.profiles.') "
+        "and m.count('.') > 2); "
+        "kbconform.adapter.Backend; "
+        "print(before, 'kbconform.profiles.tenant_namespace.protocol' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.strip() == "[] True"

@@ -14,10 +14,25 @@ ROOT = Path(__file__).resolve().parents[1]
 KIT = ROOT / "kbconform"
 
 
+def _type_checking(tree: ast.AST) -> set[int]:
+    """The ids of the nodes inside ``if TYPE_CHECKING:`` blocks (imports the type checker reads
+    and the program never runs)."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            found |= {id(inner) for statement in node.body for inner in ast.walk(statement)}
+    return found
+
+
 def imports(source: str, package: str = "") -> Iterator[str]:
-    """Every module ``source`` imports, anywhere in it (inside functions too), as a dotted name;
-    a relative import is resolved against ``package``."""
-    for node in ast.walk(ast.parse(source)):
+    """Every module ``source`` imports when it runs, anywhere in it (inside functions too), as a
+    dotted name (not those under ``if TYPE_CHECKING:``); a relative import is resolved against
+    ``package``."""
+    tree = ast.parse(source)
+    typing_only = _type_checking(tree)
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -33,6 +48,27 @@ def _private(name: str) -> bool:
     """A private module of the kit: ``kbconform._x`` or ``kbconform.layer._x``."""
     parts = name.split(".")
     return parts[0] == "kbconform" and any(part.startswith("_") for part in parts[1:])
+
+
+#: The packages of the built-in profiles, each a plug-in.
+PROFILES = sorted(path for path in (KIT / "profiles").iterdir() if (path / "__init__.py").is_file())
+
+
+def _profile_package(name: str) -> bool:
+    """A built-in profile's package or a module in it: ``kbconform.profiles.<name>`` or below."""
+    parts = name.split(".")
+    return (
+        parts[:2] == ["kbconform", "profiles"] and len(parts) > 2 and parts[2] in {p.name for p in PROFILES}
+    )
+
+
+def _shared() -> tuple[str, ...]:
+    """The kit's modules outside the profiles' packages."""
+    return tuple(
+        str(path.relative_to(ROOT))
+        for path in sorted(KIT.rglob("*.py"))
+        if not any(path.is_relative_to(package) for package in PROFILES)
+    )
 
 
 def _files(*where: str) -> list[Path]:
@@ -79,6 +115,7 @@ RULES = {
         ("suites", "reference_impl", "harnesses", "kbconform/runner"),
         lambda name: _private(name) and not name.startswith("kbconform.runner."),  # the runner's own
     ),
+    "no shared module imports a profile": (_shared(), _profile_package),
     "the profile registry is standard library only": (
         ("kbconform/profiles/__init__.py", "kbconform/profiles/_registry.py"),
         lambda name: (
@@ -104,9 +141,51 @@ def test_the_import_rules_find_a_forbidden_import(tmp_path: Path) -> None:
         "from kbconform.contract._json import plain\n"
         "from kbconform import cli\n"
         "import numpy\n"
+        "from kbconform.profiles.kb_grant import model\n"
     )
     names = set(imports(source))
     assert {"kbconform.harness", "kbconform_reference", "kbconform.contract._json", "kbconform.cli"} <= names
     for rule, (_, forbidden) in RULES.items():
         assert any(forbidden(name) for name in names), rule  # type: ignore[operator]
     assert "kbconform.profiles._registry" in set(imports("from ._registry import x", "kbconform.profiles"))
+    typed = (
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kbconform.adapter._manifest import M\n"
+    )
+    assert "kbconform.adapter._manifest" not in set(imports(typed))
+    assert _profile_package("kbconform.profiles.kb_grant.protocol")
+    assert not _profile_package("kbconform.profiles._registry")
+
+
+@pytest.mark.parametrize("package", PROFILES, ids=lambda path: path.name)
+def test_a_profile_reaches_the_kit_by_its_public_names_only(package: Path) -> None:
+    """A built-in profile imports no private name of the kit but its own package's, as a plug-in
+    does (``kbconform.profiles.kb_grant._wire`` is its own; ``kbconform.harness._wire`` is not)."""
+    own = f"kbconform.profiles.{package.name}."
+    assert (
+        _violations(_files(str(package.relative_to(ROOT))), lambda n: _private(n) and not n.startswith(own))
+        == {}
+    )
+
+
+def test_the_kit_imports_fewer_private_names_across_its_packages() -> None:
+    """The private names one of the kit's packages imports from another (``kbconform._x`` from a
+    layer, ``kbconform.other._x``), counted: none from a profile, and no more than the shared
+    layers import today (38 before the profiles became plug-ins, 18 of them a profile's)."""
+    found = []
+    for path in sorted(KIT.rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if len(parts) < 3:
+            continue  # a module at the top of the kit is the kit's own
+        owner = parts[:3] if parts[1] == "profiles" and len(parts) > 3 else parts[:2]
+        for name in set(imports(path.read_text(encoding="utf-8"), ".".join(parts[:-1]))):
+            pieces = name.split(".")
+            private = [i for i, piece in enumerate(pieces) if i and piece.startswith("_")]
+            if pieces[0] == "kbconform" and private and tuple(pieces[: len(owner)]) != owner:
+                found.append((str(path.relative_to(ROOT)), ".".join(pieces[: private[0] + 1])))
+    from_profiles = [where for where, _ in found if any((ROOT / where).is_relative_to(p) for p in PROFILES)]
+    assert from_profiles == []
+    assert len(set(found)) <= PRIVATE_IMPORTS, sorted(set(found))
+
+
+#: The private names the shared layers still import from another package.
+PRIVATE_IMPORTS = 15

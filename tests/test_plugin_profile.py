@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.notes_profile import PROFILE
+
 #: Each test here runs the suites (or a whole tool) in child processes: the slow tier.
 pytestmark = pytest.mark.slow
 
@@ -71,6 +73,11 @@ def test_the_plugin_runs_a_registered_profile_in_process(tmp_path: Path, registe
     report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
     assert _statuses(report) == dict.fromkeys(WANTED, "pass")
     assert _earned(report) == ["L1", "L2"]  # the levels the profile has tests at
+    declared = [
+        {key: value for key, value in test.items() if key not in ("status", "reason", "message")}
+        for test in sorted(report["tests"], key=lambda test: test["id"])
+    ]
+    assert declared == list(PROFILE.entries()), "the notes tests' marks and suite/catalogue.json differ"
 
 
 @pytest.mark.parametrize(("factory", "status"), [("make", "pass"), ("leaky", "fail")])

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from kbconform import profiles
+from kbconform.adapter import Manifest
 from kbconform.harness import WireTable
 
 KIT = Path(profiles.__file__).parent.parent
@@ -49,16 +50,56 @@ def test_no_kit_module_outside_the_registry_compares_a_profile_name() -> None:
 
 
 @pytest.mark.parametrize("name", list(profiles.built_in()))
-def test_every_built_in_profile_loads_each_part_it_names(name: str) -> None:
-    """A built-in profile's named parts exist, and its wire table answers exactly its
-    operations."""
+def test_every_built_in_profile_loads_each_part_of_its_implementation(name: str) -> None:
+    """A built-in profile's implementation has every part: its skeleton manifest is valid by
+    its check and gives its isolation and facades, its wire table answers exactly its
+    operations, its suite folder exists and its catalogue entries are its own, the shared
+    suite's among them."""
     declared = profiles.profile(name)
-    for reference in (declared.facades, declared.check_manifest, declared.isolation):
-        assert callable(declared.load(reference)), reference
-    table = declared.load(declared.wire)
-    assert isinstance(table, WireTable)
-    assert set(table.handlers) == set(declared.operations)
+    assert isinstance(declared.parts(), profiles.Implementation)
+    skeleton = {
+        "manifestVersion": "1",
+        "adapter": {"name": "a", "version": "0"},
+        "backend": {"name": "b", "version": "0"},
+        **declared.skeleton,
+    }
+    declared.check_manifest(skeleton)
+    manifest = Manifest.from_mapping(skeleton)
+    assert hasattr(declared.isolation(manifest), "seed")
+    assert [kind for _, kind in declared.facades(manifest)]
+    assert isinstance(declared.wire, WireTable)
+    assert set(declared.wire.handlers) == set(declared.operations)
     assert set(declared.facade_ids) <= {"search", "get", "list", "query", "count", "ask"}
+    assert sorted(declared.suites_dir().glob("test_*.py"))
+    entries = declared.entries()
+    assert {entry.get("profile", profiles.DEFAULT) for entry in entries} == {name}
+    assert {"isolation"} < {entry["suite"] for entry in entries}
+
+
+@pytest.mark.parametrize("name", list(profiles.built_in()))
+def test_the_earlier_named_parts_still_load(name: str) -> None:
+    """``Profile.load`` of a part, as callers wrote it before the typed accessors, gives the
+    part; a built-in profile names no catalogue beside the shipped one (a plug-in's is its
+    entries)."""
+    declared = profiles.profile(name)
+    assert declared.load(declared.wire) is declared.wire
+    assert declared.load(declared.check_manifest) == declared.check_manifest
+    assert declared.catalogue is None
+    assert declared.load("kbconform.profiles:DEFAULT") == profiles.DEFAULT
+
+
+def test_the_registry_imports_no_profile_and_no_profile_imports_its_private_module() -> None:
+    """Every profile registers the same way (a ``module:attribute`` the registry loads): the
+    registry imports no profile's package, and each built-in profile imports the registry's
+    public names only, as a plug-in does (no import circle)."""
+    registry = (KIT / "profiles" / "_registry.py").read_text(encoding="utf-8")
+    assert "import kbconform.profiles." not in registry
+    assert "from kbconform.profiles." not in registry
+    for name in profiles.built_in():
+        init = KIT / "profiles" / name.replace("-", "_") / "__init__.py"
+        source = init.read_text(encoding="utf-8")
+        assert "from kbconform.profiles import Profile" in source, init
+        assert "_registry" not in source, init
 
 
 def _declared(module: Path) -> tuple[str, ...]:
@@ -184,23 +225,23 @@ def test_a_capability_outside_the_manifests_profile_is_declined() -> None:
 
 
 PLUGIN = """
-from kbconform.profiles import Profile, feature_declined
+from kbconform.profiles import Profile
 
 PROFILE = Profile(
     name="store-native",
     capabilities=("fault-injection",),
-    declines=feature_declined,
     operations=("putThing",),
-    facades="kbconform.profiles.project_pool._checks:facades",
-    check_manifest="store_native:check",
-    isolation="store_native:check",
-    wire="store_native:check",
+    implementation="store_native:IMPLEMENTATION",
 )
 
 
-def check(data):
-    if data.get("backendName") != "native":
-        raise ValueError("not a store-native manifest")
+class StoreNative:
+    def check_manifest(self, data):
+        if data.get("backendName") != "native":
+            raise ValueError("not a store-native manifest")
+
+
+IMPLEMENTATION = StoreNative()
 """
 
 

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from kbconform import _scaffold, is_valid
-from kbconform.adapter import Backend, BackendOptions, SupportsAsk, SupportsCount, SupportsScan
+from kbconform.adapter import BackendOptions
 from kbconform.cli import main
 from kbconform.identity import Principal
+from kbconform.profiles.tenant_namespace.protocol import Backend, SupportsAsk, SupportsCount, SupportsScan
 
 NAME = "qdrant_adapter"
 FILES = {f"{NAME}.py", f"{NAME}.manifest.json", "pytest.ini", ".github/workflows/kbconform.yml"}

@@ -36,7 +36,7 @@ class Manifest:
         if declared is None:
             check_schema(data)
         else:
-            declared.load(declared.check_manifest)(data)
+            declared.check_manifest(data)
         assert isinstance(data, Mapping)
         return cls(data)
 
@@ -210,7 +210,7 @@ def check_backend(backend: object, manifest: Manifest) -> None:
     """Raise ContractViolation unless ``backend`` has every facade its profile and manifest
     require (``Profile.facades``)."""
     declared = profile(manifest.profile)
-    expected = declared.load(declared.facades)(manifest)
+    expected = declared.facades(manifest)
     missing = [name for name, kind in expected if not isinstance(backend, kind)]
     if missing:
         raise _adapter_error(

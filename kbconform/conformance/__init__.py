@@ -1,17 +1,11 @@
 """What the conformance suites stand on: the run context, deadlines, store faults, judging a
-backend against a policy model, the state machine base, and the tenant-namespace profile's
-model and seeded data (each other profile's model, driver and world are in its package under
-``kbconform.profiles``)."""
+backend against a policy model, the state machine base, and where the suites are. Each
+profile's model, driver and world are in its package under ``kbconform.profiles``; the
+tenant-namespace names this module offered before they moved there are still found here
+(:data:`MOVED`), each imported from the profile's package when first asked."""
 
-from kbconform.conformance._data import (
-    ENVELOPE_CLAIMS,
-    Canaries,
-    Canary,
-    Principals,
-    ingest_batches,
-    record,
-    seed_canaries,
-)
+from typing import TYPE_CHECKING, Any
+
 from kbconform.conformance._deadline import (
     DEFAULT_CALL_TIMEOUT,
     DeadlineExceeded,
@@ -29,10 +23,63 @@ from kbconform.conformance._effects import (
     unrefused,
 )
 from kbconform.conformance._faults import ATTEMPTS, COUNTING, FAULT_KINDS, Fault, every_fault, fault_points
-from kbconform.conformance._judging import Isolation, Reader, Reading, World, isolation_for, judged
+from kbconform.conformance._judging import (
+    PROBE,
+    TOPIC,
+    Isolation,
+    MayRefuse,
+    Reader,
+    Reading,
+    Refused,
+    World,
+    call_args,
+    carried,
+    few,
+    hits_count,
+    isolation_for,
+    judged,
+    scope_problems,
+)
 from kbconform.conformance._machine import Driver, DriverMachine
-from kbconform.conformance._model import ENVELOPE_REFUSALS, Ingest, Policy, Refused, Row, differences
 from kbconform.conformance._run import DEFAULT_PAGE_SIZES, DEFAULT_SHRINK_BUDGET, PROFILES, ProfileName, Run
+from kbconform.conformance._suites import catalogue_entries, shipped_suites
+
+if TYPE_CHECKING:  # the moved names as the type checker sees them; at run time, __getattr__
+    from kbconform.profiles.tenant_namespace.data import (
+        ENVELOPE_CLAIMS,
+        Canaries,
+        Canary,
+        Principals,
+        ingest_batches,
+        record,
+        seed_canaries,
+    )
+    from kbconform.profiles.tenant_namespace.model import ENVELOPE_REFUSALS, Ingest, Policy, Row, differences
+
+#: Where each name this module offered before the tenant-namespace profile's package held it
+#: lives now.
+MOVED = {
+    **dict.fromkeys(
+        ("ENVELOPE_CLAIMS", "Canaries", "Canary", "Principals", "ingest_batches", "record", "seed_canaries"),
+        "kbconform.profiles.tenant_namespace.data",
+    ),
+    **dict.fromkeys(
+        ("ENVELOPE_REFUSALS", "Ingest", "Policy", "Row", "differences"),
+        "kbconform.profiles.tenant_namespace.model",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A moved name (:data:`MOVED`), imported from its profile's package."""
+    if name in MOVED:
+        import importlib
+
+        value = getattr(importlib.import_module(MOVED[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ATTEMPTS",
@@ -57,6 +104,9 @@ __all__ = [
     "DriverMachine",
     "Ingest",
     "Isolation",
+    "MayRefuse",
+    "PROBE",
+    "TOPIC",
     "Policy",
     "Reader",
     "Reading",
@@ -68,14 +118,21 @@ __all__ = [
     "Run",
     "Stored",
     "World",
+    "catalogue_entries",
     "changes",
     "described",
     "ingest_batches",
     "isolation_for",
     "judged",
+    "call_args",
+    "carried",
+    "few",
+    "hits_count",
+    "scope_problems",
     "record",
     "refusal",
     "seed_canaries",
+    "shipped_suites",
     "stored",
     "stored_in_full",
     "unrefused",

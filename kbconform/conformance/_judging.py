@@ -15,12 +15,27 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kbconform.adapter import BackendOptions, Manifest
-from kbconform.conformance._model import MayRefuse, Refused
 from kbconform.errors import BackendUnavailable, ContractViolation, KbconformError, error_texts
 from kbconform.profiles import profile
 
+#: What the suites' stored texts are about: a search for it finds every one of them.
+TOPIC = "deploy the billing service with the shared config file and rotate the keys"
 #: The text a single read call searches with: no stored text holds it whole, nor any token.
 PROBE = "what was said about the release plan and the deploy keys"
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """The call must raise this error and change nothing."""
+
+    error: type[KbconformError]
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class MayRefuse(Refused):
+    """The call may raise this error (and change nothing) or land: where the contract leaves
+    the choice to the backend, both are judged conforming."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,9 +120,7 @@ class Isolation(Protocol):
 
 def isolation_for(manifest: Manifest) -> Isolation:
     """The isolation of the profile ``manifest`` declares (``Profile.isolation``)."""
-    declared = profile(manifest.profile)
-    made: Isolation = declared.load(declared.isolation)(manifest)
-    return made
+    return profile(manifest.profile).isolation(manifest)
 
 
 def marks(texts: Iterable[str | None]) -> frozenset[str]:

@@ -11,8 +11,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from hypothesis.stateful import RuleBasedStateMachine, invariant
 
 from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch
-from kbconform.conformance._judging import call_args, judged, sent_texts
-from kbconform.conformance._model import Refused
+from kbconform.conformance._judging import Refused, call_args, judged, sent_texts
 from kbconform.conformance._run import Run
 from kbconform.errors import KbconformError
 

@@ -22,7 +22,7 @@ from kbconform.harness._client import (
 from kbconform.harness._server import Dispatcher, protocol_stdout, serve_http, serve_stdio
 from kbconform.harness._table import Handler, Served, WireTable, done
 from kbconform.harness._transcript import Step, Transcript, replay, to_jsonl
-from kbconform.harness._wire import OPERATIONS, PROTOCOL, HarnessBroken, RemoteError
+from kbconform.harness._wire import OPERATIONS, PROTOCOL, HarnessBroken, RemoteError, json_form
 
 __all__ = [
     "OPERATIONS",
@@ -49,4 +49,5 @@ __all__ = [
     "Transcript",
     "replay",
     "to_jsonl",
+    "json_form",
 ]

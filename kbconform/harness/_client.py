@@ -22,13 +22,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn, Protocol
 
-from kbconform.adapter._doubles import FaultPlan, FaultSwitch, RevisionMap
-from kbconform.adapter._manifest import Manifest, adapter_directory
-from kbconform.adapter._protocol import Backend, BackendOptions
+from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch, Manifest, RevisionMap, adapter_directory
 from kbconform.errors import ContractViolation, Problem
 from kbconform.harness._table import WireTable
 from kbconform.harness._transcript import Transcript
 from kbconform.harness._wire import (
+    COMMON_OPERATIONS,
     OPERATIONS,
     PROTOCOL,
     HarnessBroken,
@@ -361,7 +360,8 @@ class HarnessAdapter:
             raise HarnessBroken(call, f"its arguments have no harness-v1 form: {error}") from None
         response = self.exchange(call, message, timeout)
         if "error" in response:
-            raise error_from_wire(op, params, response["error"])
+            named = {} if op in COMMON_OPERATIONS else self._table().named
+            raise error_from_wire(op, params, response["error"], named)
         result: Mapping[str, Any] = response["result"]
         found = (
             problems(f"{op}Result", result) if op in OPERATIONS else self._table().result_problems(op, result)
@@ -393,9 +393,7 @@ class HarnessAdapter:
 
     def _table(self) -> WireTable:
         """The wire table of the profile the harness's manifest declares."""
-        declared = profile(profile_of(self.manifest))
-        table: WireTable = declared.load(declared.wire)
-        return table
+        return profile(profile_of(self.manifest)).wire
 
     def open(self, options: BackendOptions, /) -> Any:  # its profile's backend (Profile.wire)
         resolver = options.resolver
@@ -422,7 +420,7 @@ class HarnessAdapter:
             switch.forward(backend.set_fault)
         return backend
 
-    def close(self, backend: Backend, /) -> None:
+    def close(self, backend: Any, /) -> None:
         assert isinstance(backend, HarnessBackend)
         backend.closed = True
         if backend.generation == self.generation and not self.transport.broken:

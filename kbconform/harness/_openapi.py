@@ -24,7 +24,7 @@ import copy
 import json
 from typing import Any
 
-from kbconform.contract._schemas import bundled
+from kbconform.contract import bundled
 from kbconform.harness._wire import OPERATIONS, PROTOCOL, REQUEST_INVALID
 
 OPENAPI_VERSION = "3.1.0"

@@ -14,8 +14,15 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
-from kbconform.adapter import Adapter, BackendOptions, FaultPlan, FaultSwitch, RevisionMap, check_backend
-from kbconform.adapter._manifest import Manifest
+from kbconform.adapter import (
+    Adapter,
+    BackendOptions,
+    FaultPlan,
+    FaultSwitch,
+    Manifest,
+    RevisionMap,
+    check_backend,
+)
 from kbconform.errors import ContractViolation, Problem
 from kbconform.harness._table import Served, WireTable
 from kbconform.harness._wire import (
@@ -58,7 +65,7 @@ class Dispatcher:
         self.adapter, self.manifest = adapter, manifest
         self.backends: dict[str, Served] = {}
         declared = profile(manifest.profile)
-        self.table: WireTable = declared.load(declared.wire)
+        self.table: WireTable = declared.wire
         if set(self.table.handlers) != set(declared.operations):
             raise ContractViolation(
                 contract="profile",

@@ -52,6 +52,9 @@ class WireTable:
     #: profile's): per operation, its ``params`` and its ``result``. The envelope of a request
     #: is still harness-v1's.
     schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: What a NotFound of an operation names when it is not a chunk (``id``): the name of the
+    #: request's param that holds it (a project-pool ``startSession``: its ``project``).
+    named: Mapping[str, str] = field(default_factory=dict)
 
     def request_problems(self, message: object) -> list[str]:
         """Why ``message`` is not a valid request of this profile (empty when it is)."""

@@ -1,18 +1,15 @@
-"""harness-v1 values on the wire: principals, sessions and tenants, the kb-grant arguments,
-hits and knowledge bases, errors, and the schema checks of messages."""
+"""harness-v1 on the wire, for every profile: the operations, a value's JSON form, errors, and
+the schema checks of messages (each profile's own values cross by its wire table, in its
+package)."""
 
 from __future__ import annotations
 
 import json
-import math
-import numbers
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from functools import cache, lru_cache
 from typing import Any
 
-from kbconform.adapter import GrantHit, KbInfo
 from kbconform.errors import (
     BackendUnavailable,
     ContractViolation,
@@ -25,7 +22,6 @@ from kbconform.errors import (
     Unauthenticated,
     error_texts,
 )
-from kbconform.identity import Principal
 from kbconform.profiles import built_in, names, profile
 
 PROTOCOL = "harness-v1"
@@ -84,246 +80,14 @@ class RemoteError(Exception):
         return f"{self.call} failed with {self.code}: {self.message}"
 
 
-# -- principals -------------------------------------------------------------------------------
-
-
-def principal_to_wire(principal: object) -> Any:
-    """The principal as harness-v1 data. A real Principal that is valid by its own rules
-    crosses as its four fields. Anything else crosses as the identity it claims, so that a
-    backend behind a harness meets it as data: a JSON value as itself (a tenant id string, a
-    dict with a principal's keys misspelt), an object with a principal's fields (one changed in
-    place to an invalid tenant id included) as those fields. A claim the wire cannot tell from
-    a valid principal (a subclass, a look-alike whose fields are valid) and a value with no
-    JSON form cross as no identity (``None``)."""
-    plain = principal is None or isinstance(principal, (str, int, float, bool, list, dict))
-    claimed = _json(principal) if plain else _fields(principal)
-    if isinstance(principal_from_wire(claimed), Principal) and not _valid(principal):
-        return None
-    return claimed
-
-
-def _valid(principal: object) -> bool:
-    """Whether ``principal`` is a real Principal still valid by its own rules (a frozen one
-    can be changed in place: it is built again from its fields)."""
-    if type(principal) is not Principal:
-        return False
-    try:
-        Principal(
-            principal.tenant_id, principal.agent_identity, principal.readable_namespaces, principal.role
-        )
-    except ContractViolation:
-        return False
-    return True
-
-
-def _json(value: object) -> Any:
-    """``value``'s JSON form, or ``None`` when it has none."""
+def json_form(value: object) -> Any:
+    """``value``'s JSON form, or ``None`` when it has none (an object, bytes, NaN): how a
+    caller that is not a principal crosses harness-v1, so that a backend behind a harness meets
+    it as data."""
     try:
         return json.loads(json.dumps(value, allow_nan=False))
     except (TypeError, ValueError, RecursionError):
         return None
-
-
-def _fields(principal: object) -> Any:
-    """The identity an object with a principal's attributes claims, as harness-v1 data, or
-    ``None`` when it lacks one of them."""
-    try:
-        namespaces = principal.readable_namespaces  # type: ignore[attr-defined]
-        claimed = {
-            "tenantId": principal.tenant_id,  # type: ignore[attr-defined]
-            "agentIdentity": principal.agent_identity,  # type: ignore[attr-defined]
-            "role": principal.role,  # type: ignore[attr-defined]
-            "readableNamespaces": sorted(namespaces)
-            if isinstance(namespaces, (set, frozenset))
-            else namespaces,
-        }
-    except (AttributeError, TypeError):
-        return None
-    return _json(claimed)
-
-
-def principal_from_wire(data: Any) -> object:
-    """The caller a harness-v1 principal names: ``None`` for null, the :class:`Principal` a
-    valid one describes, and for any other value the value itself, a malformed principal the
-    backend must refuse as no identity (``KB_UNAUTHENTICATED``)."""
-    if data is None:
-        return None
-    if not isinstance(data, dict) or set(data) != {"tenantId", "agentIdentity", "role", "readableNamespaces"}:
-        return data
-    namespaces = data["readableNamespaces"]
-    try:
-        if not isinstance(namespaces, list) or namespaces != sorted(set(namespaces)):
-            return data
-        return Principal(data["tenantId"], data["agentIdentity"], frozenset(namespaces), data["role"])
-    except (ContractViolation, TypeError):
-        return data
-
-
-# -- sessions ---------------------------------------------------------------------------------
-
-
-def session_to_wire(session: object) -> Any:
-    """The caller of a project-pool read or write, or of a kb-grant facade (a tenant), as
-    harness-v1 data: its JSON form, so that the backend sees what it would see in process (a
-    ``str`` as its plain value, the empty string included; a number, a list as themselves: no
-    identity, which the backend refuses); a value with no JSON form (an object, bytes, NaN) as
-    ``None``, no identity too."""
-    return _json(session)
-
-
-#: A kb-grant caller crosses exactly as a project-pool session does.
-caller_to_wire = session_to_wire
-
-
-def name_to_wire(what: str, name: object, *, optional: bool = False) -> str | None:
-    """A session or project name a membership operation takes (the operator's, not a caller):
-    a ``str`` crosses as its plain value (None too, where ``optional``); anything else has no
-    harness-v1 form."""
-    if isinstance(name, str):
-        return str.__str__(name)
-    if optional and name is None:
-        return None
-    allowed = "a str or None" if optional else "a str"
-    raise TypeError(f"behind harness-v1 a {what} is {allowed}; got {type(name).__name__}")
-
-
-# -- kb-grant arguments ------------------------------------------------------------------------
-# Each argument crosses as a value of its kind (a string, an array of strings, a vector, an
-# integer), the invalid ones the suites send on purpose included, or as null when it is not of
-# that kind: null is as malformed as the value it stands for, so the backend refuses it, after
-# the caller, with the same error it gives that value in process.
-
-
-def text_or_null(value: object) -> str | None:
-    """A knowledge base id, a store id, a model name or a tenant id: a ``str`` as its plain value
-    (a subclass's too), anything else as null."""
-    return str.__str__(value) if isinstance(value, str) else None
-
-
-def _sequence(value: object) -> bool:
-    return isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray))
-
-
-def texts_or_null(value: object) -> list[str] | None:
-    """The knowledge bases of a search: a sequence of ``str`` as a list of plain strings (empty
-    and repeated ones included), anything else (a ``str`` itself, a list holding a number) as
-    null."""
-    if not _sequence(value) or not all(isinstance(item, str) for item in value):  # type: ignore[attr-defined]
-        return None
-    return [str.__str__(item) for item in value]  # type: ignore[attr-defined]
-
-
-def _number(value: object) -> bool:
-    """A real number (a numpy scalar too) that is finite as a double; never a bool."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return False
-    try:
-        return math.isfinite(float(value))
-    except OverflowError:  # an int beyond a double
-        return False
-
-
-def vector_or_null(value: object) -> list[float] | None:
-    """A vector: a sequence of finite numbers (any length, zeros included: the backend checks
-    the model's dimension) as a list of them; anything else (a NaN, a bool, a string) as null."""
-    if not _sequence(value) or not all(_number(item) for item in value):  # type: ignore[attr-defined]
-        return None
-    return [int(item) if isinstance(item, int) else float(item) for item in value]  # type: ignore[attr-defined]
-
-
-def integer_or_null(value: object) -> int | None:
-    """A limit: an ``int`` (any, the out-of-range ones included) as itself; anything else (a bool,
-    a float, a string) as null."""
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def documents_or_null(value: object) -> list[Any] | None:
-    """A batch to ingest: a sequence of documents, each as its JSON form (malformed ones
-    included), null for one with no JSON form (a vector holding NaN); anything else as null."""
-    if not _sequence(value):
-        return None
-    return [session_to_wire(document) for document in value]  # type: ignore[attr-defined]
-
-
-# -- results ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    id: str
-    document: str | None
-    metadata: Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class SpoofWarning:
-    field: str
-    chunk_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class IngestResult:
-    ids: Sequence[str]
-    warnings: Sequence[SpoofWarning] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class SyncResult:
-    ids: Sequence[str]
-    warnings: Sequence[SpoofWarning] = ()
-    deleted_ids: Sequence[str] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class DeletionResult:
-    deleted_ids: Sequence[str]
-    resolver_calls: Sequence[tuple[str, str, str]] = field(default=())
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    text: str
-    sources: Sequence[Hit]
-
-
-@dataclass(frozen=True, slots=True)
-class PoolHit:
-    """An episode or an entity as a project-pool search returns it."""
-
-    id: str
-    text: str
-
-
-def pool_hit_to_wire(hit: Any) -> dict[str, Any]:
-    return {"id": hit.id, "text": hit.text}
-
-
-def pool_hit_from_wire(data: Mapping[str, Any]) -> PoolHit:
-    return PoolHit(data["id"], data["text"])
-
-
-def grant_hit_to_wire(hit: Any) -> dict[str, Any]:
-    return {"id": hit.id, "kb": hit.kb, "text": hit.text, "score": hit.score}
-
-
-def grant_hit_from_wire(data: Mapping[str, Any]) -> GrantHit:
-    return GrantHit(data["id"], data["kb"], data["text"], float(data["score"]))
-
-
-def kb_to_wire(kb: Any) -> dict[str, Any]:
-    return {"id": kb.id, "owner": kb.owner, "store": kb.store, "model": kb.model, "documents": kb.documents}
-
-
-def kb_from_wire(data: Mapping[str, Any]) -> KbInfo:
-    return KbInfo(data["id"], data["owner"], data["store"], data["model"], data["documents"])
-
-
-def hit_to_wire(hit: Any) -> dict[str, Any]:
-    return {"id": hit.id, "document": hit.document, "metadata": dict(hit.metadata)}
-
-
-def hit_from_wire(data: Mapping[str, Any]) -> Hit:
-    return Hit(data["id"], data["document"], data["metadata"])
 
 
 # -- errors -----------------------------------------------------------------------------------
@@ -383,23 +147,13 @@ _REMOTE: dict[type[KbconformError], Any] = {
 }
 
 
-#: What a NotFound names, by operation, when it is not a chunk (``id``): the project
-#: ``startSession`` names, or the session of the other membership operations; the knowledge
-#: base of a kb-grant operation (``kbs`` for a search: the knowledge bases it named).
-_NAMED = {
-    "startSession": "project",
-    "assignSession": "session",
-    "removeSession": "session",
-    **dict.fromkeys(("shareKb", "revokeKb", "ingestDocuments", "getKb", "deleteKb", "moveKb"), "kb"),
-    "copyKb": "source",
-    "searchKbs": "kbs",
-}
-
-
-def error_from_wire(op: str, params: Mapping[str, Any], error: Mapping[str, Any]) -> Exception:
+def error_from_wire(
+    op: str, params: Mapping[str, Any], error: Mapping[str, Any], named: Mapping[str, str] | None = None
+) -> Exception:
     """The exception a call raises for a harness's error answer: the kbconform error of its
     code (its text the harness's message), ``NotImplementedError`` for ``KB_NOT_IMPLEMENTED``,
-    else :class:`RemoteError`."""
+    else :class:`RemoteError`. A NotFound names the param ``named`` gives for ``op`` (its
+    profile's ``WireTable.named``), else ``id``."""
     code, message = str(error["code"]), str(error["message"])
     if code == NOT_IMPLEMENTED:
         return NotImplementedError(message)
@@ -409,7 +163,7 @@ def error_from_wire(op: str, params: Mapping[str, Any], error: Mapping[str, Any]
     elif code == Forbidden.code:
         built = _REMOTE[Forbidden](op, message)
     elif code == NotFound.code:
-        built = _REMOTE[NotFound](str(params.get(_NAMED.get(op, "id"), "")))
+        built = _REMOTE[NotFound](str(params.get((named or {}).get(op, "id"), "")))
     elif code == RevisionBoundaryUnavailable.code:
         built = _REMOTE[RevisionBoundaryUnavailable](op, message)
     elif code == BackendUnavailable.code:
@@ -450,7 +204,7 @@ def _plain(value: Any) -> Any:
 def _validator(definition: str) -> Any:
     import jsonschema_rs
 
-    from kbconform.contract._schemas import bundled
+    from kbconform.contract import bundled
 
     schema = bundled(PROTOCOL)
     fragment = {key: value for key, value in schema.items() if key in ("$schema", "$id", "$defs")}

@@ -1,13 +1,15 @@
 """The isolation profiles: one registry, each profile a plug-in (``kbconform.profiles``).
 
-Standard library only at import: a profile's protocol, model, world and wire table load when
-asked (:meth:`Profile.load`).
+Standard library only at import: a profile's descriptor (:class:`Profile`) is plain data; its
+:class:`Implementation` (protocol, model, world and wire table) loads when a run asks for it.
 """
 
 from kbconform.profiles._registry import (
+    BUILT_IN,
     DEFAULT,
     ENTRY_POINTS,
     LEVEL_MEANINGS,
+    Implementation,
     Profile,
     built_in,
     capabilities,
@@ -19,8 +21,10 @@ from kbconform.profiles._registry import (
 
 __all__ = [
     "DEFAULT",
+    "BUILT_IN",
     "ENTRY_POINTS",
     "LEVEL_MEANINGS",
+    "Implementation",
     "Profile",
     "built_in",
     "capabilities",

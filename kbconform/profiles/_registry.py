@@ -1,16 +1,20 @@
 """The isolation profiles, registered in one place.
 
-A :class:`Profile` says everything that differs between isolation models: which capabilities
-its manifest may decline (and why one is declined), its read facades' names in stable test
-ids, its harness-v1 operations and the contract their errors name, and, named as
-``module:attribute`` and imported only when asked, its backend protocol, its manifest check,
-its isolation (world, reads and model for the shared suite) and its suite modules. The kit
-reaches per-profile behaviour only through :func:`profile`; nothing else compares a profile's
-name.
+A profile is two things. Its :class:`Profile` is a descriptor of plain data, read without
+importing anything: its name, the capabilities its manifest may decline (and why one is
+declined), its read facades' names in stable test ids, its harness-v1 operations and the
+contract their errors name, the design choices a manifest declares, its probes, what its levels
+ask, a new backend's manifest, the spec and guide sections of the shared suite's tests. Its
+:class:`Implementation` holds the heavy parts (the manifest check, the facades a backend must
+have, the isolation the shared suite judges by, the harness-v1 table, its suite tests and their
+catalogue entries); the descriptor names it once, as ``module:attribute``, and it is imported
+on first use. The kit reaches per-profile behaviour only through :func:`profile` and the
+descriptor's typed accessors; nothing else compares a profile's name.
 
-The four built-in profiles are :func:`built_in`. Any installed package may add one through the
-entry-point group ``kbconform.profiles`` (an entry names a :class:`Profile`), so a new isolation
-model is a plug-in that edits no module of the kit.
+Every profile registers the same way: its descriptor's ``module:attribute`` in one list,
+:data:`BUILT_IN` for the kit's own, which the entry points of the group ``kbconform.profiles``
+join (an entry names a :class:`Profile`), so a new isolation model is a plug-in that edits no
+module of the kit.
 
 Standard library only: the pytest plugin and the report import this at load time.
 """
@@ -18,17 +22,29 @@ Standard library only: the pytest plugin and the report import this at load time
 from __future__ import annotations
 
 import importlib
-import importlib.util
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # for the type checker only: the registry imports none of them
+    from kbconform.adapter import Manifest
+    from kbconform.conformance import Isolation
+    from kbconform.harness import WireTable
 
 #: The entry-point group a package registers its own profiles in.
 ENTRY_POINTS = "kbconform.profiles"
 #: The profile of a manifest that declares none (older manifests keep their meaning).
 DEFAULT = "tenant-namespace"
+#: The kit's own profiles, registered as a plug-in registers: each descriptor as
+#: ``module:attribute``, the default first (harness-v1 lists their operations in this order).
+BUILT_IN = (
+    "kbconform.profiles.tenant_namespace:PROFILE",
+    "kbconform.profiles.project_pool:PROFILE",
+    "kbconform.profiles.kb_grant:PROFILE",
+    "kbconform.profiles.memory_scope:PROFILE",
+)
 
 
 #: What each level asks, in words any profile's levels fit (a profile says its own).
@@ -56,119 +72,171 @@ def feature_declined(manifest: Mapping[str, Any], feature: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+@runtime_checkable
+class Implementation(Protocol):
+    """A profile's heavy parts, loaded when a run asks for the profile (:meth:`Profile.parts`).
+
+    ``facades(manifest)`` are the ``runtime_checkable`` protocols a backend must satisfy, each
+    with its name (the profile's protocol, and the optional facades the manifest declares);
+    ``check_manifest(data)`` validates a manifest mapping of this profile or raises
+    ``ContractViolation``; ``isolation(manifest)`` is the profile's
+    :class:`~kbconform.conformance.Isolation`, which the shared suite judges it by; ``wire()``
+    its harness-v1 table; ``suites()`` the directory of its own suite tests (``test_*.py``,
+    collected beside the shared ``test_isolation.py``); ``catalogue()`` the catalogue entries of
+    its tests, the shared suite's included, as its tests' marks declare them (generated, each
+    with its ``profile`` but the default profile's).
+    """
+
+    def facades(self, manifest: Manifest, /) -> Sequence[tuple[str, Any]]: ...
+
+    def check_manifest(self, data: object, /) -> None: ...
+
+    def isolation(self, manifest: Manifest, /) -> Isolation: ...
+
+    def wire(self) -> WireTable: ...
+
+    def suites(self) -> Path: ...
+
+    def catalogue(self) -> Sequence[Mapping[str, Any]]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Profile:
-    """One isolation profile, as the kit reaches it.
+    """One isolation profile, as the kit reaches it: plain data, and its implementation.
 
     ``capabilities`` are what a suite test of this profile may require (a ``requires=`` of its
     mark); ``declines(manifest, capability)`` says why a manifest declines one of them, or None.
+    ``operations`` are the harness-v1 operations the profile adds to the common ones.
+    ``implementation`` names its :class:`Implementation` as ``module:attribute``, imported on
+    first use (:meth:`parts`; the typed accessors :meth:`check_manifest`, :meth:`facades`,
+    :meth:`isolation`, :attr:`wire`, :meth:`suites_dir` and :meth:`entries` go through it).
     ``facade_ids`` renames a read facade in stable test ids where the name would collide with
-    another profile's (``iso-01[get-kb]``). ``operations`` are the harness-v1 operations the
-    profile adds to the common ones; ``contract`` is what a ``ContractViolation`` of one of them
-    names when it crosses the wire (None: the operation's own name). ``design(manifest)`` says,
-    one phrase each, the policy choices the manifest declares where the contract lets a design
-    choose (a report shows them beside the level: the backend is judged against them).
-    ``probes`` are the capabilities the kit needs to observe a rule rather than features a design
-    may lack (``fault-injection``: without a store that can fail on cue, failing closed cannot be
-    seen): a test skipped for a declined probe counts against its level, while a test skipped
-    for any other declined capability is reported beside the level and never caps it.
-    ``levels`` says in a few words what each level of this profile asks (shown after a run).
-    ``skeleton`` is what a new backend's manifest declares for this profile beside its
-    ``manifestVersion``, ``adapter`` and ``backend`` (every optional feature declined, with a
-    reason): the scaffolds (``kbconform new-adapter``, ``kbconform new-harness``) write it.
-    ``rule`` and ``guide`` are the spec section and the guide section the shared suite's tests
-    name for this profile.
-
-    The rest name ``module:attribute`` and are imported on first use (:meth:`load`):
-    ``facades``, a function taking the :class:`~kbconform.adapter.Manifest` and returning the
-    ``runtime_checkable`` protocols a backend must satisfy, each with its name (the profile's
-    protocol, and the optional facades the manifest declares); ``check_manifest``, a function
-    that validates a manifest mapping of this profile or raises ``ContractViolation``;
-    ``isolation``, a callable taking the :class:`~kbconform.adapter.Manifest` and returning the
-    profile's :class:`~kbconform.conformance.Isolation`; ``wire``, the harness-v1 table
-    (:class:`~kbconform.harness.WireTable`). A profile from another package also names
-    ``suites``, a package whose ``test_*.py`` modules hold its own suite tests (run beside the
-    shipped shared suite, ``test_isolation.py``), and ``catalogue``, the list of its tests'
-    catalogue entries (each with its ``profile``), which joins the installed catalogue; a
-    built-in profile's tests are the shipped suites' folder named as the profile
-    (``suites/tenant_namespace/``), listed in ``catalogue.json``.
+    another profile's (``iso-01[get-kb]``); ``contract`` is what a ``ContractViolation`` of one
+    of its operations names when it crosses the wire (None: the operation's own name).
+    ``design(manifest)`` says, one phrase each, the policy choices the manifest declares where
+    the contract lets a design choose (a report shows them beside the level: the backend is
+    judged against them). ``probes`` are the capabilities the kit needs to observe a rule rather
+    than features a design may lack (``fault-injection``: without a store that can fail on cue,
+    failing closed cannot be seen): a test skipped for a declined probe counts against its
+    level, while a test skipped for any other declined capability is reported beside the level
+    and never caps it. ``levels`` says in a few words what each level of this profile asks
+    (shown after a run). ``skeleton`` is what a new backend's manifest declares for this profile
+    beside its ``manifestVersion``, ``adapter`` and ``backend`` (every optional feature
+    declined, with a reason): the scaffolds (``kbconform new-adapter``, ``kbconform
+    new-harness``) write it. ``rule`` and ``guide`` are the spec section (``DOC.md#anchor``) and
+    the adapter guide's section the shared suite's tests (iso-01 to iso-03) name for this
+    profile (None: they name none).
     """
 
     name: str
     capabilities: tuple[str, ...]
-    declines: Callable[[Mapping[str, Any], str], str | None]
     operations: tuple[str, ...]
-    facades: str
-    check_manifest: str
-    isolation: str
-    wire: str
+    implementation: str
+    declines: Callable[[Mapping[str, Any], str], str | None] = feature_declined
     facade_ids: Mapping[str, str] = field(default_factory=dict)
     contract: str | None = None
     design: Callable[[Mapping[str, Any]], tuple[str, ...]] = _no_design
     probes: tuple[str, ...] = ("fault-injection",)
     levels: Mapping[str, str] = field(default_factory=lambda: LEVEL_MEANINGS)
     skeleton: Mapping[str, Any] = field(default_factory=dict)
-    suites: str | None = None
-    catalogue: str | None = None
-    #: The spec section (``DOC.md#anchor``) the profile's read isolation is written in, and the
-    #: adapter guide's section for the profile: what the shared tests (iso-01 to iso-03) name
-    #: as their rule and guide for a backend of this profile (None: they name none).
     rule: str | None = None
     guide: str | None = None
 
-    def suites_dir(self) -> Path | None:
-        """The directory of :attr:`suites` (None for a profile whose tests are shipped)."""
-        if self.suites is None:
-            return None
-        spec = importlib.util.find_spec(self.suites)
-        if spec is None or not spec.submodule_search_locations:
-            raise LookupError(f"the profile {self.name}'s suites {self.suites!r} is no package")
-        return Path(next(iter(spec.submodule_search_locations)))
+    def parts(self) -> Implementation:
+        """The profile's implementation, imported on first use."""
+        return _implementation(self.implementation)
 
-    def load(self, reference: str) -> Any:
-        """The object ``reference`` (one of this profile's ``module:attribute`` fields) names."""
+    def check_manifest(self, data: object) -> None:
+        """Validate ``data`` as a manifest of this profile, or raise ``ContractViolation``."""
+        self.parts().check_manifest(data)
+
+    def facades(self, manifest: Manifest) -> Sequence[tuple[str, Any]]:
+        """The protocols a backend of ``manifest`` must satisfy, each with its name."""
+        return self.parts().facades(manifest)
+
+    def isolation(self, manifest: Manifest) -> Isolation:
+        """The isolation the shared suite judges a backend of ``manifest`` by."""
+        return self.parts().isolation(manifest)
+
+    @property
+    def wire(self) -> WireTable:
+        """The profile's harness-v1 table: its handlers and its client's backend class."""
+        return self.parts().wire()
+
+    def suites_dir(self) -> Path:
+        """The directory of the profile's own suite tests."""
+        return self.parts().suites()
+
+    def entries(self) -> tuple[dict[str, Any], ...]:
+        """The catalogue entries of the profile's tests, as its tests' marks declare them."""
+        return tuple(dict(entry) for entry in self.parts().catalogue())
+
+    # -- the earlier interface, kept for callers that name a part and load it ------------------
+
+    @property
+    def catalogue(self) -> list[dict[str, Any]] | None:
+        """The entries the shipped catalogue lacks: a plug-in's (:meth:`entries`), or None for a
+        built-in profile, whose entries ``catalogue.json`` holds."""
+        return None if self.name in built_in() else list(self.entries())
+
+    def load(self, reference: object) -> Any:
+        """The object ``reference`` names (``module:attribute``); any other value as it is."""
+        if not isinstance(reference, str):
+            return reference
         module, _, attribute = reference.partition(":")
         return getattr(importlib.import_module(module), attribute)
 
 
 @cache
-def built_in() -> Mapping[str, Profile]:
-    """The profiles the kit ships, by name, the default first."""
-    from kbconform.profiles.kb_grant import PROFILE as KB_GRANT
-    from kbconform.profiles.memory_scope import PROFILE as MEMORY_SCOPE
-    from kbconform.profiles.project_pool import PROFILE as PROJECT_POOL
-    from kbconform.profiles.tenant_namespace import PROFILE as TENANT_NAMESPACE
+def _implementation(reference: str) -> Implementation:
+    module, _, attribute = reference.partition(":")
+    loaded: Implementation = getattr(importlib.import_module(module), attribute)
+    return loaded
 
-    return {p.name: p for p in (TENANT_NAMESPACE, PROJECT_POOL, KB_GRANT, MEMORY_SCOPE)}
+
+def _descriptor(where: str, reference: str) -> Profile:
+    """The :class:`Profile` ``reference`` (``module:attribute``) names; TypeError naming
+    ``where`` it was registered when it names anything else."""
+    module, _, attribute = reference.partition(":")
+    loaded = getattr(importlib.import_module(module), attribute)
+    if not isinstance(loaded, Profile):
+        raise TypeError(f"{where} = {reference} is no kbconform Profile")
+    return loaded
 
 
 @cache
-def _installed() -> Mapping[str, Profile]:
-    """The profiles installed packages register (entry-point group :data:`ENTRY_POINTS`)."""
+def _registered() -> tuple[tuple[Profile, ...], tuple[Profile, ...]]:
+    """The kit's own profiles (:data:`BUILT_IN`) and those installed packages register (the
+    entry-point group :data:`ENTRY_POINTS`), each checked to be a profile registered once."""
     from importlib.metadata import entry_points
 
-    found: dict[str, Profile] = {}
+    own = tuple(_descriptor("the built-in profile", reference) for reference in BUILT_IN)
+    found: dict[str, Profile] = {declared.name: declared for declared in own}
     for entry in entry_points(group=ENTRY_POINTS):
-        loaded = entry.load()
-        if not isinstance(loaded, Profile):
-            raise TypeError(f"the entry point {entry.name} = {entry.value} is no kbconform Profile")
-        if loaded.name in built_in() or loaded.name in found:
+        loaded = _descriptor(f"the entry point {entry.name}", entry.value)
+        if loaded.name in found:
             raise ValueError(f"the entry point {entry.name} registers the profile {loaded.name!r} again")
         found[loaded.name] = loaded
-    return found
+    return own, tuple(found.values())[len(own) :]
+
+
+def built_in() -> Mapping[str, Profile]:
+    """The profiles the kit ships, by name, the default first."""
+    return {declared.name: declared for declared in _registered()[0]}
 
 
 def names() -> tuple[str, ...]:
     """Every registered profile's name: the built-in ones first, the default first of all."""
-    return (*built_in(), *_installed())
+    return tuple(declared.name for group in _registered() for declared in group)
 
 
 def profile(name: str) -> Profile:
     """The profile called ``name``; LookupError naming the registered ones when there is none."""
-    found = built_in().get(name) or _installed().get(name)
-    if found is None:
-        raise LookupError(f"no isolation profile {name!r}; expected one of {', '.join(names())}")
-    return found
+    for group in _registered():
+        for declared in group:
+            if declared.name == name:
+                return declared
+    raise LookupError(f"no isolation profile {name!r}; expected one of {', '.join(names())}")
 
 
 def profile_of(manifest: Mapping[str, Any]) -> str:

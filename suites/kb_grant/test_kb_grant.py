@@ -21,10 +21,11 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, rule
 
-from kbconform.adapter import GRANT_INVALID, MAX_LIMIT, MODEL_MISMATCH, BackendOptions, FaultPlan, FaultSwitch
+from kbconform.adapter import MAX_LIMIT, BackendOptions, FaultPlan, FaultSwitch
 from kbconform.conformance import DriverMachine, Fault, Run, every_fault
 from kbconform.conformance.strategies import names_of, with_twins
 from kbconform.errors import BackendUnavailable, Forbidden, KbconformError, NotFound
+from kbconform.profiles.kb_grant.protocol import GRANT_INVALID, MODEL_MISMATCH
 from kbconform.profiles.kb_grant.world import GrantDriver
 
 #: The isolation profile these tests are written for (schemas/kb-grant.md).

@@ -18,10 +18,11 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, rule
 
-from kbconform.adapter import MAX_LIMIT, POOL_INVALID, POOL_READ_FACADES, BackendOptions
+from kbconform.adapter import MAX_LIMIT, BackendOptions
 from kbconform.conformance import DriverMachine, Fault, Run, every_fault
 from kbconform.conformance.strategies import names_of, with_twins
 from kbconform.errors import BackendUnavailable, ContractViolation
+from kbconform.profiles.project_pool.protocol import POOL_INVALID, POOL_READ_FACADES
 from kbconform.profiles.project_pool.world import PoolDriver
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).

@@ -29,18 +29,9 @@ import pytest
 import rfc8785
 
 from kbconform.adapter import BackendOptions
-from kbconform.conformance import (
-    COUNTING,
-    FAULT_KINDS,
-    Fault,
-    Principals,
-    Run,
-    fault_points,
-    ingest_batches,
-    record,
-    seed_canaries,
-)
+from kbconform.conformance import COUNTING, FAULT_KINDS, Fault, Run, fault_points
 from kbconform.errors import BackendUnavailable, NotFound
+from kbconform.profiles.tenant_namespace.data import Principals, ingest_batches, record, seed_canaries
 
 #: The isolation profile these tests are written for (schemas/stamping.md and its siblings).
 PROFILES = ("tenant-namespace",)

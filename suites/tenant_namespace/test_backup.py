@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 import rfc8785
 
-from kbconform.conformance import Canaries, Principals, changes, described, record, stored, unrefused
+from kbconform.conformance import changes, described, stored, unrefused
 from kbconform.contract import is_valid
 from kbconform.errors import ContractViolation, Forbidden, NotFound
+from kbconform.profiles.tenant_namespace.data import Canaries, Principals, record
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).
 PROFILES = ("tenant-namespace",)

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from kbconform.conformance import Principals, record
 from kbconform.contract import vectors
 from kbconform.errors import ContractViolation
+from kbconform.profiles.tenant_namespace.data import Principals, record
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).
 PROFILES = ("tenant-namespace",)

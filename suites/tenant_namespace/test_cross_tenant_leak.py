@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 from hypothesis import strategies as st
 
-from kbconform.conformance import Canaries, Principals, Run, record
+from kbconform.conformance import Run
 from kbconform.conformance.strategies import OUTSIDE
 from kbconform.errors import ContractViolation, KbconformError, NotFound, error_texts
 from kbconform.identity import Principal
+from kbconform.profiles.tenant_namespace.data import Canaries, Principals, record
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).
 PROFILES = ("tenant-namespace",)

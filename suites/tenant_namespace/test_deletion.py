@@ -9,8 +9,9 @@ import pytest
 from hypothesis import strategies as st
 
 from kbconform.adapter import BackendOptions, RevisionMap
-from kbconform.conformance import Principals, Run, record
+from kbconform.conformance import Run
 from kbconform.errors import ContractViolation, Forbidden, NotFound, RevisionBoundaryUnavailable
+from kbconform.profiles.tenant_namespace.data import Principals, record
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).
 PROFILES = ("tenant-namespace",)

@@ -9,17 +9,9 @@ from typing import Any
 import pytest
 
 from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch
-from kbconform.conformance import (
-    Canaries,
-    Principals,
-    Stored,
-    changes,
-    described,
-    record,
-    refusal,
-    stored,
-)
+from kbconform.conformance import Stored, changes, described, refusal, stored
 from kbconform.errors import BackendUnavailable, ContractViolation, Unauthenticated
+from kbconform.profiles.tenant_namespace.data import Canaries, Principals, record
 from kbconform.profiles.tenant_namespace.world import not_principals
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).

@@ -16,19 +16,11 @@ from typing import Any
 import pytest
 
 from kbconform.adapter import BackendOptions, SpoofMode
-from kbconform.conformance import (
-    ENVELOPE_CLAIMS,
-    ENVELOPE_REFUSALS,
-    Principals,
-    Stored,
-    changes,
-    record,
-    refusal,
-    stored,
-    stored_in_full,
-)
+from kbconform.conformance import Stored, changes, refusal, stored, stored_in_full
 from kbconform.errors import ContractViolation, Forbidden, KbconformError, SpoofRejected, Unauthenticated
 from kbconform.identity import Principal
+from kbconform.profiles.tenant_namespace.data import ENVELOPE_CLAIMS, Principals, record
+from kbconform.profiles.tenant_namespace.model import ENVELOPE_REFUSALS
 from kbconform.profiles.tenant_namespace.world import not_principals
 
 #: The isolation profile these tests are written for (schemas/maintenance.md).

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from kbconform.conformance import Principals, Run, ingest_batches, record
+from kbconform.conformance import Run
 from kbconform.errors import NotFound
 from kbconform.identity import Principal
+from kbconform.profiles.tenant_namespace.data import Principals, ingest_batches, record
 
 #: The isolation profile these tests are written for (schemas/read-filter.md).
 PROFILES = ("tenant-namespace",)

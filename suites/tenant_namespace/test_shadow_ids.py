@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 from hypothesis import strategies as st
 
-from kbconform.conformance import Policy, Principals, Refused, Run, record
+from kbconform.conformance import Refused, Run
 from kbconform.errors import Forbidden, NotFound, SpoofRejected
 from kbconform.identity import Principal, chunk_id
+from kbconform.profiles.tenant_namespace.data import Principals, record
+from kbconform.profiles.tenant_namespace.model import Policy
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).
 PROFILES = ("tenant-namespace",)

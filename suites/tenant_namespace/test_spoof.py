@@ -8,20 +8,11 @@ from typing import Any
 import pytest
 
 from kbconform.adapter import BackendOptions, SpoofMode
-from kbconform.conformance import (
-    ENVELOPE_CLAIMS,
-    ENVELOPE_REFUSALS,
-    Policy,
-    Principals,
-    Refused,
-    Run,
-    differences,
-    record,
-    refusal,
-    stored_in_full,
-)
+from kbconform.conformance import Refused, Run, refusal, stored_in_full
 from kbconform.errors import Forbidden, SpoofRejected, Unauthenticated
 from kbconform.identity import Principal
+from kbconform.profiles.tenant_namespace.data import ENVELOPE_CLAIMS, Principals, record
+from kbconform.profiles.tenant_namespace.model import ENVELOPE_REFUSALS, Policy, differences
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).
 PROFILES = ("tenant-namespace",)

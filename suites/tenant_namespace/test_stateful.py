@@ -26,11 +26,13 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
 from kbconform.adapter import ENVELOPE_FIELDS, RevisionMap
-from kbconform.conformance import ENVELOPE_REFUSALS, DriverMachine, Policy, Refused, Run, differences, record
+from kbconform.conformance import DriverMachine, Refused, Run
 from kbconform.conformance.strategies import OUTSIDE, PATHS, World, unclean_spellings, worlds
 from kbconform.contract import is_valid
 from kbconform.errors import BackendUnavailable, KbconformError, NotFound
 from kbconform.identity import DEFAULT_NAMESPACE, Principal
+from kbconform.profiles.tenant_namespace.data import record
+from kbconform.profiles.tenant_namespace.model import ENVELOPE_REFUSALS, Policy, differences
 
 #: The isolation profile these tests are written for (schemas/project-pool.md).
 PROFILES = ("tenant-namespace",)

@@ -16,16 +16,7 @@ from typing import Any
 
 import pytest
 
-from kbconform.adapter import (
-    GRANT_INVALID,
-    MODEL_MISMATCH,
-    BackendOptions,
-    FaultPlan,
-    FaultSwitch,
-    KbGrantBackend,
-    Manifest,
-    check_backend,
-)
+from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch, Manifest, check_backend
 from kbconform.errors import (
     BackendUnavailable,
     ContractViolation,
@@ -35,14 +26,15 @@ from kbconform.errors import (
     Unauthenticated,
 )
 from kbconform.harness import HarnessAdapter, HarnessBroken
-from kbconform.harness._wire import (
+from kbconform.harness._wire import problems
+from kbconform.profiles.kb_grant._wire import (
     documents_or_null,
     integer_or_null,
-    problems,
     text_or_null,
     texts_or_null,
     vector_or_null,
 )
+from kbconform.profiles.kb_grant.protocol import GRANT_INVALID, MODEL_MISMATCH, KbGrantBackend
 from tests.harness.conftest import ROOT, loopback
 from tests.plugin.grant_adapter import DEADLINE, Grants
 

@@ -14,11 +14,12 @@ import pytest
 
 from kbconform import runner
 from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch, RevisionMap, load_adapter
-from kbconform.conformance import record
 from kbconform.errors import BackendUnavailable, Forbidden, NotFound, Unauthenticated
 from kbconform.harness import Dispatcher, HarnessAdapter, HarnessBroken, StdioTransport
-from kbconform.harness._wire import REQUEST_INVALID, principal_from_wire, principal_to_wire
+from kbconform.harness._wire import REQUEST_INVALID
 from kbconform.identity import Principal
+from kbconform.profiles.tenant_namespace._wire import principal_from_wire, principal_to_wire
+from kbconform.profiles.tenant_namespace.data import record
 from kbconform.profiles.tenant_namespace.world import not_principals
 
 HERE = Path(__file__).parent

@@ -63,10 +63,10 @@ from kbconform import runner
 from kbconform._resources import data_dir
 from kbconform.adapter import load_adapter
 from kbconform.cli import main
-from kbconform.conformance import record
 from kbconform.harness import Dispatcher
 from kbconform.harness._openapi import openapi, render
 from kbconform.harness._wire import OPERATIONS, REQUEST_INVALID, serves
+from kbconform.profiles.tenant_namespace.data import record
 
 #: Schemathesis drives an HTTP server of each profile here: the slow tier.
 pytestmark = pytest.mark.slow

@@ -13,19 +13,13 @@ from typing import Any
 
 import pytest
 
-from kbconform.adapter import (
-    POOL_INVALID,
-    Backend,
-    BackendOptions,
-    FaultPlan,
-    FaultSwitch,
-    Manifest,
-    ProjectPoolBackend,
-    check_backend,
-)
+from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch, Manifest, check_backend
 from kbconform.errors import BackendUnavailable, ContractViolation, NotFound, Unauthenticated
 from kbconform.harness import HarnessAdapter, HarnessBroken
-from kbconform.harness._wire import problems, session_to_wire
+from kbconform.harness._wire import problems
+from kbconform.profiles.project_pool._wire import session_to_wire
+from kbconform.profiles.project_pool.protocol import POOL_INVALID, ProjectPoolBackend
+from kbconform.profiles.tenant_namespace.protocol import Backend
 from tests.harness.conftest import ROOT, loopback
 from tests.plugin.pool_adapter import Pool
 

@@ -36,8 +36,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
-from kbconform.adapter import BackendOptions, GrantHit, KbInfo, grant_invalid, model_mismatch
+from kbconform.adapter import BackendOptions
 from kbconform.errors import BackendUnavailable, Forbidden, NotFound, Unauthenticated
+from kbconform.profiles.kb_grant.protocol import GrantHit, KbInfo, grant_invalid, model_mismatch
 
 #: The stores a knowledge base can be bound to, and the engine each one stands for.
 ENGINES: dict[str, str] = {"chroma-1": "chroma", "qdrant-1": "qdrant", "pgvector-1": "pgvector"}

@@ -35,8 +35,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from kbconform.adapter import MAX_LIMIT, POOL_READ_FACADES, BackendOptions, pool_invalid
+from kbconform.adapter import MAX_LIMIT, BackendOptions
 from kbconform.errors import BackendUnavailable, NotFound, Unauthenticated
+from kbconform.profiles.project_pool.protocol import POOL_READ_FACADES, pool_invalid
 
 DIMENSIONS = 64
 MANIFEST: dict[str, Any] = {

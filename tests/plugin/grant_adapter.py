@@ -18,8 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kbconform.adapter import MAX_LIMIT, BackendOptions, grant_invalid, model_mismatch
+from kbconform.adapter import MAX_LIMIT, BackendOptions
 from kbconform.errors import BackendUnavailable, Forbidden, NotFound, Unauthenticated
+from kbconform.profiles.kb_grant.protocol import grant_invalid, model_mismatch
 
 DEADLINE = 0.5
 MANIFEST: dict[str, Any] = {

@@ -17,8 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kbconform.adapter import MAX_LIMIT, BackendOptions, pool_invalid
+from kbconform.adapter import MAX_LIMIT, BackendOptions
 from kbconform.errors import BackendUnavailable, NotFound, Unauthenticated
+from kbconform.profiles.project_pool.protocol import pool_invalid
 
 MANIFEST = {
     "manifestVersion": "1",

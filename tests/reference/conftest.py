@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from kbconform.conformance import record
 from kbconform.identity import Principal
+from kbconform.profiles.tenant_namespace.data import record
 from kbconform_reference import KnowledgeBase
 from kbconform_reference.stores import MemoryStore, VectorStore
 

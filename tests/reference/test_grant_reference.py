@@ -16,16 +16,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kbconform.adapter import (
-    GRANT_INVALID,
-    MODEL_MISMATCH,
-    BackendOptions,
-    FaultPlan,
-    FaultSwitch,
-    KbGrantBackend,
-)
+from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch
 from kbconform.adapter._manifest import Manifest, check_backend
 from kbconform.errors import BackendUnavailable, ContractViolation, Forbidden, NotFound, Unauthenticated
+from kbconform.profiles.kb_grant.protocol import GRANT_INVALID, MODEL_MISMATCH, KbGrantBackend
 from kbconform_reference.grant import KbGrantService, unit_score
 from kbconform_reference.grant.adapter import GROUP_DEADLINE_SECONDS, GrantAdapter, multi_store
 

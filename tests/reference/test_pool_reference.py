@@ -13,14 +13,7 @@ from typing import Any
 
 import pytest
 
-from kbconform.adapter import (
-    MAX_LIMIT,
-    POOL_INVALID,
-    BackendOptions,
-    FaultPlan,
-    FaultSwitch,
-    ProjectPoolBackend,
-)
+from kbconform.adapter import MAX_LIMIT, BackendOptions, FaultPlan, FaultSwitch
 from kbconform.adapter._manifest import Manifest, check_backend
 from kbconform.errors import (
     BackendUnavailable,
@@ -28,6 +21,7 @@ from kbconform.errors import (
     NotFound,
     Unauthenticated,
 )
+from kbconform.profiles.project_pool.protocol import POOL_INVALID, ProjectPoolBackend
 from kbconform_reference.pool import PoolHit, ProjectPool
 from kbconform_reference.pool.adapter import qdrant_local
 from kbconform_reference.pool.qdrant import ENTITIES, EPISODES, any_of, unchecked_any_of

@@ -148,7 +148,7 @@ def test_the_knowledge_base_on_postgres_sends_no_scope_and_still_reads_only_its_
 ) -> None:
     """Through the service: the read filter is the database's (no scope clause is sent), and
     each tenant reads exactly its own chunks of the same path."""
-    from kbconform.conformance import record
+    from kbconform.profiles.tenant_namespace.data import record
 
     kb = KnowledgeBase(store)
     for tenant in ("acme", "acme-eu"):

@@ -193,8 +193,8 @@ def test_the_spoofs_of_a_batch_a_store_fault_stopped_count_towards_escalation() 
     state machine spoofs within) is never more than the reference allows. Control: counting
     only the batches that landed, the model would allow a spoof the reference rejects."""
     from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch, Manifest
-    from kbconform.conformance import Policy
     from kbconform.errors import BackendUnavailable
+    from kbconform.profiles.tenant_namespace.model import Policy
     from kbconform_reference.adapter import memory
 
     adapter, switch = memory(), FaultSwitch()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbconform.adapter import Backend
+from kbconform.profiles.tenant_namespace.protocol import Backend
 from kbconform_reference import KnowledgeBase
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kbconform.adapter import Adapter, Backend, SupportsAsk, SupportsCount, SupportsScan
+from kbconform.adapter import Adapter
+from kbconform.profiles.tenant_namespace.protocol import Backend, SupportsAsk, SupportsCount, SupportsScan
 from kbconform_reference import KnowledgeBase
 from kbconform_reference.adapter import ReferenceAdapter
 from kbconform_reference.stores import MemoryStore

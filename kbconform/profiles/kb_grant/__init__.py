@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kbconform.profiles._registry import Profile, feature_declined
+from kbconform.profiles import Profile, feature_declined
 
 #: The capabilities of shape: the manifest's list that must hold two entries, and its noun.
 _SHAPES = {"multi-store": ("stores", "store"), "multi-model": ("models", "model")}
@@ -39,10 +39,7 @@ PROFILE = Profile(
         "copyKb",
         "moveKb",
     ),
-    facades="kbconform.profiles.kb_grant._checks:facades",
-    check_manifest="kbconform.profiles.kb_grant._checks:check_manifest",
-    isolation="kbconform.profiles.kb_grant.world:GrantIsolation",
-    wire="kbconform.profiles.kb_grant._wire:WIRE",
+    implementation="kbconform.profiles.kb_grant.implementation:IMPLEMENTATION",
     # get and list would otherwise give ids the tenant-namespace profile has (iso-01[get])
     facade_ids={"search": "search-kbs", "get": "get-kb", "list": "list-kbs"},
     contract="kb-grant",

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kbconform.adapter import KbGrantBackend, Manifest
-from kbconform.adapter._manifest import check_schema
+from kbconform.adapter import Manifest, check_schema
 from kbconform.errors import ContractViolation, Problem
+from kbconform.profiles.kb_grant.protocol import KbGrantBackend
 
 
 def _repeated(values: list[Any]) -> list[tuple[int, Any]]:

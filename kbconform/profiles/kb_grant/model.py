@@ -22,10 +22,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbconform.adapter import GRANT_INVALID, MAX_LIMIT, MODEL_MISMATCH
-from kbconform.conformance._judging import few
-from kbconform.conformance._model import MayRefuse, Refused
+from kbconform.adapter import MAX_LIMIT
+from kbconform.conformance import MayRefuse, Refused, few
 from kbconform.errors import ContractViolation, Forbidden, NotFound, Unauthenticated
+from kbconform.profiles.kb_grant.protocol import GRANT_INVALID, MODEL_MISMATCH
 
 __all__ = ["GrantPolicy"]
 

@@ -9,9 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbconform.adapter import MAX_LIMIT, BackendOptions, Manifest
-from kbconform.conformance import Driver, Reader, Reading
-from kbconform.conformance._data import TOPIC
-from kbconform.conformance._judging import call_args, carried, hits_count, judged
+from kbconform.conformance import TOPIC, Driver, Reader, Reading, call_args, carried, hits_count, judged
 from kbconform.errors import KbconformError, NotFound
 from kbconform.profiles.kb_grant.model import GrantPolicy
 

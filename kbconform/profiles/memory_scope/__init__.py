@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kbconform.profiles._registry import Profile, feature_declined
+from kbconform.profiles import Profile
 
 
 def _design(manifest: Mapping[str, Any]) -> tuple[str, ...]:
@@ -35,7 +35,6 @@ PROFILE = Profile(
     rule="memory-scope.md#the-rules",
     guide="the-memory-scope-profile",
     capabilities=("fault-injection", "get", "update", "delete", "delete-all", "filter"),
-    declines=feature_declined,
     operations=(
         "addMemory",
         "searchMemories",
@@ -45,10 +44,7 @@ PROFILE = Profile(
         "deleteMemory",
         "deleteMemories",
     ),
-    facades="kbconform.profiles.memory_scope.protocol:facades",
-    check_manifest="kbconform.adapter._manifest:check_schema",
-    isolation="kbconform.profiles.memory_scope.world:ScopeIsolation",
-    wire="kbconform.profiles.memory_scope._wire:WIRE",
+    implementation="kbconform.profiles.memory_scope.implementation:IMPLEMENTATION",
     facade_ids={"search": "search-memories", "list": "list-memories"},
     contract="memory-scope",
     design=_design,

@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbconform.adapter import where_matches
-from kbconform.conformance._judging import scope_problems
-from kbconform.conformance._model import MayRefuse, Refused
+from kbconform.conformance import MayRefuse, Refused, scope_problems
 from kbconform.errors import ContractViolation, KbconformError, NotFound, Unauthenticated
 from kbconform.profiles.memory_scope.protocol import MAX_LIMIT, MEMORY_INVALID
 

@@ -9,9 +9,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbconform.adapter import BackendOptions, Manifest
-from kbconform.conformance import Driver, Reader, Reading, Refused
-from kbconform.conformance._data import TOPIC
-from kbconform.conformance._judging import PROBE, call_args, carried, hits_count, judged
+from kbconform.conformance import (
+    PROBE,
+    TOPIC,
+    Driver,
+    Reader,
+    Reading,
+    Refused,
+    call_args,
+    carried,
+    hits_count,
+    judged,
+)
 from kbconform.errors import KbconformError
 from kbconform.profiles.memory_scope.model import ScopePolicy
 from kbconform.profiles.memory_scope.protocol import MAX_LIMIT, scope_text

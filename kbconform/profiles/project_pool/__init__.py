@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-from kbconform.profiles._registry import Profile, feature_declined
+from kbconform.profiles import Profile
 
 PROFILE = Profile(
     name="project-pool",
     rule="project-pool.md#scope-the-rules",
     guide="the-project-pool-profile",
     capabilities=("fault-injection",),
-    declines=feature_declined,
     operations=(
         "createProject",
         "startSession",
@@ -21,10 +20,7 @@ PROFILE = Profile(
         "searchEpisodes",
         "searchEntities",
     ),
-    facades="kbconform.profiles.project_pool._checks:facades",
-    check_manifest="kbconform.adapter._manifest:check_schema",
-    isolation="kbconform.profiles.project_pool.world:PoolIsolation",
-    wire="kbconform.profiles.project_pool._wire:WIRE",
+    implementation="kbconform.profiles.project_pool.implementation:IMPLEMENTATION",
     contract="project-pool",
     skeleton={
         "isolationProfile": "project-pool",

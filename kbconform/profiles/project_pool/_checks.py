@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbconform.adapter import Manifest, ProjectPoolBackend
+from kbconform.adapter import Manifest
+from kbconform.profiles.project_pool.protocol import ProjectPoolBackend
 
 
 def facades(manifest: Manifest) -> list[tuple[str, Any]]:

@@ -6,16 +6,49 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from kbconform.harness import HarnessBackend, WireTable, done
-from kbconform.harness._wire import (
-    PoolHit,
-    name_to_wire,
-    pool_hit_from_wire,
-    pool_hit_to_wire,
-    session_to_wire,
-)
+from kbconform.harness import HarnessBackend, WireTable, done, json_form
+
+# -- sessions ---------------------------------------------------------------------------------
+
+
+def session_to_wire(session: object) -> Any:
+    """The caller of a project-pool read or write (a session), as
+    harness-v1 data: its JSON form, so that the backend sees what it would see in process (a
+    ``str`` as its plain value, the empty string included; a number, a list as themselves: no
+    identity, which the backend refuses); a value with no JSON form (an object, bytes, NaN) as
+    ``None``, no identity too."""
+    return json_form(session)
+
+
+def name_to_wire(what: str, name: object, *, optional: bool = False) -> str | None:
+    """A session or project name a membership operation takes (the operator's, not a caller):
+    a ``str`` crosses as its plain value (None too, where ``optional``); anything else has no
+    harness-v1 form."""
+    if isinstance(name, str):
+        return str.__str__(name)
+    if optional and name is None:
+        return None
+    allowed = "a str or None" if optional else "a str"
+    raise TypeError(f"behind harness-v1 a {what} is {allowed}; got {type(name).__name__}")
+
+
+@dataclass(frozen=True, slots=True)
+class PoolHit:
+    """An episode or an entity as a project-pool search returns it."""
+
+    id: str
+    text: str
+
+
+def pool_hit_to_wire(hit: Any) -> dict[str, Any]:
+    return {"id": hit.id, "text": hit.text}
+
+
+def pool_hit_from_wire(data: Mapping[str, Any]) -> PoolHit:
+    return PoolHit(data["id"], data["text"])
 
 
 class PoolHarnessBackend(HarnessBackend):
@@ -87,4 +120,6 @@ WIRE = WireTable(
         "searchEntities": lambda s, a: _hits(s.backend.search_entities(a["session"], a["text"], a["limit"])),
     },
     backend=PoolHarnessBackend,
+    # a NotFound names the project startSession names, or the session of the other operations
+    named={"startSession": "project", "assignSession": "session", "removeSession": "session"},
 )

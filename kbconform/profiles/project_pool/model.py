@@ -17,10 +17,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbconform.adapter import MAX_LIMIT, POOL_INVALID
-from kbconform.conformance._judging import scope_problems
-from kbconform.conformance._model import Refused
+from kbconform.adapter import MAX_LIMIT
+from kbconform.conformance import Refused, scope_problems
 from kbconform.errors import ContractViolation, NotFound, Unauthenticated
+from kbconform.profiles.project_pool.protocol import POOL_INVALID
 
 __all__ = ["PoolPolicy"]
 

@@ -9,12 +9,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbconform.adapter import MAX_LIMIT, POOL_READ_FACADES, BackendOptions, Manifest
-from kbconform.conformance import Driver, Reader, Reading, Refused
-from kbconform.conformance._data import TOPIC
-from kbconform.conformance._judging import PROBE, call_args, carried, hits_count, judged
+from kbconform.adapter import MAX_LIMIT, BackendOptions, Manifest
+from kbconform.conformance import (
+    PROBE,
+    TOPIC,
+    Driver,
+    Reader,
+    Reading,
+    Refused,
+    call_args,
+    carried,
+    hits_count,
+    judged,
+)
 from kbconform.errors import KbconformError
 from kbconform.profiles.project_pool.model import PoolPolicy
+from kbconform.profiles.project_pool.protocol import POOL_READ_FACADES
 
 __all__ = ["POOL_LAYOUT", "PoolDriver", "PoolIsolation", "PoolWorld"]
 

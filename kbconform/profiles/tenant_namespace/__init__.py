@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kbconform.profiles._registry import Profile, feature_declined
+from kbconform.profiles import Profile, feature_declined
 
 
 def _declines(manifest: Mapping[str, Any], capability: str) -> str | None:
@@ -79,10 +79,7 @@ PROFILE = Profile(
         "sync",
         "maintain",
     ),
-    facades="kbconform.profiles.tenant_namespace._checks:facades",
-    check_manifest="kbconform.adapter._manifest:check_schema",
-    isolation="kbconform.profiles.tenant_namespace.world:TenantIsolation",
-    wire="kbconform.profiles.tenant_namespace._wire:WIRE",
+    implementation="kbconform.profiles.tenant_namespace.implementation:IMPLEMENTATION",
     design=_design,
     skeleton={
         "isolationProfile": "tenant-namespace",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbconform.adapter import (
+from kbconform.adapter import Manifest
+from kbconform.profiles.tenant_namespace.protocol import (
     Backend,
-    Manifest,
     SupportsAsk,
     SupportsCount,
     SupportsEnvelope,

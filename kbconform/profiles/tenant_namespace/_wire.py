@@ -5,22 +5,131 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbconform.harness import Handler, HarnessBackend, Served, WireTable
-from kbconform.harness._wire import (
-    Answer,
-    DeletionResult,
-    Hit,
-    IngestResult,
-    SpoofWarning,
-    SyncResult,
-    hit_from_wire,
-    hit_to_wire,
-    principal_from_wire,
-    principal_to_wire,
-)
+from kbconform.errors import ContractViolation
+from kbconform.harness import Handler, HarnessBackend, Served, WireTable, json_form
+from kbconform.identity import Principal
+
+# -- principals -------------------------------------------------------------------------------
+
+
+def principal_to_wire(principal: object) -> Any:
+    """The principal as harness-v1 data. A real Principal that is valid by its own rules
+    crosses as its four fields. Anything else crosses as the identity it claims, so that a
+    backend behind a harness meets it as data: a JSON value as itself (a tenant id string, a
+    dict with a principal's keys misspelt), an object with a principal's fields (one changed in
+    place to an invalid tenant id included) as those fields. A claim the wire cannot tell from
+    a valid principal (a subclass, a look-alike whose fields are valid) and a value with no
+    JSON form cross as no identity (``None``)."""
+    plain = principal is None or isinstance(principal, (str, int, float, bool, list, dict))
+    claimed = json_form(principal) if plain else _fields(principal)
+    if isinstance(principal_from_wire(claimed), Principal) and not _valid(principal):
+        return None
+    return claimed
+
+
+def _valid(principal: object) -> bool:
+    """Whether ``principal`` is a real Principal still valid by its own rules (a frozen one
+    can be changed in place: it is built again from its fields)."""
+    if type(principal) is not Principal:
+        return False
+    try:
+        Principal(
+            principal.tenant_id, principal.agent_identity, principal.readable_namespaces, principal.role
+        )
+    except ContractViolation:
+        return False
+    return True
+
+
+def _fields(principal: object) -> Any:
+    """The identity an object with a principal's attributes claims, as harness-v1 data, or
+    ``None`` when it lacks one of them."""
+    try:
+        namespaces = principal.readable_namespaces  # type: ignore[attr-defined]
+        claimed = {
+            "tenantId": principal.tenant_id,  # type: ignore[attr-defined]
+            "agentIdentity": principal.agent_identity,  # type: ignore[attr-defined]
+            "role": principal.role,  # type: ignore[attr-defined]
+            "readableNamespaces": sorted(namespaces)
+            if isinstance(namespaces, (set, frozenset))
+            else namespaces,
+        }
+    except (AttributeError, TypeError):
+        return None
+    return json_form(claimed)
+
+
+def principal_from_wire(data: Any) -> object:
+    """The caller a harness-v1 principal names: ``None`` for null, the :class:`Principal` a
+    valid one describes, and for any other value the value itself, a malformed principal the
+    backend must refuse as no identity (``KB_UNAUTHENTICATED``)."""
+    if data is None:
+        return None
+    if not isinstance(data, dict) or set(data) != {"tenantId", "agentIdentity", "role", "readableNamespaces"}:
+        return data
+    namespaces = data["readableNamespaces"]
+    try:
+        if not isinstance(namespaces, list) or namespaces != sorted(set(namespaces)):
+            return data
+        return Principal(data["tenantId"], data["agentIdentity"], frozenset(namespaces), data["role"])
+    except (ContractViolation, TypeError):
+        return data
+
+
+# -- results ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    id: str
+    document: str | None
+    metadata: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SpoofWarning:
+    field: str
+    chunk_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    ids: Sequence[str]
+    warnings: Sequence[SpoofWarning] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    ids: Sequence[str]
+    warnings: Sequence[SpoofWarning] = ()
+    deleted_ids: Sequence[str] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DeletionResult:
+    deleted_ids: Sequence[str]
+    resolver_calls: Sequence[tuple[str, str, str]] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    text: str
+    sources: Sequence[Hit]
+
+
+def hit_to_wire(hit: Any) -> dict[str, Any]:
+    return {"id": hit.id, "document": hit.document, "metadata": dict(hit.metadata)}
+
+
+def hit_from_wire(data: Mapping[str, Any]) -> Hit:
+    return Hit(data["id"], data["document"], data["metadata"])
+
+
+# -- the client and the served operations ---------------------------------------------------
 
 
 class TenantHarnessBackend(HarnessBackend):

@@ -11,11 +11,11 @@ from types import SimpleNamespace
 from typing import Any
 
 from kbconform.adapter import BackendOptions, Manifest
-from kbconform.conformance import Policy, Principals, Reader, Reading, Refused, record, seed_canaries
-from kbconform.conformance._data import TOPIC
-from kbconform.conformance._judging import PROBE, carried
+from kbconform.conformance import PROBE, TOPIC, Reader, Reading, Refused, carried
 from kbconform.errors import NotFound
 from kbconform.identity import Principal
+from kbconform.profiles.tenant_namespace.data import Principals, record, seed_canaries
+from kbconform.profiles.tenant_namespace.model import Policy
 
 __all__ = ["OPERATOR_ROWS", "TenantIsolation", "TenantWorld", "not_principals"]
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbconform.adapter import Manifest, check_sync, envelope_claims
+from kbconform.conformance import Refused
 from kbconform.errors import (
     ContractViolation,
     Forbidden,
@@ -88,20 +89,6 @@ class Row:
             principal.agent_identity is not None
             and self.stamps.get("originAgentIdentity") == principal.agent_identity
         )
-
-
-@dataclass(frozen=True, slots=True)
-class Refused:
-    """The call must raise this error and change nothing."""
-
-    error: type[KbconformError]
-    why: str
-
-
-@dataclass(frozen=True, slots=True)
-class MayRefuse(Refused):
-    """The call may raise this error (and change nothing) or land: where the contract leaves
-    the choice to the backend, both are judged conforming."""
 
 
 @dataclass(frozen=True, slots=True)

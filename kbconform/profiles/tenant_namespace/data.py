@@ -1,7 +1,7 @@
 """What the suites write and expect: principals, parsed-chunk records, and the seeded canaries.
 
-Expected results always come from the policy model (:class:`~kbconform.conformance.Policy`), never
-from the backend: :class:`Canaries` is the seeded data as the model holds it, plus each chunk's
+Expected results always come from the policy model (:class:`~.model.Policy`), never from the
+backend: :class:`Canaries` is the seeded data as the model holds it, plus each chunk's
 record and unique token. A check whose expected set is empty or is everything refuses to answer
 (:meth:`Canaries.readable_by`), so it cannot pass vacuously.
 """
@@ -13,12 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbconform.adapter import Backend, Manifest
-from kbconform.conformance._model import Policy, Refused
+from kbconform.adapter import Manifest
+from kbconform.conformance import TOPIC, Refused
 from kbconform.identity import Principal
-
-TOPIC = "deploy the billing service with the shared config file and rotate the keys"
-
+from kbconform.profiles.tenant_namespace.model import Policy
+from kbconform.profiles.tenant_namespace.protocol import Backend
 
 #: Each request-level field a write may carry, with a value no server would stamp for acme's
 #: agent writing into ``app`` (schemas/stamping.md, "The request envelope"). The visibility is

@@ -22,8 +22,6 @@ from kbconform.errors import ContractViolation, Problem
 POOL_INVALID = "KB_POOL_INVALID"
 #: The read facades of the profile, as the manifest's ``readFacades`` names them.
 POOL_READ_FACADES = ("search-episodes", "search-entities")
-#: The largest ``limit`` a search takes.
-MAX_LIMIT = 1000
 
 
 def pool_invalid(what: str, expected: str, got: str) -> ContractViolation:
