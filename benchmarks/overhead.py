@@ -29,7 +29,7 @@ import numpy as np
 from kbconform.conformance import record
 from kbconform.identity import Principal
 from kbconform_reference import HashingEmbedding, KnowledgeBase
-from kbconform_reference.read_filter import READABLE_VISIBILITY
+from kbconform_reference.namespace.read_filter import READABLE_VISIBILITY
 from kbconform_reference.stores import MemoryStore, exact_top_k
 from kbconform_reference.stores.chroma import ChromaStore
 

@@ -1,11 +1,10 @@
-"""Mutants of the reference that loosen an identifier other than the tenant, take a claim from
-inside the data, or treat an id as more than a name.
+"""Mutants of the tenant-namespace reference that loosen an identifier other than the tenant,
+take a claim from inside the data, or treat an id as more than a name.
 
 Every identifier compares exactly (schemas/read-filter.md, schemas/deletion-signaling.md): an
 agent identity is compared code point for code point, and a path a revision resolver lists is a
 string, not a file system location to resolve. And only the server's stamps say whose a chunk
-is (schemas/stamping.md): text inside a record that looks like a scope changes nothing. Each
-entry is ``(name, kind, breaks, killers)`` (see ``mutants.py``).
+is (schemas/stamping.md): text inside a record that looks like a scope changes nothing.
 """
 
 from __future__ import annotations
@@ -19,9 +18,10 @@ from typing import Any
 
 from kbconform.errors import Forbidden, NotFound
 from kbconform.identity import DEFAULT_NAMESPACE, Principal
-from kbconform_reference._mutants_lifecycle import _Resolved
-from kbconform_reference._mutants_read import _LooseTenant
-from kbconform_reference.service import Hit, IngestResult, KnowledgeBase
+from kbconform_reference.namespace.mutants._base import Mutant
+from kbconform_reference.namespace.mutants.deletion import _Resolved
+from kbconform_reference.namespace.mutants.leaks import _LooseTenant
+from kbconform_reference.namespace.service import Hit, IngestResult, KnowledgeBase
 
 
 def _folded(agent: object) -> object:
@@ -140,32 +140,32 @@ class RefusalNamesHolder(KnowledgeBase):
 
 _MACHINE = ("state-01[overwrite]", "state-01[reject]")
 
-MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
-    (
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
         "private-agent-folded",
         PrivateAgentFolded,
         "private chunks are matched to their agent ignoring case, Unicode form and spaces",
         _MACHINE,
     ),
-    (
+    Mutant(
         "revision-paths-normalized",
         RevisionPathsNormalized,
         "a revision boundary's paths are resolved as file system paths (./a.md deletes a.md)",
         _MACHINE,
     ),
-    (
+    Mutant(
         "legacy-ids-served-to-all",
         LegacyIdsServedToAll,
         "get falls back to the default namespace's legacy repository, unfiltered, for an id not in scope",
         _MACHINE,
     ),
-    (
+    Mutant(
         "refusal-names-holder",
         RefusalNamesHolder,
         "a write refused for a taken id says whose chunk holds it, where, and what it begins with",
         _MACHINE,
     ),
-    (
+    Mutant(
         "header-lines-claim-scope",
         HeaderLinesClaimScope,
         "key: value lines of a chunk's text (tenantId, repoSlug, visibility, agent) override the stamps",

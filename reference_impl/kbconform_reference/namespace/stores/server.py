@@ -1,5 +1,5 @@
 """Start and stop real servers on 127.0.0.1 for tests and benchmarks: a Chroma server
-(``chroma run``) here, PostgreSQL in :mod:`kbconform_reference.stores.postgres_server`; both are
+(``chroma run``) here, PostgreSQL in :mod:`kbconform_reference.namespace.stores.postgres_server`; both are
 a :class:`ChildServer`."""
 
 from __future__ import annotations

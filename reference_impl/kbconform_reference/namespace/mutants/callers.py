@@ -1,11 +1,11 @@
-"""Mutants of the reference that keep state between callers, keyed by less than the principal.
+"""Mutants of the tenant-namespace reference that keep state between callers, keyed by less
+than the principal.
 
 A cache or memo shared by every caller answers one principal with what another's call left
 behind: the cursor of the last list page, the answer to the last query. Each lives only until
 the next call, as a continuation or a retry cache does, so one principal reading at a time never
 meets another's; only two principals paging in turns (state-01's ``list_in_turns``) or asking
-the very same query one right after another (its invariant) show it. Each entry is
-``(name, kind, breaks, killers)`` (see ``mutants.py``).
+the very same query one right after another (its invariant) show it.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kbconform.identity import Principal
-from kbconform_reference import read_filter
-from kbconform_reference.service import Hit, KnowledgeBase
-from kbconform_reference.stores import Rows
-from kbconform_reference.stores._where import matches
+from kbconform_reference.namespace import read_filter
+from kbconform_reference.namespace.mutants._base import Mutant
+from kbconform_reference.namespace.service import Hit, KnowledgeBase
+from kbconform_reference.namespace.stores import Rows
+from kbconform_reference.namespace.stores._where import matches
 
 
 class _Remembers(KnowledgeBase):
@@ -97,14 +98,14 @@ class QueryRepeatAnsweredFromLast(_Remembers):
 
 _TURNS = ("state-01[overwrite]", "state-01[reject]")
 
-MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
-    (
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
         "list-continues-the-last-page",
         ListContinuesTheLastPage,
         "list continues a page from where the last page stopped, whoever read it",
         _TURNS,
     ),
-    (
+    Mutant(
         "query-repeat-answered-from-last",
         QueryRepeatAnsweredFromLast,
         "a query repeated right after it (same text, count, where) gets the last answer, whoever asks",

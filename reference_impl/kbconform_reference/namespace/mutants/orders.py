@@ -1,12 +1,11 @@
-"""Mutants of the reference that break only in one order of lifecycle steps.
+"""Mutants of the tenant-namespace reference that break only in one order of lifecycle steps.
 
 A store that deletes softly (rows marked gone, hidden from every read) and skips an upsert whose
 content is unchanged writes nothing when a deleted chunk is ingested again with the same
 content: the chunk stays deleted. Only a delete followed by the very same ingest shows it
 (state-01 starts every program with one). An export kept until the next write, where a restore
 does not count as one, answers an export after a restore with what the store held before it:
-only an export, a restore and an export again show it (state-01's set-up ends so). Each entry
-is ``(name, kind, breaks, killers)`` (see ``mutants.py``).
+only an export, a restore and an export again show it (state-01's set-up ends so).
 """
 
 from __future__ import annotations
@@ -20,9 +19,10 @@ import numpy as np
 import numpy.typing as npt
 
 from kbconform.identity import Principal
-from kbconform_reference.service import KnowledgeBase
-from kbconform_reference.stores import Match, Rows, VectorStore
-from kbconform_reference.stores._protocol import Metadata, Where
+from kbconform_reference.namespace.mutants._base import Mutant
+from kbconform_reference.namespace.service import KnowledgeBase
+from kbconform_reference.namespace.stores import Match, Rows, VectorStore
+from kbconform_reference.namespace.stores._protocol import Metadata, Where
 
 
 def _unstamped(metadata: Metadata) -> dict[str, Any]:
@@ -119,15 +119,15 @@ class ExportKeptPastRestore(KnowledgeBase):
         return copy.deepcopy(self._kept)
 
 
-MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
-    (
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
         "soft-delete-skips-unchanged",
         SoftDeleteSkipsUnchanged,
         "deletes mark rows gone, and an ingest of unchanged content writes nothing: a deleted "
         "chunk ingested again stays deleted",
         ("state-01[overwrite]", "state-01[reject]"),
     ),
-    (
+    Mutant(
         "export-kept-past-restore",
         ExportKeptPastRestore,
         "an export is kept until the next write, and a restore does not count as one",

@@ -1,14 +1,10 @@
-"""Mutants of the reference, read side, identity and rights: the leak and fail-closed suites.
+"""Mutants of the tenant-namespace reference, read side: the bug classes real systems shipped.
 
-Each entry is ``(name, kind, breaks, killers)``: a :class:`KnowledgeBase` subclass with one
-invariant broken, and the suite test ids that must fail against it (see ``mutants.py``). Each
-is a bug class real systems shipped: tenant ids matched by prefix or substring, scope keys
-joined with a separator the parts contain, errors that carry another tenant's row, filter
-checks that look at the top level only, values read as patterns, a count or an answer built
-from a visibility-blind result, rights cached between calls, pages cut before the filter or
-in an unstable order, an approximate path that drops the filter, principals that are not
-exactly a Principal or were changed in place.
-"""
+Tenant ids matched by prefix or substring, scope keys joined with a separator the parts contain,
+errors that carry another tenant's row, filter checks that look at the top level only, values
+read as patterns, a count or an answer built from a visibility-blind result, rights cached
+between calls, pages cut before the filter or in an unstable order, an approximate path that
+drops the filter."""
 
 from __future__ import annotations
 
@@ -22,13 +18,14 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from kbconform.errors import ContractViolation, NotFound, Unauthenticated
+from kbconform.errors import NotFound
 from kbconform.identity import RESERVED_FIELDS, Principal
-from kbconform_reference import read_filter
-from kbconform_reference.service import Answer, Hit, KnowledgeBase
-from kbconform_reference.stores import Match, Rows, VectorStore, exact_top_k
-from kbconform_reference.stores._protocol import Metadata, Where
-from kbconform_reference.stores._where import matches
+from kbconform_reference.namespace import read_filter
+from kbconform_reference.namespace.mutants._base import FACADES, Mutant, as_hit, as_hits
+from kbconform_reference.namespace.service import Answer, Hit, KnowledgeBase
+from kbconform_reference.namespace.stores import Match, Rows, VectorStore, exact_top_k
+from kbconform_reference.namespace.stores._protocol import Metadata, Where
+from kbconform_reference.namespace.stores._where import matches
 
 Matcher = Callable[[Mapping[str, Any], Where | None], bool]
 
@@ -198,7 +195,7 @@ class NestedReservedKey(KnowledgeBase):
         embedding = np.asarray(self.embedder([text]), dtype=np.float32)[0]
         with self._store_call("query"):
             found = self.store.query(embedding, n_results, scoped)
-        return self._checked(checked, "query", (_hit(m) for m in found))
+        return self._checked(checked, "query", (as_hit(m) for m in found))
 
 
 def _like(pattern: str, value: object) -> bool:
@@ -293,7 +290,7 @@ class PaginateBeforeFilter(KnowledgeBase):
         checked = self._authenticated(principal, "list")
         with self._store_call("list"):
             rows = self.store.get(limit=limit, offset=offset)
-        return self._checked(checked, "list", _hits(rows))
+        return self._checked(checked, "list", as_hits(rows))
 
 
 class ListOrderUnstable(KnowledgeBase):
@@ -338,7 +335,7 @@ class ApproximatePathUnfiltered(KnowledgeBase):
         embedding = np.asarray(self.embedder([text]), dtype=np.float32)[0]
         with self._store_call("query"):
             found = self.store.query(embedding, self._candidates(n_results), None)
-        return self._checked(checked, "query", (_hit(m) for m in found))[:n_results]
+        return self._checked(checked, "query", (as_hit(m) for m in found))[:n_results]
 
 
 class CandidatesPostFiltered(ApproximatePathUnfiltered):
@@ -350,258 +347,90 @@ class CandidatesPostFiltered(ApproximatePathUnfiltered):
         return max(40, n_results)
 
 
-def _valid(principal: Principal) -> bool:
-    try:
-        Principal(
-            principal.tenant_id, principal.agent_identity, principal.readable_namespaces, principal.role
-        )
-    except ContractViolation:
-        return False
-    return True
-
-
-class SubclassedPrincipal(KnowledgeBase):
-    @staticmethod
-    def _authenticated(principal: object, operation: str) -> Principal:
-        if not isinstance(principal, Principal) or not _valid(principal):
-            raise Unauthenticated(operation)
-        return principal  # a subclass passes, with whatever it overrides
-
-
-class TamperedPrincipal(KnowledgeBase):
-    @staticmethod
-    def _authenticated(principal: object, operation: str) -> Principal:
-        if type(principal) is not Principal:
-            raise Unauthenticated(operation)
-        return principal  # checked once, when it was made
-
-
-class WhereUnchecked(KnowledgeBase):
-    """The client clause is AND-combined with the scope as it came, never checked."""
-
-    def query(
-        self, principal: Principal, text: str, n_results: int = 10, where: Mapping[str, Any] | None = None
-    ) -> builtins.list[Hit]:
-        if where is None:
-            return super().query(principal, text, n_results)
-        checked = self._authenticated(principal, "query")
-        scoped = {"$and": [*read_filter.scope(checked), where]}
-        embedding = np.asarray(self.embedder([text]), dtype=np.float32)[0]
-        with self._store_call("query"):
-            found = self.store.query(embedding, n_results, scoped)
-        return self._checked(checked, "query", (_hit(m) for m in found))
-
-
-class GetByIdUnscoped(KnowledgeBase):
-    """Ids are taken as unguessable: get looks the id up without the tenant scope (visibility
-    is still checked)."""
-
-    def get(self, principal: Principal, chunk_id: str) -> Hit:
-        checked = self._authenticated(principal, "get")
-        with self._store_call("get"):
-            rows = self.store.get(ids=[chunk_id])
-        for hit in _hits(rows):
-            if read_filter.in_scope(checked, {**hit.metadata, "tenantId": checked.tenant_id}):
-                return hit
-        raise NotFound(chunk_id)
-
-
-class AskSearchesUnfiltered(KnowledgeBase):
-    def ask(self, principal: Principal, question: str, n_results: int = 5) -> Answer:
-        self._authenticated(principal, "ask")
-        embedding = np.asarray(self.embedder([question]), dtype=np.float32)[0]
-        with self._store_call("ask"):
-            hits = [_hit(m) for m in self.store.query(embedding, n_results, None)]
-        return Answer(question, "\n\n".join(h.document for h in hits if h.document), tuple(hits))
-
-
-class PrincipalCoerced(KnowledgeBase):
-    """A tenant id string, or a mapping of a principal's fields (a decoded session), is turned
-    into a Principal instead of refused."""
-
-    @staticmethod
-    def _authenticated(principal: object, operation: str) -> Principal:
-        if isinstance(principal, str):
-            principal = Principal(principal)
-        elif isinstance(principal, Mapping):
-            principal = Principal(**principal)
-        return KnowledgeBase._authenticated(principal, operation)
-
-
-def _hit(match: Match) -> Hit:
-    return Hit(match.id, match.document, dict(match.metadata), 1.0 - match.distance)
-
-
-def _hits(rows: Rows) -> builtins.list[Hit]:
-    return [Hit(i, d, dict(m)) for i, d, m in zip(rows.ids, rows.documents, rows.metadatas, strict=True)]
-
-
-_FACADES = ("query", "get", "list", "count", "ask")
-#: The operations closed-01 calls without an authenticated principal, one test id each.
-WRITES = ("ingest", "apply_deletion_signal", "export", "restore")
-
-
-#: The optional operations that write or delete every tenant's rows (features sync, maintenance).
-MAINTENANCE = ("sync", "maintain")
-
-
-def closed(identity: str) -> tuple[str, ...]:
-    """The ids of every write, export, restore, sync and maintenance called with ``identity``
-    (a label of not_principals): closed-01's, sync-05's and maint-03's."""
-    return (
-        *(f"closed-01[{operation} by {identity}]" for operation in WRITES),
-        f"sync-05[{identity}]",
-        f"maint-03[{identity}]",
-    )
-
-
-_WIDENING = (
-    "a $not operator",
-    "a repoSlug negation",
-    "a tenantId equality",
-    "a tenantId list",
-    "a tenantId negation",
-    "a tenantId two levels down",
-    "a visibility negation",
-    "a visibility three levels down",
-    "an $or around a tenantId",
-    "an empty $and",
-    "an empty $or",
-    "an empty clause",
-    "an originAgentIdentity equality",
-)
-
-#: The mutants here whose broken invariant is accepting a Python object posing as a valid
-#: Principal (in process only: see ``mutants.PRINCIPAL_AS_DATA``).
-PRINCIPAL_OBJECTS = frozenset({"subclassed-principal", "tampered-principal"})
-
-MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
-    (
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
         "tenant-prefix-scope",
         TenantPrefixScope,
         "reads match the stored tenant by prefix: acme reads acme-eu's rows",
-        (*(f"leak-07[{f}]" for f in _FACADES), "leak-14"),
+        (*(f"leak-07[{f}]" for f in FACADES), "leak-14"),
     ),
-    (
+    Mutant(
         "tenant-in-own-name",
         TenantInOwnName,
         "reads test the stored tenant with `in` on the principal's tenant string: acme-eu reads acme's rows",
-        (*(f"leak-07[{f}]" for f in _FACADES), "leak-14"),
+        (*(f"leak-07[{f}]" for f in FACADES), "leak-14"),
     ),
-    (
+    Mutant(
         "joined-scope-key",
         JoinedScopeKey,
         "rows are scoped by tenant and repo joined with '-': acme's x-y and acme-x's y are one partition",
-        tuple(f"leak-08[{f}]" for f in _FACADES),
+        tuple(f"leak-08[{f}]" for f in FACADES),
     ),
-    (
+    Mutant(
         "not-found-carries-owner",
         NotFoundCarriesOwner,
         "get's NotFound for a foreign id carries the owner tenant and path in a field (its text unchanged)",
         ("leak-09",),
     ),
-    (
+    Mutant(
         "nested-reserved-key",
         NestedReservedKey,
         "reserved keys in a client where are looked for only at the top level and one level down",
         ("leak-03[a tenantId two levels down]", "leak-03[a visibility three levels down]"),
     ),
-    (
+    Mutant(
         "where-values-as-patterns",
         WhereValuesAsPatterns,
         "where values are matched as SQL LIKE patterns ('%', '_' unescaped)",
         ("leak-10",),
     ),
-    (
+    Mutant(
         "count-ignores-visibility",
         CountIgnoresVisibility,
         "count filters by tenant only: it counts other agents' private chunks",
         ("leak-11[count]",),
     ),
-    (
+    Mutant(
         "ask-text-ignores-visibility",
         AskTextIgnoresVisibility,
         "ask's text comes from a tenant-only search while its sources are filtered",
         ("leak-11[ask]",),
     ),
-    (
+    Mutant(
         "namespaces-cached-per-tenant",
         NamespacesCachedPerTenant,
         "readable shared namespaces are cached per tenant on first use: revoked rights still read",
-        tuple(f"leak-12[{f}]" for f in _FACADES),
+        tuple(f"leak-12[{f}]" for f in FACADES),
     ),
-    (
+    Mutant(
         "agent-cached-per-tenant",
         AgentCachedPerTenant,
         "the agent identity is cached per tenant on first use: another agent reads its private chunks",
-        ("leak-06", *(f"leak-11[{f}]" for f in _FACADES)),
+        ("leak-06", *(f"leak-11[{f}]" for f in FACADES)),
     ),
-    (
+    Mutant(
         "paginate-before-filter",
         PaginateBeforeFilter,
         "list cuts the page from the whole collection, then filters it",
         ("leak-01[list]", "leak-13", "iso-01[list]"),
     ),
-    (
+    Mutant(
         "list-order-unstable",
         ListOrderUnstable,
         "list pages are ordered by sourcePath alone: rows that tie move between calls",
         ("leak-13",),
     ),
-    (
+    Mutant(
         "approximate-path-unfiltered",
         ApproximatePathUnfiltered,
         "past the exact-search limit the approximate query runs unfiltered, the final check after it",
         ("scale-01",),
     ),
-    (
+    Mutant(
         "approximate-candidates-post-filtered",
         CandidatesPostFiltered,
         "past the exact-search limit the approximate query takes the 40 nearest rows of every "
         "tenant and filters them (an HNSW candidate list without iterative scans)",
         ("scale-01",),
-    ),
-    (
-        "subclassed-principal",
-        SubclassedPrincipal,
-        "a Principal subclass authenticates, with the rights it overrides",
-        closed("a Principal subclass that reads every tenant"),
-    ),
-    (
-        "tampered-principal",
-        TamperedPrincipal,
-        "a Principal is not checked again: one changed in place after it was made is used as it is",
-        (
-            *closed("a Principal changed in place to an invalid tenant id"),
-            *closed("a Principal changed in place to read a mutable set"),
-        ),
-    ),
-    (
-        "where-unchecked",
-        WhereUnchecked,
-        "a client where clause is AND-combined with the scope unchecked: reserved keys and bad shapes pass",
-        tuple(f"leak-03[{shape}]" for shape in _WIDENING),
-    ),
-    (
-        "get-by-id-unscoped",
-        GetByIdUnscoped,
-        "get looks an id up without the tenant scope: a foreign id reads",
-        ("leak-01[get]", "iso-01[get]"),
-    ),
-    (
-        "ask-searches-unfiltered",
-        AskSearchesUnfiltered,
-        "ask answers from an unfiltered search of every tenant",
-        ("leak-01[ask]", "iso-01[ask]"),
-    ),
-    (
-        "principal-coerced",
-        PrincipalCoerced,
-        "a tenant id string or a mapping of a principal's fields is coerced into a Principal",
-        (
-            *closed("a dict that looks like a principal"),
-            *closed("a tenant id string"),
-            *(f"iso-02[{f}]" for f in _FACADES),
-        ),
     ),
 )

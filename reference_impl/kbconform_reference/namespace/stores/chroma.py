@@ -38,7 +38,8 @@ import numpy as np
 import numpy.typing as npt
 
 from kbconform.errors import BackendUnavailable
-from kbconform_reference.stores._protocol import Match, Metadata, Rows, Where, upserted_vectors
+from kbconform_reference._vectors import Match, Metadata, Rows, query_rows
+from kbconform_reference.namespace.stores._protocol import Where, upserted_vectors
 
 _NO_TELEMETRY: dict[str, Any] = {"anonymized_telemetry": False}
 _PAGE = 5000  # rows per call: under SQLite's variable limit and Chroma's maximum batch size
@@ -143,7 +144,7 @@ class ChromaStore:
         if not isinstance(session, httpx.Client):
             raise RuntimeError(
                 f"chromadb {chromadb.__version__}: its HTTP client has no httpx session to bound; "
-                "kbconform_reference.stores.chroma needs updating for this chromadb"
+                "kbconform_reference.namespace.stores.chroma needs updating for this chromadb"
             )
         session.timeout = httpx.Timeout(seconds)
         try:
@@ -282,14 +283,6 @@ class ChromaStore:
         """Close the HTTP session of server mode (the collection stays); embedded: nothing to do."""
         if self._close is not None:
             self._close()
-
-
-def query_rows(result: Any) -> Iterator[tuple[Any, Any, Any, Any]]:
-    """The rows Chroma answered a query of one embedding with, nearest first: each its id,
-    document, metadata and distance."""
-    return zip(
-        result["ids"][0], result["documents"][0], result["metadatas"][0], result["distances"][0], strict=True
-    )
 
 
 _SPACE = {"hnsw:space": "ip"}

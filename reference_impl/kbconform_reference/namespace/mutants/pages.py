@@ -1,10 +1,9 @@
-"""Mutants of the reference that break at its own page boundaries (schemas/pages.md).
+"""Mutants of the tenant-namespace reference that break at its own page boundaries (schemas/pages.md).
 
 The reference writes and deletes in pages of the store's ``max_batch`` rows (the memory store's is
-:data:`~kbconform_reference.stores.memory.MEMORY_MAX_BATCH`, declared as ``pageSizes``). Each
+:data:`~kbconform_reference.namespace.stores.memory.MEMORY_MAX_BATCH`, declared as ``pageSizes``). Each
 mutant here pages one more piece of work the same way and gets the boundary wrong, as backends
-that page their own work do: only a call spanning more than one page shows it. Each entry is
-``(name, kind, breaks, killers)`` (see ``mutants.py``).
+that page their own work do: only a call spanning more than one page shows it.
 """
 
 from __future__ import annotations
@@ -14,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kbconform.identity import Principal
-from kbconform_reference import read_filter
-from kbconform_reference.service import Hit, KnowledgeBase
+from kbconform_reference.namespace import read_filter
+from kbconform_reference.namespace.mutants._base import Mutant
+from kbconform_reference.namespace.service import Hit, KnowledgeBase
 
 
 def _page(kb: KnowledgeBase) -> int:
@@ -109,26 +109,26 @@ class CountStopsAtAFullPage(KnowledgeBase):
 
 _PAGES = ("page-01",)
 
-MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
-    (
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
         "paged-lookup-unscoped",
         PagedLookupUnscoped,
         "a deletion signal's paths are looked up in pages; the pages after the first ignore the tenant",
         _PAGES,
     ),
-    (
+    Mutant(
         "paged-delete-drops-partial-page",
         PagedDeleteDropsPartialPage,
         "a delete of many ids in pages never deletes the last, partial page",
         _PAGES,
     ),
-    (
+    Mutant(
         "list-pages-past-the-first-unscoped",
         ListPagesPastTheFirstUnscoped,
         "list reads the store in pages; the pages after the first ignore the principal's scope",
         _PAGES,
     ),
-    (
+    Mutant(
         "count-stops-at-a-full-page",
         CountStopsAtAFullPage,
         "count reads the store in pages and stops at the first full one",

@@ -1,8 +1,6 @@
-"""Mutants of the reference that break all-or-nothing writes when the store fails part-way.
+"""Mutants of the tenant-namespace reference that break all-or-nothing writes when the store fails part-way.
 
-Each entry is ``(name, kind, breaks, killers)``: a :class:`KnowledgeBase` subclass with one
-invariant broken, and the suite test ids that must fail against it (see ``mutants.py``). They
-run in memory mode, whose store takes 64 rows a page, so the atomicity suite's batches of 200
+They run in memory mode, whose store takes 64 rows a page, so the atomicity suite's batches of 200
 rows are written in four store calls and a fault can open between two of them.
 """
 
@@ -10,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kbconform_reference.service import KnowledgeBase, _Undo
-from kbconform_reference.stores import Rows
+from kbconform_reference.namespace.mutants._base import Mutant
+from kbconform_reference.namespace.service import KnowledgeBase, _Undo
+from kbconform_reference.namespace.stores import Rows
 
 
 class WritesPagesWithoutRollback(KnowledgeBase):
@@ -77,32 +76,32 @@ _RESTORE = ("atomic-02[lasting]", "atomic-02[transient]")
 _DELETE = ("atomic-03[lasting]", "atomic-03[transient]")
 _SYNC = ("atomic-04[lasting]", "atomic-04[transient]")
 
-MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
-    (
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
         "writes-pages-without-rollback",
         WritesPagesWithoutRollback,
         "ingest, restore and sync keep the pages written before the store failed",
         (*_INGEST, *_RESTORE, *_SYNC),
     ),
-    (
+    Mutant(
         "deletes-pages-without-rollback",
         DeletesPagesWithoutRollback,
         "a deletion signal keeps the pages deleted before the store failed",
         _DELETE,
     ),
-    (
+    Mutant(
         "rollback-keeps-new-rows",
         RollbackKeepsNewRows,
         "the rollback of a failed write restores overwritten rows but keeps the new ones",
         (*_INGEST, *_RESTORE, *_SYNC),
     ),
-    (
+    Mutant(
         "reads-during-pending-rollback",
         ReadsDuringPendingRollback,
         "a rollback the store refused is replayed before writes only: reads see the half-written batch",
         ("atomic-01[lasting]", "atomic-02[lasting]", "atomic-03[lasting]", "atomic-04[lasting]"),
     ),
-    (
+    Mutant(
         "sync-deletes-without-rollback",
         SyncDeletesWithoutRollback,
         "a sync keeps the stale chunks it deleted before the store failed (its writes roll back)",

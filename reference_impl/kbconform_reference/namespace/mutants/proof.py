@@ -1,9 +1,7 @@
-"""Mutants of the reference that prove tests no other mutant names: byte equivalence, restore
+"""Mutants of the tenant-namespace reference that prove tests no other mutant names: byte equivalence, restore
 and deletion-signal validation, and deleting shared content.
 
-Each entry is ``(name, kind, breaks, killers)``: a :class:`KnowledgeBase` subclass with one
-invariant broken, and the suite test ids that must fail against it (see ``mutants.py``;
-tests/plugin/test_proven.py holds every catalogue id to a mutant or a written reason).
+tests/plugin/test_proven.py holds every catalogue id to a mutant or a written reason.
 """
 
 from __future__ import annotations
@@ -16,7 +14,8 @@ from typing import Any
 
 from kbconform.errors import ContractViolation
 from kbconform.identity import Principal, chunk_id
-from kbconform_reference.service import DeletionResult, IngestResult, KnowledgeBase
+from kbconform_reference.namespace.mutants._base import Mutant
+from kbconform_reference.namespace.service import DeletionResult, IngestResult, KnowledgeBase
 
 
 class ScanIgnoresConfig(KnowledgeBase):
@@ -109,26 +108,26 @@ _GUARDED = (
     "customMeta.visibility",
 )
 
-MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
-    (
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
         "scan-ignores-config",
         ScanIgnoresConfig,
         "a workspace scan uses the default registry whatever the configuration says",
         ("bytes-02[custom]", "bytes-03"),
     ),
-    (
+    Mutant(
         "scan-reverses-records",
         ScanReversesRecords,
         "a workspace scan returns its records last first",
         ("bytes-02[custom]", "bytes-02[mini]", "bytes-03"),
     ),
-    (
+    Mutant(
         "ids-leave-out-the-repo",
         IdsLeaveOutTheRepo,
         "chunk ids hash the tenant but not the repository",
         ("bytes-01[custom]", "bytes-01[mini]"),
     ),
-    (
+    Mutant(
         "restore-writes-the-valid-records",
         RestoreWritesTheValidRecords,
         "restore writes every valid record of a batch before refusing it for the invalid ones",
@@ -142,7 +141,7 @@ MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
             )
         ),
     ),
-    (
+    Mutant(
         "deletion-codes-lost",
         DeletionCodesLost,
         "an invalid deletion signal is refused with the generic code, not its own",
@@ -158,19 +157,19 @@ MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
             )
         ),
     ),
-    (
+    Mutant(
         "member-deletes-shared",
         MemberDeletesShared,
         "a member of the shared namespace may delete its content",
         ("delete-09",),
     ),
-    (
+    Mutant(
         "custom-meta-spoofs-unwarned",
         CustomMetaSpoofsUnwarned,
         "overwrite mode stamps over spoofed customMeta fields without a warning",
         tuple(f"spoof-01[overwrite-{field}]" for field in _GUARDED),
     ),
-    (
+    Mutant(
         "reject-mode-overwrites",
         RejectModeOverwrites,
         "reject mode overwrites spoofs instead of refusing the batch",

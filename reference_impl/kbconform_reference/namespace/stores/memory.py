@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kbconform_reference.stores._protocol import Match, Metadata, Rows, Where, upserted_vectors
-from kbconform_reference.stores._where import matches
+from kbconform_reference._vectors import Match, Metadata, Rows, exact_top_k
+from kbconform_reference.namespace.stores._protocol import Where, upserted_vectors
+from kbconform_reference.namespace.stores._where import matches
 
 #: The memory store's default :attr:`MemoryStore.max_batch`: small, so that a batch of a few
 #: hundred rows is written in several pages and memory mode exercises paging as Chroma does.
@@ -80,16 +81,3 @@ class MemoryStore:
         with self._lock:
             for row_id in ids:
                 self._rows.pop(row_id, None)
-
-
-def exact_top_k(rows: Rows, embedding: npt.NDArray[np.float32], n_results: int) -> list[Match]:
-    """Brute-force cosine top-k over ``rows`` (which must carry embeddings); ties broken by id."""
-    if not rows.ids or n_results <= 0:
-        return []
-    assert rows.embeddings is not None
-    matrix = rows.embeddings.astype(np.float64)
-    query = np.asarray(embedding, dtype=np.float64)
-    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
-    distances = 1.0 - (matrix @ query) / np.where(norms == 0, 1.0, norms)
-    order = sorted(range(len(rows.ids)), key=lambda i: (distances[i], rows.ids[i]))[:n_results]
-    return [Match(rows.ids[i], rows.documents[i], rows.metadatas[i], float(distances[i])) for i in order]

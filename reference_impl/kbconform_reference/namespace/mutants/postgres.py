@@ -1,5 +1,5 @@
 """Mutants of the PostgreSQL reference: each the deployment of
-:mod:`kbconform_reference.stores.postgres` with one choice made as real deployments get it
+:mod:`kbconform_reference.namespace.stores.postgres` with one choice made as real deployments get it
 wrong, the application and its SQL otherwise unchanged. ``MUTANTS`` is registered as the mutant
 set ``reference-postgres``.
 
@@ -14,8 +14,8 @@ from typing import Any
 
 from kbconform_reference import _mutant_base
 from kbconform_reference._mutant_base import ServesMutant, factories
-from kbconform_reference.adapter import ReferenceAdapter
-from kbconform_reference.stores.postgres import OWNER_ROLE, Database
+from kbconform_reference.namespace.adapter import ReferenceAdapter
+from kbconform_reference.namespace.stores.postgres import OWNER_ROLE, Database
 
 
 class SessionSettings(Database):
@@ -101,5 +101,6 @@ class MutantAdapter(ServesMutant[Mutant], ReferenceAdapter):
         return self.mutant.kind
 
 
-#: ``kbconform_reference.postgres_mutants:by_name.<name with underscores>`` is each mutant's factory.
+#: ``kbconform_reference.namespace.mutants.postgres:by_name.<name with underscores>`` is each
+#: mutant's factory.
 by_name = factories(MUTANTS, MutantAdapter)

@@ -1,8 +1,6 @@
-"""Mutants of the reference that only a history of operations shows: the L4 state machine's.
+"""Mutants of the tenant-namespace reference that only a history of operations shows: the L4 state machine's.
 
-Each entry is ``(name, kind, breaks, killers)``: a :class:`KnowledgeBase` subclass with one
-invariant broken, and the suite test ids that must fail against it (see ``mutants.py``). The
-read-side ones share :class:`ScopedInPython`, which reads every row of the store and keeps those a
+The read-side ones share :class:`ScopedInPython`, which reads every row of the store and keeps those a
 predicate admits, so that each mutant is one predicate away from the reference's rule.
 """
 
@@ -16,10 +14,11 @@ import numpy as np
 
 from kbconform.errors import NotFound
 from kbconform.identity import Principal
-from kbconform_reference import read_filter
-from kbconform_reference.service import Hit, KnowledgeBase
-from kbconform_reference.stores import exact_top_k
-from kbconform_reference.stores._where import matches as where_matches
+from kbconform_reference.namespace import read_filter
+from kbconform_reference.namespace.mutants._base import Mutant
+from kbconform_reference.namespace.service import Hit, KnowledgeBase
+from kbconform_reference.namespace.stores import exact_top_k
+from kbconform_reference.namespace.stores._where import matches as where_matches
 
 
 class ScopedInPython(KnowledgeBase):
@@ -126,32 +125,32 @@ class RestoreRestampsOrigin(KnowledgeBase):
 
 _STATE = ("state-01[overwrite]", "state-01[reject]")
 
-MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
-    (
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
         "operator-reads-every-tenant",
         OperatorReadsEveryTenant,
         "an operator's reads skip the tenant filter, since operators may export everything",
         (*_STATE, *(f"iso-01[{facade}]" for facade in ("query", "get", "list", "count", "ask"))),
     ),
-    (
+    Mutant(
         "agentless-reads-ownerless-private",
         AgentlessReadsOwnerlessPrivate,
         "a principal without an agent reads private rows without an origin agent (None == None)",
         _STATE,
     ),
-    (
+    Mutant(
         "ownerless-private-read-as-team",
         OwnerlessPrivateReadAsTeam,
         "a private row without an origin agent is read as a team row",
         _STATE,
     ),
-    (
+    Mutant(
         "where-ignores-case",
         WhereIgnoresCase,
         "client where values match case-insensitively: docs/A.md also finds docs/a.md",
         _STATE,
     ),
-    (
+    Mutant(
         "restore-restamps-origin",
         RestoreRestampsOrigin,
         "restore stamps the operator's agent as the origin of every row, private ones included",

@@ -8,7 +8,7 @@ application connects through a connection pool as ``kb_app``, a role that is no 
 cannot bypass row-level security and owns nothing; the tables belong to ``kb_owner``.
 
 Each store call is one transaction that first sets whom it is made for (the :data:`ACTING` of
-the facade call, :mod:`kbconform_reference.stores._protocol`) with ``set_config(..., true)``:
+the facade call, :mod:`kbconform_reference.namespace.stores._protocol`) with ``set_config(..., true)``:
 transaction-local, so nothing of one principal is left on a pooled connection for the next.
 The policies read those settings:
 
@@ -47,7 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kbconform.errors import Forbidden
-from kbconform_reference.stores._protocol import (
+from kbconform_reference.namespace.stores._protocol import (
     ACTING,
     Acting,
     Match,
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     import psycopg
     import psycopg_pool
 
-    from kbconform_reference.stores.postgres_server import PostgresServer
+    from kbconform_reference.namespace.stores.postgres_server import PostgresServer
 
 #: The embedding width of the reference's hashing embedding.
 DIMENSIONS = 256
@@ -82,7 +82,7 @@ class Database:
     """One PostgreSQL server as the reference's store: roles, functions, the application's pool.
 
     The class attributes are the deployment choices a mistake would change (the mutants of
-    ``kbconform_reference.postgres_mutants`` each change one; ``benchmarks/recall_by_tenant.py``
+    ``kbconform_reference.namespace.mutants.postgres`` each change one; ``benchmarks/recall_by_tenant.py``
     turns ``iterative_scan`` off, which no facade can tell: a scope small enough for the index
     to miss its rows is sorted exactly).
     """

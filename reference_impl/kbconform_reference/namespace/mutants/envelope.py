@@ -1,8 +1,4 @@
-"""Mutants of the reference that trust a write's request envelope (schemas/stamping.md).
-
-Each entry is ``(name, kind, breaks, killers)``: a :class:`KnowledgeBase` subclass with one
-invariant broken, and the suite test ids that must fail against it (see ``mutants.py``).
-"""
+"""Mutants of the tenant-namespace reference that trust a write's request envelope (schemas/stamping.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kbconform.identity import Principal
-from kbconform_reference.service import IngestResult, KnowledgeBase
+from kbconform_reference.namespace.mutants._base import Mutant
+from kbconform_reference.namespace.service import IngestResult, KnowledgeBase
 
 
 class _Trusting(KnowledgeBase):
@@ -80,32 +77,32 @@ class AnonymousEnvelopeTenant(KnowledgeBase):
         return super().ingest(principal, records, envelope, visibility=visibility)
 
 
-MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
-    (
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
         "envelope-tenant-trusted",
         EnvelopeTenantTrusted,
         "ingest and sync write into the tenant the request names (a sync deletes its stale chunks)",
         ("spoof-08[tenantId]", "sync-06[tenantId]"),
     ),
-    (
+    Mutant(
         "envelope-repo-trusted",
         EnvelopeRepoTrusted,
         "ingest and sync stamp the repository the request names",
         ("spoof-08[repoSlug]", "sync-06[repoSlug]"),
     ),
-    (
+    Mutant(
         "envelope-visibility-trusted",
         EnvelopeVisibilityTrusted,
         "ingest and sync stamp the visibility the request names",
         ("spoof-08[visibility]", "sync-06[visibility]"),
     ),
-    (
+    Mutant(
         "envelope-agent-trusted",
         EnvelopeAgentTrusted,
         "ingest and sync stamp the origin agent the request names",
         ("spoof-08[originAgentIdentity]", "sync-06[originAgentIdentity]"),
     ),
-    (
+    Mutant(
         "anonymous-envelope-tenant",
         AnonymousEnvelopeTenant,
         "an ingest without a principal runs as the tenant its request names",

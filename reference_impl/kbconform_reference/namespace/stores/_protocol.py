@@ -18,29 +18,11 @@ import numpy as np
 import numpy.typing as npt
 
 from kbconform.identity import Principal
+from kbconform_reference._vectors import Match as Match
+from kbconform_reference._vectors import Metadata as Metadata
+from kbconform_reference._vectors import Rows as Rows
 
-Metadata = Mapping[str, str | int | float | bool]
 Where = Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Rows:
-    """Stored rows, in one order: ids, documents (may be None), metadata, embeddings (optional)."""
-
-    ids: tuple[str, ...]
-    documents: tuple[str | None, ...]
-    metadatas: tuple[Metadata, ...]
-    embeddings: npt.NDArray[np.float32] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Match:
-    """A query result: a row and its cosine distance to the query."""
-
-    id: str
-    document: str | None
-    metadata: Metadata
-    distance: float
 
 
 def upserted_vectors(

@@ -1,8 +1,4 @@
-"""Mutants of the reference's sync and maintenance (schemas/maintenance.md).
-
-Each entry is ``(name, kind, breaks, killers)``: a :class:`KnowledgeBase` subclass with one
-invariant broken, and the suite test ids that must fail against it (see ``mutants.py``).
-"""
+"""Mutants of the reference's sync and maintenance (schemas/maintenance.md)."""
 
 from __future__ import annotations
 
@@ -12,8 +8,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kbconform.identity import Principal
-from kbconform_reference.service import MAINTENANCE, KnowledgeBase, SyncResult
-from kbconform_reference.stores import Rows
+from kbconform_reference.namespace.mutants._base import Mutant
+from kbconform_reference.namespace.service import MAINTENANCE, KnowledgeBase, SyncResult
+from kbconform_reference.namespace.stores import Rows
 
 
 class SyncDeletesEveryTenant(KnowledgeBase):
@@ -112,38 +109,38 @@ class RebuildForgetsVisibility(KnowledgeBase):
         super()._apply(operation, prior, write, delete)
 
 
-MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
-    (
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
         "maintains-any-name",
         MaintainsAnyName,
         "a maintenance operation the manifest does not name runs as the first one it does",
         ("maint-04",),
     ),
-    (
+    Mutant(
         "sync-deletes-every-tenant",
         SyncDeletesEveryTenant,
         "a sync deletes every tenant's stale chunks of the repository",
         ("sync-01",),
     ),
-    (
+    Mutant(
         "sync-by-repo-prefix",
         SyncByRepoPrefix,
         "a sync replaces every repository whose slug starts with its own",
         ("sync-01",),
     ),
-    (
+    Mutant(
         "sync-trusts-record-tenant",
         SyncTrustsRecordTenant,
         "a sync deletes the stale chunks of the tenant its first record claims",
         ("sync-02[overwrite]",),
     ),
-    (
+    Mutant(
         "sync-overwrites-in-reject-mode",
         SyncOverwritesInRejectMode,
         "a sync overwrites spoofs in reject mode",
         ("sync-02[reject]",),
     ),
-    (
+    Mutant(
         "sync-unchecked",
         SyncUnchecked,
         "a sync takes any repository, and records of another",
@@ -157,14 +154,16 @@ MUTANTS: tuple[tuple[str, type, str, tuple[str, ...]], ...] = (
             )
         ),
     ),
-    ("shared-members-sync", SharedMembersSync, "a member of the shared namespace may sync it", ("sync-04",)),
-    (
+    Mutant(
+        "shared-members-sync", SharedMembersSync, "a member of the shared namespace may sync it", ("sync-04",)
+    ),
+    Mutant(
         "maintenance-for-members",
         MaintenanceForMembers,
         "any member may run whole-corpus maintenance",
         ("maint-02",),
     ),
-    (
+    Mutant(
         "rebuild-forgets-visibility",
         RebuildForgetsVisibility,
         "re-embedding turns private chunks team-visible",

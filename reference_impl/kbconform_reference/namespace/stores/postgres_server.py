@@ -16,7 +16,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from kbconform_reference.stores.server import ChildServer
+from kbconform_reference.namespace.stores.server import ChildServer
 
 #: The superuser ``initdb`` creates; only the adapter's set-up connects as it.
 SUPERUSER = "postgres"

