@@ -20,7 +20,7 @@ from kbconform.adapter import GrantHit, KbInfo
 from kbconform.errors import BackendUnavailable, Forbidden, NotFound
 from kbconform_reference import _mutant_base
 from kbconform_reference._arguments import describe
-from kbconform_reference._mutant_base import ServesMutant, factories
+from kbconform_reference._mutant_base import Delegating, ServesMutant, factories
 from kbconform_reference.grant.adapter import GrantAdapter
 from kbconform_reference.grant.catalogue import _COLUMNS, _READABLE, Catalogue, KbRow, Tenant, _row
 from kbconform_reference.grant.fanout import FanOut, GroupFailed
@@ -469,17 +469,11 @@ class CopySharesGrants(KbGrantService):
         return copy
 
 
-class _FirstPage:
+class _FirstPage(Delegating[VectorIndex]):
     """A store whose reads of a knowledge base's documents return the first page only (ten)."""
 
-    def __init__(self, index: VectorIndex) -> None:
-        self._index = index
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._index, name)
-
     def points(self, model: str, kb: int, /) -> list[Point]:
-        return self._index.points(model, kb)[:10]
+        return self.inner.points(model, kb)[:10]
 
 
 class CopyAndMoveReadOnePage(KbGrantService):

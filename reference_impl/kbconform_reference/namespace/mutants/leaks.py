@@ -20,35 +20,25 @@ import numpy.typing as npt
 
 from kbconform.errors import NotFound
 from kbconform.identity import RESERVED_FIELDS, Principal
+from kbconform_reference._mutant_base import Delegating
 from kbconform_reference.namespace import read_filter
 from kbconform_reference.namespace.mutants._base import FACADES, Mutant, as_hit, as_hits
 from kbconform_reference.namespace.service import Answer, Hit, KnowledgeBase
 from kbconform_reference.namespace.stores import Match, Rows, VectorStore, exact_top_k
-from kbconform_reference.namespace.stores._protocol import Metadata, Where
+from kbconform_reference.namespace.stores._protocol import Where
 from kbconform_reference.namespace.stores._where import matches
 
 Matcher = Callable[[Mapping[str, Any], Where | None], bool]
 
 
-class _MatchedStore:
-    """A store whose ``where`` is evaluated by ``matcher`` over the rows of ``inner`` (exact);
-    ``prepare`` sees every stored row before each evaluation."""
+class _MatchedStore(Delegating[VectorStore]):
+    """A store whose ``where`` is evaluated by ``matcher`` over the rows of the store it wraps
+    (exact); ``prepare`` sees every stored row before each evaluation."""
 
     def __init__(self, inner: VectorStore, matcher: Matcher, prepare: Callable[[Rows], None] | None = None):
-        self._inner = inner
+        super().__init__(inner)
         self._matcher = matcher
         self._prepare = prepare
-        self.description = inner.description
-        self.max_batch: int = getattr(inner, "max_batch", 1000)
-
-    def upsert(
-        self,
-        ids: Sequence[str],
-        embeddings: npt.NDArray[np.float32],
-        documents: Sequence[str | None],
-        metadatas: Sequence[Metadata],
-    ) -> None:
-        self._inner.upsert(ids, embeddings, documents, metadatas)
 
     def get(
         self,
@@ -60,8 +50,8 @@ class _MatchedStore:
         embeddings: bool = False,
     ) -> Rows:
         if self._prepare is not None:
-            self._prepare(self._inner.get())
-        rows = self._inner.get(ids=ids, embeddings=embeddings)
+            self._prepare(self.inner.get())
+        rows = self.inner.get(ids=ids, embeddings=embeddings)
         kept = [i for i in range(len(rows.ids)) if self._matcher(rows.metadatas[i], where)]
         kept = kept[offset : None if limit is None else offset + limit]
         vectors = None
@@ -76,9 +66,6 @@ class _MatchedStore:
 
     def query(self, embedding: npt.NDArray[np.float32], n_results: int, where: Where | None) -> list[Match]:
         return exact_top_k(self.get(where=where, embeddings=True), embedding, n_results)
-
-    def delete(self, ids: Sequence[str]) -> None:
-        self._inner.delete(ids)
 
 
 class _LooseTenant(KnowledgeBase):

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kbconform.identity import Principal
+from kbconform_reference._mutant_base import Delegating
 from kbconform_reference.namespace.mutants._base import Mutant
 from kbconform_reference.namespace.service import KnowledgeBase
 from kbconform_reference.namespace.stores import Match, Rows, VectorStore
@@ -30,14 +31,12 @@ def _unstamped(metadata: Metadata) -> dict[str, Any]:
     return {key: value for key, value in metadata.items() if key != "ingestedAt"}
 
 
-class _SoftDeleting:
+class _SoftDeleting(Delegating[VectorStore]):
     """A store whose delete only marks rows gone (hidden from every read), and whose upsert
     skips a row whose document and metadata (but its ingest time) are unchanged, gone or not."""
 
     def __init__(self, inner: VectorStore) -> None:
-        self.inner = inner
-        self.description = inner.description
-        self.max_batch = inner.max_batch
+        super().__init__(inner)
         self.gone: set[str] = set()
 
     def upsert(

@@ -16,10 +16,11 @@ import numpy as np
 
 from kbconform.errors import KbconformError
 from kbconform.identity import RESERVED_FIELDS, Principal, chunk_id, legacy_id
+from kbconform_reference._mutant_base import Delegating
 from kbconform_reference.namespace.mutants._base import Mutant
 from kbconform_reference.namespace.service import IngestResult, KnowledgeBase
 from kbconform_reference.namespace.stamping import SpoofMonitor
-from kbconform_reference.namespace.stores import Rows
+from kbconform_reference.namespace.stores import Rows, VectorStore
 
 
 class TrustsClientTenant(KnowledgeBase):
@@ -188,20 +189,17 @@ class SlashJoinedIds(_JoinedIds):
     separator = "/"
 
 
-class _TenantScopedLookups:
+class _TenantScopedLookups(Delegating[VectorStore]):
     """A store whose lookups by id see only ``tenant``'s rows while ``tenant`` is set."""
 
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
+    def __init__(self, inner: VectorStore) -> None:
+        super().__init__(inner)
         self.tenant: str | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
     def get(self, *, ids: Any = None, where: Any = None, **kwargs: Any) -> Rows:
         if self.tenant is not None and ids is not None and where is None:
             where = {"tenantId": {"$eq": self.tenant}}
-        rows: Rows = self._inner.get(ids=ids, where=where, **kwargs)
+        rows: Rows = self.inner.get(ids=ids, where=where, **kwargs)
         return rows
 
 
