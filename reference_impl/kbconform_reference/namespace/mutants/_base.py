@@ -7,8 +7,8 @@ import builtins
 from typing import Any
 
 from kbconform_reference import _mutant_base
-from kbconform_reference.namespace.service import Hit, KnowledgeBase
-from kbconform_reference.namespace.stores import Match, Rows
+from kbconform_reference.namespace.records import Hit, as_hits
+from kbconform_reference.namespace.service import KnowledgeBase
 
 
 class Mutant(_mutant_base.Mutant[Any]):
@@ -26,16 +26,6 @@ PRINCIPAL_AS_DATA = (
     "a principal crosses harness-v1 as data: a Python object posing as a Principal reaches the "
     "backend as its fields or as no identity"
 )
-
-
-def as_hit(match: Match) -> Hit:
-    """A store's match as a hit, its score the cosine similarity."""
-    return Hit(match.id, match.document, dict(match.metadata), 1.0 - match.distance)
-
-
-def as_hits(rows: Rows) -> builtins.list[Hit]:
-    """Stored rows as hits, in their order."""
-    return [Hit(i, d, dict(m)) for i, d, m in zip(rows.ids, rows.documents, rows.metadatas, strict=True)]
 
 
 def all_hits(

@@ -13,7 +13,8 @@ import numpy as np
 from kbconform.errors import NotFound
 from kbconform.identity import Principal
 from kbconform_reference.namespace import read_filter
-from kbconform_reference.namespace.mutants._base import Mutant, as_hits
+from kbconform_reference.namespace.mutants._base import Mutant
+from kbconform_reference.namespace.records import as_hits
 from kbconform_reference.namespace.service import DeletionResult, Hit, IngestResult, KnowledgeBase
 
 

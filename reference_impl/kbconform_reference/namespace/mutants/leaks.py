@@ -22,7 +22,8 @@ from kbconform.errors import NotFound
 from kbconform.identity import RESERVED_FIELDS, Principal
 from kbconform_reference._mutant_base import Delegating
 from kbconform_reference.namespace import read_filter
-from kbconform_reference.namespace.mutants._base import FACADES, Mutant, as_hit, as_hits
+from kbconform_reference.namespace.mutants._base import FACADES, Mutant
+from kbconform_reference.namespace.records import as_hit, as_hits
 from kbconform_reference.namespace.service import Answer, Hit, KnowledgeBase
 from kbconform_reference.namespace.stores import Match, Rows, VectorStore, exact_top_k
 from kbconform_reference.namespace.stores._protocol import Where

@@ -13,14 +13,8 @@ import numpy as np
 from kbconform.errors import ContractViolation, NotFound, Unauthenticated
 from kbconform.identity import Principal
 from kbconform_reference.namespace import read_filter
-from kbconform_reference.namespace.mutants._base import (
-    FACADES,
-    PRINCIPAL_AS_DATA,
-    Mutant,
-    as_hit,
-    as_hits,
-    closed,
-)
+from kbconform_reference.namespace.mutants._base import FACADES, PRINCIPAL_AS_DATA, Mutant, closed
+from kbconform_reference.namespace.records import as_hit, as_hits
 from kbconform_reference.namespace.service import Answer, Hit, KnowledgeBase
 
 
