@@ -42,7 +42,7 @@ from overhead import Precomputed
 from kbconform.conformance import record
 from kbconform.identity import Principal
 from kbconform_reference import KnowledgeBase
-from kbconform_reference.stores import MemoryStore, Rows, VectorStore
+from kbconform_reference.namespace.stores import MemoryStore, Rows, VectorStore
 from kbconform_reference.namespace.stores._protocol import Acting, acting, scopes_reads
 
 DIMENSIONS = 256
@@ -143,7 +143,7 @@ def _sides(
         if name == "memory":
             store = MemoryStore()
         elif name == "chroma":
-            from kbconform_reference.stores.chroma import ChromaStore
+            from kbconform_reference.namespace.stores.chroma import ChromaStore
 
             store = ChromaStore.ephemeral()
             closers.append(store.drop)
