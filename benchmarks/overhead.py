@@ -29,9 +29,9 @@ import numpy as np
 from kbconform.conformance import record
 from kbconform.identity import Principal
 from kbconform_reference import HashingEmbedding, KnowledgeBase
-from kbconform_reference.read_filter import READABLE_VISIBILITY
-from kbconform_reference.stores import MemoryStore, exact_top_k
-from kbconform_reference.stores.chroma import ChromaStore
+from kbconform_reference.namespace.read_filter import READABLE_VISIBILITY
+from kbconform_reference.namespace.stores import MemoryStore, exact_top_k
+from kbconform_reference.namespace.stores.chroma import ChromaStore
 
 WORDS = [f"term{i}" for i in range(2000)]
 BATCH = 1000

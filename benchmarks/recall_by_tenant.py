@@ -42,8 +42,8 @@ from overhead import Precomputed
 from kbconform.conformance import record
 from kbconform.identity import Principal
 from kbconform_reference import KnowledgeBase
-from kbconform_reference.stores import MemoryStore, Rows, VectorStore
-from kbconform_reference.stores._protocol import Acting, acting, scopes_reads
+from kbconform_reference.namespace.stores import MemoryStore, Rows, VectorStore
+from kbconform_reference.namespace.stores._protocol import Acting, acting, scopes_reads
 
 DIMENSIONS = 256
 TARGETS = (0.1, 0.01, 0.001, 0.0001)
@@ -143,13 +143,13 @@ def _sides(
         if name == "memory":
             store = MemoryStore()
         elif name == "chroma":
-            from kbconform_reference.stores.chroma import ChromaStore
+            from kbconform_reference.namespace.stores.chroma import ChromaStore
 
             store = ChromaStore.ephemeral()
             closers.append(store.drop)
         elif name == "postgres":
-            from kbconform_reference.stores.postgres import Database
-            from kbconform_reference.stores.postgres_server import PostgresServer
+            from kbconform_reference.namespace.stores.postgres import Database
+            from kbconform_reference.namespace.stores.postgres_server import PostgresServer
 
             server = PostgresServer().start()
             database = Database(server)

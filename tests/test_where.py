@@ -314,7 +314,7 @@ def test_the_lancedb_recipe_reads_within_scope_nearest_first(lance: Any) -> None
 def pg() -> Iterator[Any]:
     psycopg = pytest.importorskip("psycopg")
     pytest.importorskip("pgvector")
-    from kbconform_reference.stores.postgres_server import PostgresServer
+    from kbconform_reference.namespace.stores.postgres_server import PostgresServer
 
     with PostgresServer() as server, psycopg.connect(server.conninfo(), autocommit=True) as connection:
         connection.execute("CREATE EXTENSION IF NOT EXISTS vector")

@@ -1,15 +1,19 @@
-"""The reference knowledge base that every kbconform suite is first held to.
+"""The reference knowledge bases that every kbconform suite is first held to: one package per
+isolation profile, and what they share.
 
-``KnowledgeBase(store)`` over a :class:`~kbconform_reference.stores.VectorStore`: the exact
-in-memory store, Chroma embedded, or a Chroma server (``kbconform_reference.stores.chroma``), or
-PostgreSQL whose row-level security enforces the read filter itself
-(``kbconform_reference.stores.postgres``).
+``namespace`` (tenant-namespace), ``pool`` (project-pool), ``grant`` (kb-grant) and ``memory``
+(memory-scope) each hold a profile's reference, its adapter and its ``mutants`` package. Shared:
+``embedding`` (HashingEmbedding), ``_vectors`` (rows, matches, exact ranking), ``_sqlite``,
+``_store_calls``, ``_arguments``, ``_adapter`` (what adapters share) and ``_mutant_base`` (what
+mutant sets share). The tenant-namespace reference's names are exported here:
+``KnowledgeBase(store)`` over a :class:`~kbconform_reference.namespace.stores.VectorStore`. The
+modules ``adapter``, ``mutants`` and ``stores`` keep its earlier import paths.
 """
 
 from kbconform.adapter import RevisionResolver
-from kbconform_reference.deletion import GitResolver
 from kbconform_reference.embedding import HashingEmbedding
-from kbconform_reference.service import (
+from kbconform_reference.namespace.deletion import GitResolver
+from kbconform_reference.namespace.service import (
     Answer,
     DeletionResult,
     Hit,
@@ -18,7 +22,7 @@ from kbconform_reference.service import (
     Settings,
     Stats,
 )
-from kbconform_reference.stamping import SpoofWarning
+from kbconform_reference.namespace.stamping import SpoofWarning
 
 __all__ = [
     "Answer",

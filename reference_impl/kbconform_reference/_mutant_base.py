@@ -1,9 +1,11 @@
-"""What the reference's mutant sets share: a mutant's record, its adapter, and ``by_name``.
+"""What the reference's mutant sets share: a mutant's record, its adapter, ``by_name``, and the
+base of the stores a mutant wraps.
 
-Each set (``kbconform_reference.mutants``, ``.pool.mutants``, ``.grant.mutants``) subclasses
-:class:`Mutant` in its own module, serves each mutant with an adapter whose bases are
-:class:`ServesMutant` and then the reference adapter it changes, and names that adapter's
-factories ``by_name`` (built by :func:`factories`) in the same module.
+Each profile's ``mutants`` package (``kbconform_reference.namespace.mutants``, ``.pool.mutants``,
+``.grant.mutants``, ``.memory.mutants``) subclasses :class:`Mutant`, keeps its records in modules
+by family, serves each mutant with an adapter whose bases are :class:`ServesMutant` and then the
+reference adapter it changes, and names that adapter's factories ``by_name`` (built by
+:func:`factories`) in the package.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 K = TypeVar("K")
 M = TypeVar("M", bound="Mutant[Any]")
+S = TypeVar("S")
 
 
 def _attribute(name: str) -> str:
@@ -27,9 +30,12 @@ def _attribute(name: str) -> str:
 class Mutant(Generic[K]):
     """One broken backend: what it breaks, and the suite tests that must fail against it.
 
-    ``kind`` is the backend's class. A set subclasses this in the module that holds its
-    ``by_name``: :attr:`adapter` names that module.
+    ``kind`` is the backend's class. A set subclasses this and names the module that holds its
+    ``by_name`` as :attr:`served_by` (by default, the module that subclasses it).
     """
+
+    #: The module whose ``by_name`` serves the set's mutants (None: the subclass's own module).
+    served_by: ClassVar[str | None] = None
 
     name: str
     kind: type[K]
@@ -42,7 +48,7 @@ class Mutant(Generic[K]):
     @property
     def adapter(self) -> str:
         """The factory of the adapter that serves this mutant."""
-        return f"{type(self).__module__}:by_name.{_attribute(self.name)}"
+        return f"{self.served_by or type(self).__module__}:by_name.{_attribute(self.name)}"
 
 
 class ServesMutant(Generic[M]):
@@ -70,3 +76,16 @@ def factories(mutants: Iterable[M], adapter: Callable[[M], object]) -> SimpleNam
     """``by_name``: for each of ``mutants``, a factory of ``adapter(mutant)``, as the attribute
     named after the mutant with each ``-`` made ``_``."""
     return SimpleNamespace(**{_attribute(m.name): functools.partial(adapter, m) for m in mutants})
+
+
+class Delegating(Generic[S]):
+    """A store a mutant wraps around the reference's own: every attribute it does not define is
+    the wrapped store's (:attr:`inner`), so a wrapper holds only what it changes."""
+
+    def __init__(self, inner: S) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":  # not set yet: never look for it on itself
+            raise AttributeError(name)
+        return getattr(self.inner, name)

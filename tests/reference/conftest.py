@@ -15,7 +15,7 @@ import pytest
 from kbconform.identity import Principal
 from kbconform.profiles.tenant_namespace.data import record
 from kbconform_reference import KnowledgeBase
-from kbconform_reference.stores import MemoryStore, VectorStore
+from kbconform_reference.namespace.stores import MemoryStore, VectorStore
 
 MODES = ("memory", "chroma-embedded", "chroma-server")
 
@@ -35,7 +35,7 @@ def chunk(
 
 @pytest.fixture(scope="session")
 def chroma_server() -> Iterator[Any]:
-    from kbconform_reference.stores.server import ChromaServer
+    from kbconform_reference.namespace.stores.server import ChromaServer
 
     with ChromaServer() as server:
         yield server
@@ -46,7 +46,7 @@ def store(request: pytest.FixtureRequest) -> Iterator[VectorStore]:
     if request.param == "memory":
         yield MemoryStore()
         return
-    from kbconform_reference.stores.chroma import ChromaStore
+    from kbconform_reference.namespace.stores.chroma import ChromaStore
 
     if request.param == "chroma-embedded":
         chroma = ChromaStore.ephemeral()

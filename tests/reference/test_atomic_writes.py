@@ -17,8 +17,8 @@ import rfc8785
 
 from kbconform.errors import BackendUnavailable
 from kbconform_reference import KnowledgeBase
-from kbconform_reference.stores import Match, Rows, VectorStore
-from kbconform_reference.stores._protocol import Metadata, Where
+from kbconform_reference.namespace.stores import Match, Rows, VectorStore
+from kbconform_reference.namespace.stores._protocol import Metadata, Where
 from tests.reference.conftest import ACME, BETA, OPERATOR, chunk
 
 PAGE = 4
@@ -189,7 +189,7 @@ def test_a_rollback_the_store_refuses_stays_pending_until_it_can_be_replayed(
 def test_a_failed_rollback_is_replayed_by_the_next_write_too() -> None:
     """With the store back, a write (not a read) comes first: it replays the pending rollback,
     then lands alone."""
-    from kbconform_reference.stores import MemoryStore
+    from kbconform_reference.namespace.stores import MemoryStore
 
     store = MemoryStore(max_batch=PAGE)
     kb = _seeded(store)
@@ -206,7 +206,7 @@ def test_a_failed_rollback_is_replayed_by_the_next_write_too() -> None:
 
 def test_an_interrupted_write_is_rolled_back_before_the_next_call() -> None:
     """A BaseException between two pages (Ctrl-C) propagates as it is; the next call rolls back first."""
-    from kbconform_reference.stores import MemoryStore
+    from kbconform_reference.namespace.stores import MemoryStore
 
     store = MemoryStore(max_batch=PAGE)
     kb = _seeded(store)
@@ -230,7 +230,7 @@ def test_twelve_thousand_records_on_chroma_leave_no_row_when_the_second_page_fai
     """Chroma embedded with its own maximum batch: the first page (5,000 rows) lands, the second
     fails; the rollback leaves zero rows."""
     pytest.importorskip("chromadb")
-    from kbconform_reference.stores.chroma import ChromaStore
+    from kbconform_reference.namespace.stores.chroma import ChromaStore
 
     chroma = ChromaStore.ephemeral()
     try:

@@ -21,13 +21,13 @@ import pytest
 
 from kbconform.errors import BackendUnavailable
 from kbconform_reference import KnowledgeBase
-from kbconform_reference.stores.chroma import (
+from kbconform_reference.namespace.stores.chroma import (
     DEFAULT_HTTP_TIMEOUT,
     TIMEOUT_VARIABLE,
     ChromaStore,
     http_timeout,
 )
-from kbconform_reference.stores.server import ChromaServer
+from kbconform_reference.namespace.stores.server import ChromaServer
 from tests.reference.conftest import ACME, chunk
 
 T = TypeVar("T")
@@ -210,7 +210,7 @@ def test_stop_ends_a_stopped_server_and_removes_its_data(own_server: ChromaServe
 
 _CHILD = """
 import sys, time
-from kbconform_reference.stores.server import ChromaServer
+from kbconform_reference.namespace.stores.server import ChromaServer
 server = ChromaServer().start()
 print(server.process.pid, flush=True)
 time.sleep(600)

@@ -26,7 +26,7 @@ WITHHOLDING = ("leak-05", "leak-12[list]")
 #: The reference as granted (it withholds the shared namespace), declaring every-tenant.
 WITHHOLDS = textwrap.dedent(
     """
-    from kbconform_reference.adapter import ReferenceAdapter
+    from kbconform_reference.namespace.adapter import ReferenceAdapter
 
 
     class Withholds(ReferenceAdapter):
@@ -95,8 +95,8 @@ def test_a_shared_namespace_every_tenant_reads_is_judged_by_the_declaration(
 CAPPED = textwrap.dedent(
     """
     from kbconform.errors import ContractViolation, Problem
-    from kbconform_reference.adapter import ReferenceAdapter
-    from kbconform_reference.service import KnowledgeBase
+    from kbconform_reference.namespace.adapter import ReferenceAdapter
+    from kbconform_reference.namespace.service import KnowledgeBase
 
     LIMIT = 50
 

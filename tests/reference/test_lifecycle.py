@@ -15,7 +15,7 @@ import rfc8785
 
 from kbconform.errors import ContractViolation, Forbidden, RevisionBoundaryUnavailable
 from kbconform_reference import GitResolver, KnowledgeBase
-from kbconform_reference.stores import MemoryStore, VectorStore
+from kbconform_reference.namespace.stores import MemoryStore, VectorStore
 from tests.reference.conftest import ACME, BETA, OPERATOR, chunk
 
 

@@ -17,9 +17,15 @@ import pytest
 from kbconform.errors import Forbidden
 from kbconform.identity import Principal
 from kbconform_reference import KnowledgeBase
-from kbconform_reference.stores._protocol import Acting, Reach, acting
-from kbconform_reference.stores.postgres import APP_ROLE, OPERATOR_ROLE, OWNER_ROLE, Database, PostgresStore
-from kbconform_reference.stores.postgres_server import PostgresServer
+from kbconform_reference.namespace.stores._protocol import Acting, Reach, acting
+from kbconform_reference.namespace.stores.postgres import (
+    APP_ROLE,
+    OPERATOR_ROLE,
+    OWNER_ROLE,
+    Database,
+    PostgresStore,
+)
+from kbconform_reference.namespace.stores.postgres_server import PostgresServer
 
 ACME_AGENT = Principal("acme", agent_identity="agent")
 ACME = Principal("acme")

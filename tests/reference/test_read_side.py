@@ -10,7 +10,7 @@ import pytest
 
 from kbconform.errors import BackendUnavailable, ContractViolation, NotFound, Unauthenticated
 from kbconform_reference import KnowledgeBase, Settings
-from kbconform_reference.stores import MemoryStore, VectorStore, exact_top_k
+from kbconform_reference.namespace.stores import MemoryStore, VectorStore, exact_top_k
 from tests.reference.conftest import ACME, BETA, READER, SHARED_WRITER, chunk
 
 

@@ -22,8 +22,8 @@ ONLY = [arg for stable in SELECTED for arg in ("--only", stable)]
 
 ROW_BY_ROW = textwrap.dedent(
     """
-    from kbconform_reference.adapter import ReferenceAdapter
-    from kbconform_reference.stores.memory import MemoryStore
+    from kbconform_reference.namespace.adapter import ReferenceAdapter
+    from kbconform_reference.namespace.stores.memory import MemoryStore
 
 
     class FewRowsACall(ReferenceAdapter):

@@ -10,7 +10,7 @@ import pytest
 from kbconform.errors import ContractViolation, Forbidden, SpoofRejected
 from kbconform.identity import Principal
 from kbconform_reference import KnowledgeBase, Settings
-from kbconform_reference.stores import VectorStore
+from kbconform_reference.namespace.stores import VectorStore
 from tests.reference.conftest import ACME, BETA, OPERATOR, READER, SHARED_WRITER, chunk
 
 

@@ -5,7 +5,7 @@ Chroma answers a query with a cosine *distance* ``1 - cos``, in [0, 2], lower is
 every query, read and delete filters on it with ``$in`` or ``$eq`` (positive matches only).
 
 A query over at most :data:`EXACT_LIMIT` documents ranks them exactly: it reads them with their
-embeddings and sorts by cosine distance (:func:`~kbconform_reference.stores.exact_top_k`, the
+embeddings and sorts by cosine distance (:func:`~kbconform_reference._vectors.exact_top_k`, the
 tenant-namespace reference's small-scope rule). HNSW is approximate, and a collection reused after
 many deletes can miss a true neighbour even with a wide search breadth (``ef_search``); larger
 scopes go to the HNSW search. Either way the answer is Chroma's distance ``1 - cos``. The client is
@@ -25,9 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from kbconform_reference._vectors import Rows, exact_top_k, query_rows
 from kbconform_reference.grant.index import Found, Point
-from kbconform_reference.stores import Rows, exact_top_k
-from kbconform_reference.stores.chroma import query_rows
 
 _CONFIGURATION: Any = {"hnsw": {"space": "cosine", "ef_search": 1024, "ef_construction": 200}}
 

@@ -1,6 +1,7 @@
-"""Stores: an exact in-memory oracle and Chroma (embedded or server); Chroma loads lazily."""
+"""The tenant-namespace reference's stores under their earlier name: those of
+:mod:`kbconform_reference.namespace.stores` (``kbconform_reference.stores.chroma`` is
+:mod:`kbconform_reference.namespace.stores.chroma`'s)."""
 
-from kbconform_reference.stores._protocol import Match, Rows, VectorStore
-from kbconform_reference.stores.memory import MemoryStore, exact_top_k
+from kbconform_reference.namespace.stores import Match, MemoryStore, Rows, VectorStore, exact_top_k
 
 __all__ = ["Match", "MemoryStore", "Rows", "VectorStore", "exact_top_k"]

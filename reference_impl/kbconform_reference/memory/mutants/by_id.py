@@ -1,0 +1,133 @@
+"""Mutants of the memory-scope reference, calls by id: get, update or delete that never look at
+the scope, an id taken in any spelling, an update that stamps the scope anew."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+from kbconform.errors import NotFound
+from kbconform.profiles.memory_scope.protocol import MemoryHit
+from kbconform_reference.memory.mutants._base import Mutant
+from kbconform_reference.memory.service import COLLECTION, ScopedMemory
+
+if TYPE_CHECKING:
+    from qdrant_client.http.models import Record
+
+
+class GetIgnoresScope(ScopedMemory):
+    """A memory is got by its id whatever the caller's scope (while the manifest says by-id calls
+    take it)."""
+
+    def get(self, scope: object, memory: object, /) -> MemoryHit:
+        self._scope(scope, "get")
+        found = self._by_id_only(memory, "get")
+        return MemoryHit(str(found.id), str((found.payload or {})["text"]))
+
+    def _by_id_only(self, memory: object, operation: str) -> Record:
+        with self._store(operation):
+            found = (
+                self.client.retrieve(COLLECTION, ids=[str(memory)], with_payload=True)
+                if _uuid(memory)
+                else []
+            )
+        if not found:
+            raise NotFound(str(memory))
+        return found[0]
+
+
+class UpdateIgnoresScope(GetIgnoresScope):
+    """A memory's text is replaced by its id whatever the caller's scope."""
+
+    def get(self, scope: object, memory: object, /) -> MemoryHit:
+        return ScopedMemory.get(self, scope, memory)
+
+    def update(self, scope: object, memory: object, text: object, /) -> None:
+        self._scope(scope, "update")
+        found = self._by_id_only(memory, "update")
+        checked = self._text(text)
+        self._upsert(str(found.id), checked, {**(found.payload or {}), "text": checked}, "update")
+
+
+class DeleteIgnoresScope(GetIgnoresScope):
+    """A memory is deleted by its id whatever the caller's scope."""
+
+    def get(self, scope: object, memory: object, /) -> MemoryHit:
+        return ScopedMemory.get(self, scope, memory)
+
+    def delete(self, scope: object, memory: object, /) -> None:
+        from qdrant_client import models
+
+        self._scope(scope, "delete")
+        found = self._by_id_only(memory, "delete")
+        with self._store("delete"):
+            self.client.delete(COLLECTION, points_selector=models.PointIdsList(points=[found.id]), wait=True)
+
+
+class IdAnySpelling(ScopedMemory):
+    """A memory id is read as the store reads it: any spelling of its UUID (upper case, no
+    hyphens) is the memory."""
+
+    def _found(self, scope: object, memory: object, operation: str) -> Record:
+        caller = self._scope(scope, operation)
+        if not _uuid(memory):
+            raise NotFound(str(memory))
+        with self._store(operation):
+            found = self.client.retrieve(COLLECTION, ids=[str(memory)], with_payload=True)
+        if not found or not self._within(found[0].payload or {}, caller):
+            raise NotFound(str(memory))
+        return found[0]
+
+
+def _uuid(memory: object) -> bool:
+    try:
+        uuid.UUID(str(memory))
+    except ValueError:
+        return False
+    return True
+
+
+class UpdateRestampsScope(ScopedMemory):
+    """An update stores the memory under the caller's scope: alice updating her planner's memory
+    takes it out of the planner's scope."""
+
+    def update(self, scope: object, memory: object, text: object, /) -> None:
+        with self._lock:
+            found = self._found(scope, memory, "update")
+            checked = self._text(text)
+            payload = {**(found.payload or {}), "text": checked, "scope": self._scope(scope, "update")}
+            self._upsert(str(found.id), checked, payload, "update")
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
+        "mem-get-ignores-scope",
+        GetIgnoresScope,
+        "a memory is got by id whatever the caller's scope",
+        ("mem-04",),
+    ),
+    Mutant(
+        "mem-update-ignores-scope",
+        UpdateIgnoresScope,
+        "a memory is updated by id whatever the caller's scope",
+        ("mem-05", "mem-11"),
+    ),
+    Mutant(
+        "mem-delete-ignores-scope",
+        DeleteIgnoresScope,
+        "a memory is deleted by id whatever the caller's scope",
+        ("mem-05", "mem-11"),
+    ),
+    Mutant(
+        "mem-id-any-spelling",
+        IdAnySpelling,
+        "any spelling of a memory's UUID (upper case) is the memory",
+        ("mem-04",),
+    ),
+    Mutant(
+        "mem-update-restamps-scope",
+        UpdateRestampsScope,
+        "an update stores the memory under the caller's scope",
+        ("mem-05",),
+    ),
+)

@@ -1,0 +1,316 @@
+"""Chroma as a store: embedded (persistent or ephemeral) or a server over HTTP.
+
+The collection never has an embedding function (Chroma's default one downloads a model): the
+knowledge base always passes embeddings.
+
+Collections use inner-product space, not cosine: Chroma's cosine space re-normalizes every
+embedding it stores, and in float32 that moves values by an ulp on each write, so an exported
+embedding would not restore bit for bit. The knowledge base's embeddings are unit vectors, for
+which the inner-product distance (1 - dot) is the cosine distance.
+
+``max_batch`` is Chroma's own maximum batch size (at most 5,000 rows). A write or delete of
+more rows goes in several Chroma calls, each of which may land while a later one fails: the
+knowledge base never passes more than ``max_batch`` rows at once and rolls back a write that
+fails part-way (``service.py``), so a facade call is all or nothing even so.
+
+Server mode bounds every HTTP request (connecting, sending, waiting for the answer, each read):
+by ``timeout`` seconds, else by the environment variable ``KBCONFORM_CHROMA_TIMEOUT``, else by
+:data:`DEFAULT_HTTP_TIMEOUT`. chromadb's ``HttpClient`` (1.5.x) builds its httpx session with
+``timeout=None`` and has no setting for it, and it sends requests while it is being built, so
+the store builds the HTTP client from its parts and sets the session's timeout before the
+first request. A stalled server (stopped, or a port that accepts and never answers) therefore
+fails the call: a request that times out raises :class:`TimeoutError`, which the knowledge base
+reports as ``BackendUnavailable``, and a server that cannot be reached when the store is opened
+raises ``BackendUnavailable`` itself.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from kbconform.errors import BackendUnavailable
+from kbconform_reference._vectors import Match, Metadata, Rows, query_rows
+from kbconform_reference.namespace.stores._protocol import Where, upserted_vectors
+
+_NO_TELEMETRY: dict[str, Any] = {"anonymized_telemetry": False}
+_PAGE = 5000  # rows per call: under SQLite's variable limit and Chroma's maximum batch size
+
+#: Seconds one HTTP request to a Chroma server may take (each phase: connect, write, read).
+DEFAULT_HTTP_TIMEOUT = 10.0
+#: The environment variable that overrides :data:`DEFAULT_HTTP_TIMEOUT` (seconds, positive).
+TIMEOUT_VARIABLE = "KBCONFORM_CHROMA_TIMEOUT"
+
+
+def http_timeout(seconds: float | None = None) -> float:
+    """The request timeout to use: ``seconds``, else ``$KBCONFORM_CHROMA_TIMEOUT``, else the default.
+
+    Raises :class:`ValueError` for a value that is not a positive, finite number of seconds.
+    """
+    source, given = "timeout", repr(seconds)
+    if seconds is None:
+        text = os.environ.get(TIMEOUT_VARIABLE)
+        if text is None:
+            return DEFAULT_HTTP_TIMEOUT
+        source, given = TIMEOUT_VARIABLE, repr(text)
+        try:
+            seconds = float(text)
+        except ValueError:
+            seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"{source}: expected a positive, finite number of seconds, got {given}")
+    return float(seconds)
+
+
+class ChromaStore:
+    """One Chroma collection."""
+
+    def __init__(
+        self,
+        collection: Any,
+        description: str,
+        *,
+        timeout_errors: tuple[type[BaseException], ...] = (),
+        timeout: float | None = None,
+        close: Callable[[], None] | None = None,
+        max_batch: int = _PAGE,
+    ) -> None:
+        self._collection = collection
+        self.description = description
+        self.max_batch = max_batch
+        self._timeout_errors = timeout_errors
+        self._timeout = timeout
+        self._close = close
+
+    @classmethod
+    def ephemeral(cls, name: str | None = None) -> ChromaStore:
+        """An in-process, in-memory collection (ephemeral clients in one process share data: the
+        name defaults to a fresh one)."""
+        import chromadb
+        from chromadb.config import Settings
+
+        client = chromadb.EphemeralClient(settings=Settings(**_NO_TELEMETRY))
+        return cls(
+            _collection(client, name), f"chroma-embedded {chromadb.__version__}", max_batch=_max_batch(client)
+        )
+
+    @classmethod
+    def persistent(cls, path: str | Path, name: str = "knowledge-base") -> ChromaStore:
+        """An embedded collection persisted under ``path``."""
+        import chromadb
+        from chromadb.config import Settings
+
+        client = chromadb.PersistentClient(path=str(path), settings=Settings(**_NO_TELEMETRY))
+        return cls(
+            _collection(client, name),
+            f"chroma-persistent {chromadb.__version__}",
+            max_batch=_max_batch(client),
+        )
+
+    @classmethod
+    def http(
+        cls, host: str, port: int, name: str | None = None, *, timeout: float | None = None
+    ) -> ChromaStore:
+        """A collection on a Chroma server (``chroma run``), every request bounded (module docstring).
+
+        A server that cannot be reached, or does not answer within the timeout, raises
+        :class:`~kbconform.errors.BackendUnavailable` (operation ``connect``).
+        """
+        import chromadb
+        import httpx
+        from chromadb.api.fastapi import FastAPI
+        from chromadb.api.models.Collection import Collection
+        from chromadb.config import Settings, System
+
+        seconds = http_timeout(timeout)
+        address = f"http://{host}:{port}"
+        settings = Settings(
+            chroma_api_impl="chromadb.api.fastapi.FastAPI",
+            chroma_server_host=host,
+            chroma_server_http_port=port,
+            **_NO_TELEMETRY,
+        )
+        system = System(settings)
+        server = system.instance(FastAPI)  # builds the httpx session and sends nothing yet
+        session = getattr(server, "_session", None)
+        if not isinstance(session, httpx.Client):
+            raise RuntimeError(
+                f"chromadb {chromadb.__version__}: its HTTP client has no httpx session to bound; "
+                "kbconform_reference.namespace.stores.chroma needs updating for this chromadb"
+            )
+        session.timeout = httpx.Timeout(seconds)
+        try:
+            system.start()
+            model = server.get_or_create_collection(name or _fresh_name(), metadata=_SPACE)
+            max_batch = _max_batch(server)
+        except Exception as error:
+            session.close()
+            if isinstance(error, httpx.TimeoutException):
+                reason = f"no answer within {seconds:g} s"
+            else:
+                reason = f"{type(error).__name__}: {error}"
+            raise BackendUnavailable("connect", f"chroma server at {address}: {reason}") from error
+        return cls(
+            Collection(client=server, model=model, embedding_function=None),
+            f"chroma-server {chromadb.__version__} at {address}",
+            timeout_errors=(httpx.TimeoutException,),
+            timeout=seconds,
+            close=session.close,
+            max_batch=max_batch,
+        )
+
+    @contextmanager
+    def _bounded(self) -> Iterator[None]:
+        """Turn a request that timed out into :class:`TimeoutError` naming the server and bound."""
+        try:
+            yield
+        except self._timeout_errors as error:
+            raise TimeoutError(f"{self.description} did not answer within {self._timeout:g} s") from error
+
+    def upsert(
+        self,
+        ids: Sequence[str],
+        embeddings: npt.NDArray[np.float32],
+        documents: Sequence[str | None],
+        metadatas: Sequence[Metadata],
+    ) -> None:
+        vectors = upserted_vectors(ids, embeddings, documents, metadatas)
+        for start in range(0, len(ids), self.max_batch):
+            end = start + self.max_batch
+            page = list(ids[start:end])
+            # Chroma merges an upsert's metadata into the stored one: a key the new metadata
+            # lacks would survive (a stale originAgentIdentity). A None value removes it.
+            stale = {i: set(m) for i, m in zip(*self._stored_keys(page), strict=True)}
+            replaced = [
+                {**m, **dict.fromkeys(stale.get(i, set()) - set(m))}
+                for i, m in zip(page, metadatas[start:end], strict=True)
+            ]
+            with self._bounded():
+                self._collection.upsert(
+                    ids=page,
+                    embeddings=vectors[start:end],
+                    documents=list(documents[start:end]),
+                    metadatas=replaced,  # a None value deletes the key
+                )
+
+    def _stored_keys(self, ids: Sequence[str]) -> tuple[Sequence[str], Sequence[Metadata]]:
+        rows = self.get(ids=ids)
+        return rows.ids, rows.metadatas
+
+    def get(
+        self,
+        *,
+        ids: Sequence[str] | None = None,
+        where: Where | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        embeddings: bool = False,
+    ) -> Rows:
+        # Large reads go in pages: one SQLite statement holds a bounded number of variables.
+        if ids is not None:
+            if not ids:
+                return Rows((), (), ())
+            parts = [
+                self._get_page(list(ids[i : i + _PAGE]), where, None, 0, embeddings)
+                for i in range(0, len(ids), _PAGE)
+            ]
+        else:
+            parts, position, remaining = [], offset, limit
+            while remaining is None or remaining > 0:
+                size = _PAGE if remaining is None else min(_PAGE, remaining)
+                part = self._get_page(None, where, size, position, embeddings)
+                parts.append(part)
+                position += len(part.ids)
+                remaining = None if remaining is None else remaining - len(part.ids)
+                if len(part.ids) < size:
+                    break
+        return _concat(parts, embeddings)
+
+    def _get_page(
+        self, ids: list[str] | None, where: Where | None, limit: int | None, offset: int, embeddings: bool
+    ) -> Rows:
+        include = ["documents", "metadatas", *(["embeddings"] if embeddings else [])]
+        with self._bounded():
+            result = self._collection.get(
+                ids=ids,
+                where=dict(where) if where else None,
+                limit=limit,
+                offset=offset or None,
+                include=include,
+            )
+        found = tuple(result["ids"])
+        vectors = None
+        if embeddings:
+            vectors = (
+                np.asarray(result["embeddings"], dtype=np.float32) if found else np.zeros((0, 0), np.float32)
+            )
+        return Rows(found, tuple(result["documents"]), tuple(result["metadatas"]), vectors)
+
+    def query(self, embedding: npt.NDArray[np.float32], n_results: int, where: Where | None) -> list[Match]:
+        if n_results <= 0:
+            return []
+        with self._bounded():
+            result = self._collection.query(
+                query_embeddings=np.asarray([embedding], dtype=np.float32),
+                n_results=n_results,
+                where=dict(where) if where else None,
+                include=["documents", "metadatas", "distances"],
+            )
+        return [Match(i, d, m, float(x)) for i, d, m, x in query_rows(result)]
+
+    def delete(self, ids: Sequence[str]) -> None:
+        for start in range(0, len(ids), self.max_batch):
+            with self._bounded():
+                self._collection.delete(ids=list(ids[start : start + self.max_batch]))
+
+    def drop(self) -> None:
+        """Delete the whole collection, then :meth:`close` (test clean-up)."""
+        try:
+            with self._bounded():
+                self._collection._client.delete_collection(self._collection.name)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Close the HTTP session of server mode (the collection stays); embedded: nothing to do."""
+        if self._close is not None:
+            self._close()
+
+
+_SPACE = {"hnsw:space": "ip"}
+
+
+def _fresh_name() -> str:
+    return f"kb-{uuid.uuid4().hex}"
+
+
+def _max_batch(client: Any) -> int:
+    """The most rows one write takes: Chroma's own maximum batch size, at most :data:`_PAGE`."""
+    return max(1, min(_PAGE, int(client.get_max_batch_size())))
+
+
+def _collection(client: Any, name: str | None) -> Any:
+    return client.get_or_create_collection(name or _fresh_name(), embedding_function=None, metadata=_SPACE)
+
+
+def _concat(parts: list[Rows], embeddings: bool) -> Rows:
+    if len(parts) == 1:
+        return parts[0]
+    vectors = None
+    if embeddings:
+        filled = [p.embeddings for p in parts if p.embeddings is not None and len(p.ids)]
+        vectors = np.concatenate(filled) if filled else np.zeros((0, 0), np.float32)
+    return Rows(
+        tuple(i for p in parts for i in p.ids),
+        tuple(d for p in parts for d in p.documents),
+        tuple(m for p in parts for m in p.metadatas),
+        vectors,
+    )
