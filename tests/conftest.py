@@ -19,12 +19,12 @@ _PLUGIN_SUITES = Path(__file__).parent / "notes_profile" / "suite"
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """tests/notes_profile/suite/ holds a plug-in profile's suite tests: a run of the suites
-    (an adapter or harness given, as tests/test_plugin_profile.py starts) collects them, the
-    project's own test run never does."""
+    (an adapter or harness given, as tests/test_plugin_profile.py starts, or the catalogue
+    listed) collects them, the project's own test run never does."""
     if not collection_path.is_relative_to(_PLUGIN_SUITES):
         return None
     judging = any(
         config.getoption(name, None)
-        for name in ("kbconform_adapter", "kbconform_harness", "kbconform_harness_url")
+        for name in ("kbconform_adapter", "kbconform_harness", "kbconform_harness_url", "kbconform_catalogue")
     )
     return None if judging else True

@@ -47,8 +47,8 @@ def test_the_shipped_catalogue_is_what_the_suites_declare() -> None:
 
 
 def test_catalogue_mode_runs_no_backend(pytester: pytest.Pytester) -> None:
-    """--kbconform-catalogue with an adapter is a usage error; for a profile with no manifest
-    branch, too. Alone it writes the list and runs no test (the control: the list has entries)."""
+    """--kbconform-catalogue with an adapter is a usage error; for a profile not
+    registered, too. Alone it writes the list and runs no test (the control: the list has entries)."""
     pytester.makeini("[pytest]\n")
     both = pytester.runpytest_subprocess("--kbconform-catalogue=c.json", "--kbconform-adapter=a:b")
     assert both.ret == pytest.ExitCode.USAGE_ERROR
@@ -57,7 +57,7 @@ def test_catalogue_mode_runs_no_backend(pytester: pytest.Pytester) -> None:
         "--kbconform-catalogue=c.json", "--kbconform-catalogue-profile=notes"
     )
     assert unknown.ret == pytest.ExitCode.USAGE_ERROR
-    assert "expected a built-in profile" in unknown.stderr.str()
+    assert "expected a registered isolation profile" in unknown.stderr.str()
     alone = pytester.runpytest_subprocess(
         "--kbconform-catalogue=c.json", "--kbconform-catalogue-profile=kb-grant"
     )

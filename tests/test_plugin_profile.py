@@ -20,6 +20,7 @@ from tests.notes_profile import PROFILE
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
+CATALOGUE = ROOT / "tests" / "notes_profile" / "suite" / "catalogue.json"
 RUN_TIMEOUT = 600
 
 
@@ -78,6 +79,32 @@ def test_the_plugin_runs_a_registered_profile_in_process(tmp_path: Path, registe
         for test in sorted(report["tests"], key=lambda test: test["id"])
     ]
     assert declared == list(PROFILE.entries()), "the notes tests' marks and suite/catalogue.json differ"
+
+
+def test_the_notes_catalogue_is_what_its_tests_declare(registered: dict[str, str]) -> None:
+    """A plug-in's catalogue takes the built-ins' path: ``declared_catalogue(["notes"])`` collects
+    the shared suite and the profile's own against its maximal manifest, runs nothing, and gives
+    exactly ``suite/catalogue.json`` (as ``tests/test_catalogue.py`` holds the shipped one)."""
+    script = (
+        "import json, sys\n"
+        "from kbconform.report import render_catalogue\n"
+        "from kbconform.runner import declared_catalogue\n"
+        "sys.stdout.write(render_catalogue(declared_catalogue(sys.argv[1:])))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, "notes"],
+        cwd=ROOT,
+        env=registered,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    declared = json.loads(done.stdout)["tests"]
+    assert {entry["id"] for entry in declared} == WANTED
+    assert declared == json.loads(CATALOGUE.read_text(encoding="utf-8"))["tests"]
+    assert declared == list(PROFILE.entries())
 
 
 @pytest.mark.parametrize(("factory", "status"), [("make", "pass"), ("leaky", "fail")])

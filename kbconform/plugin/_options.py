@@ -206,42 +206,44 @@ def start(config: pytest.Config) -> None:
 
 def _suite_paths(name: str) -> list[str]:
     """Where a run of the isolation profile ``name`` collects its suite tests: the shared ones
-    (the test modules at the top of the shipped suites) and the profile's own, which are the
-    folder of the shipped suites named as the profile (``tenant_namespace/``) for a built-in
-    profile, or its ``suites`` package for a plug-in."""
+    (the test modules at the top of the shipped suites) and the profile's own
+    (``Profile.suites_dir``: for a built-in profile the folder of the shipped suites named as
+    it, for a plug-in its own), built-ins and plug-ins alike."""
     from kbconform.profiles import profile
 
-    shipped = _suites_dir()
-    own = profile(name).suites_dir() or shipped / name.replace("-", "_")
-    return [*(str(path) for path in sorted(shipped.glob("test_*.py"))), *([str(own)] if own.is_dir() else [])]
+    own = profile(name).suites_dir()
+    shared = sorted(_suites_dir().glob("test_*.py"))
+    return [*(str(path) for path in shared), *([str(own)] if own.is_dir() else [])]
 
 
 def _catalogue_mode(config: pytest.Config, written: Path) -> None:
-    """Collect the suites of one built-in profile against its maximal manifest (every read
-    facade and spoof mode its branch of adapter-manifest-v1 names) and write what their marks
-    declare: the catalogue, from the declarations rather than from any backend's run."""
+    """Collect the suites of one registered isolation profile against its maximal manifest
+    (every read facade and spoof mode its branch of adapter-manifest-v1 names, or, for a profile
+    without a branch there, the ones its skeleton declares) and write what their marks declare:
+    the catalogue, from the declarations rather than from any backend's run."""
     from kbconform.contract import load
-    from kbconform.profiles import DEFAULT, names
+    from kbconform.profiles import DEFAULT, names, profile
 
     name = config.getoption("kbconform_catalogue_profile") or DEFAULT
+    if name not in names():
+        raise pytest.UsageError(
+            f"kbconform: --kbconform-catalogue-profile: expected a registered isolation profile "
+            f"({', '.join(names())}); got {name!r}"
+        )
     branches = [
-        branch
+        branch["properties"]
         for branch in load("adapter-manifest-v1")["$defs"].values()
         if branch.get("properties", {}).get("isolationProfile", {}).get("const") == name
     ]
-    if name not in names() or len(branches) != 1:
-        raise pytest.UsageError(
-            f"kbconform: --kbconform-catalogue-profile: expected a built-in profile with a branch of "
-            f"adapter-manifest-v1; got {name!r}"
-        )
-    fields = branches[0]["properties"]
     maximal: dict[str, Any] = {"isolationProfile": name}
     for axis in ("readFacades", "spoofModes"):
-        if axis in fields:
-            maximal[axis] = list(fields[axis]["items"]["enum"])
+        if branches and axis in branches[0]:
+            maximal[axis] = list(branches[0][axis]["items"]["enum"])
+        elif not branches and axis in profile(name).skeleton:
+            maximal[axis] = list(profile(name).skeleton[axis])
     config.stash[CATALOGUE] = (name, maximal, written)
     if config.args_source != pytest.Config.ArgsSource.ARGS:
-        config.args[:] = [str(_suites_dir())]
+        config.args[:] = _suite_paths(name)
 
 
 def _selection(config: pytest.Config) -> frozenset[str] | None:

@@ -14,21 +14,16 @@ from typing import Any
 import rfc8785
 
 from kbconform._capabilities import applies
-from kbconform._resources import data_dir
 from kbconform.errors import ContractViolation, Problem
 from kbconform.profiles import names, profile
 
 
 @cache
 def catalogue() -> tuple[dict[str, Any], ...]:
-    """The installed suites' test list: the shipped ``catalogue.json``, and the entries of every
-    profile another package registers (``Profile.catalogue``), sorted by id."""
-    data = json.loads((data_dir("suites") / "catalogue.json").read_text(encoding="utf-8"))
-    tests = list(data["tests"])
-    for name in names():
-        declared = profile(name)
-        if declared.catalogue is not None:
-            tests += [dict(entry, profile=name) for entry in declared.load(declared.catalogue)]
+    """The installed suites' test list: every registered isolation profile's catalogue entries
+    (``Profile.entries``: a built-in profile's from the shipped ``catalogue.json``, a plug-in's
+    from its own), sorted by id."""
+    tests = [entry for name in names() for entry in profile(name).entries()]
     return tuple(sorted(tests, key=lambda test: str(test["id"])))
 
 

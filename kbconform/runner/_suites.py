@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -157,18 +157,19 @@ def _options(request: RunRequest) -> list[str]:
 CATALOGUE_TIMEOUT = 300.0
 
 
-def declared_catalogue() -> dict[str, Any]:
-    """The catalogue the suites declare, as ``catalogue.json`` holds it: each built-in profile's
-    suite tests collected, not run, against its maximal manifest (the plugin's
-    ``--kbconform-catalogue``; every read facade and spoof mode of its manifest branch), each
-    entry what its test's mark and parameters say. No backend is involved: the shipped
-    catalogue is the specification a run is held to, never a run's outcome."""
+def declared_catalogue(profiles: Iterable[str] | None = None) -> dict[str, Any]:
+    """The catalogue the suites of ``profiles`` (default: the built-in ones) declare, as
+    ``catalogue.json`` holds it: each profile's suite tests collected, not run, against its
+    maximal manifest (the plugin's ``--kbconform-catalogue``; every read facade and spoof mode
+    of its manifest branch), each entry what its test's mark and parameters say. No backend is
+    involved: the shipped catalogue (and a plug-in's own) is the specification a run is held
+    to, never a run's outcome."""
     from kbconform.profiles import built_in
     from kbconform.report import catalogue_from
 
     with tempfile.TemporaryDirectory(prefix="kbconform-catalogue-") as where:
         listed = []
-        for name in built_in():
+        for name in built_in() if profiles is None else profiles:
             written = Path(where) / f"{name}.json"
             log = Path(where) / f"{name}.log"
             command = [
