@@ -144,7 +144,8 @@ def _compare(value: Any, operator: str, operand: Any) -> bool:
     equal = _same_kind(value, operand) and value == operand
     if operator in ("$eq", "$ne"):
         return equal if operator == "$eq" else not equal
-    if not _same_kind(value, operand):
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (value, operand))
+    if not numbers:  # the order operators compare numbers only
         return False
     return {
         "$gt": value > operand,
