@@ -52,8 +52,10 @@ def test_every_error_has_a_stable_code() -> None:
 SUBPACKAGES = {
     "kbconform.contract": [
         "BASE_URI",
+        "IDENTITY_RULES",
         "Item",
         "bundled",
+        "check_name",
         "explain",
         "is_valid",
         "iter_records",
@@ -67,6 +69,8 @@ SUBPACKAGES = {
         "vectors",
         "is_plain",
         "plain",
+        "problems",
+        "token",
     ],
     "kbconform.registry": [
         "DEFAULT_HASH_INPUTS",
@@ -255,6 +259,7 @@ SUBPACKAGES = {
         "PROFILES",
         "DeadlineExceeded",
         "NotImplementedFacade",
+        "Tail",
         "Unimplemented",
         "ending_tests",
         "Canaries",
@@ -332,6 +337,7 @@ SUBPACKAGES = {
         "replay",
         "to_jsonl",
         "json_form",
+        "render_openapi",
     ],
     "kbconform.profiles": [
         "BUILT_IN",

@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-from kbconform import _harness_scaffold
 from kbconform.adapter import Manifest
-from kbconform.cli import main
+from kbconform.cli import _harness_scaffold, main
 from kbconform.profiles import names, profile
 
 #: Each profile's first operation: every test of the profile starts with it.

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from kbconform import _scaffold, is_valid
+from kbconform import is_valid
 from kbconform.adapter import BackendOptions
-from kbconform.cli import main
+from kbconform.cli import _scaffold, main
 from kbconform.identity import Principal
 from kbconform.profiles.tenant_namespace.protocol import Backend, SupportsAsk, SupportsCount, SupportsScan
 

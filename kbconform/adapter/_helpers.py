@@ -25,8 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kbconform.contract import explain, is_valid
-from kbconform.contract._rules import IDENTITY_RULES
+from kbconform.contract import IDENTITY_RULES, explain, is_valid
 from kbconform.errors import ContractViolation, Problem
 from kbconform.identity import RESERVED_FIELDS, Principal
 

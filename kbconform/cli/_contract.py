@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kbconform import contract
 from kbconform.cli._io import (
     EXIT_INVALID,
     EXIT_OK,
@@ -20,7 +21,6 @@ from kbconform.cli._io import (
     open_input,
     read_items,
 )
-from kbconform.contract import _schemas
 from kbconform.errors import ContractViolation, Problem
 
 
@@ -115,7 +115,7 @@ def add_schemas(commands: Any) -> None:
 
 def _schema_name(name: str) -> str:
     try:
-        return _schemas.check_name(name)
+        return contract.check_name(name)
     except LookupError as error:
         raise UsageError(error.args[0]) from None
 
@@ -259,8 +259,8 @@ def _report(format: str, line: int, problems: Sequence[Problem]) -> None:
 
 
 def _list_schemas(arguments: argparse.Namespace) -> int:
-    for name in _schemas.schema_names():
-        print(f"{name}\t{_schemas.load(name).get('title', '')}")
+    for name in contract.schema_names():
+        print(f"{name}\t{contract.load(name).get('title', '')}")
     return EXIT_OK
 
 
@@ -269,11 +269,11 @@ def _print_schema(arguments: argparse.Namespace) -> int:
     if arguments.openapi:
         if name != "harness-v1" or arguments.bundled:
             raise UsageError("--openapi prints harness-v1's HTTP transport: 'schema harness-v1 --openapi'")
-        from kbconform.harness._openapi import render
+        from kbconform.harness import render_openapi
 
-        sys.stdout.write(render())
+        sys.stdout.write(render_openapi())
     elif arguments.bundled:
-        print(json.dumps(_schemas.bundled(name), indent=2, ensure_ascii=False))
+        print(json.dumps(contract.bundled(name), indent=2, ensure_ascii=False))
     else:
-        sys.stdout.write(_schemas.text(name))
+        sys.stdout.write(contract.text(name))
     return EXIT_OK

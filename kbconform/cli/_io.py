@@ -11,8 +11,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
 
-from kbconform.contract import iter_records
-from kbconform.contract._jsonio import Item
+from kbconform.contract import Item, iter_records
 from kbconform.errors import ContractViolation, Problem
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2

@@ -35,7 +35,7 @@ def add_adapter(commands: Any) -> None:
 
 def add_harness(commands: Any) -> None:
     """``new-harness``."""
-    from kbconform._harness_scaffold import LANGUAGES
+    from kbconform.cli._harness_scaffold import LANGUAGES
     from kbconform.profiles import names
 
     new = commands.add_parser(
@@ -76,7 +76,7 @@ def add_harness(commands: Any) -> None:
 
 
 def _new_adapter(arguments: argparse.Namespace) -> int:
-    from kbconform import _scaffold
+    from kbconform.cli import _scaffold
 
     try:
         written = _scaffold.write(arguments.name, arguments.dir, __version__)
@@ -97,8 +97,8 @@ def _new_adapter(arguments: argparse.Namespace) -> int:
 
 
 def _new_harness(arguments: argparse.Namespace) -> int:
-    from kbconform import _harness_scaffold
-    from kbconform._scaffold import ScaffoldError
+    from kbconform.cli import _harness_scaffold
+    from kbconform.cli._scaffold import ScaffoldError
 
     try:
         written = _harness_scaffold.write(

@@ -105,7 +105,7 @@ def _verify(arguments: argparse.Namespace) -> int:
 
 
 def _replay_transcript(arguments: argparse.Namespace) -> int:
-    from kbconform import _replay as replaying
+    from kbconform.cli import _replay as replaying
     from kbconform.harness import HarnessBroken, to_jsonl
 
     try:

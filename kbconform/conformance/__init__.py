@@ -10,6 +10,7 @@ from kbconform.conformance._deadline import (
     DEFAULT_CALL_TIMEOUT,
     DeadlineExceeded,
     NotImplementedFacade,
+    Tail,
     Unimplemented,
     ending_tests,
 )
@@ -96,6 +97,7 @@ __all__ = [
     "PROFILES",
     "DeadlineExceeded",
     "NotImplementedFacade",
+    "Tail",
     "Unimplemented",
     "ending_tests",
     "Canaries",

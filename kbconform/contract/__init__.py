@@ -10,11 +10,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kbconform.contract._json import is_plain, plain
+    from kbconform.contract._json import is_plain, plain, problems, token
     from kbconform.contract._jsonio import Item, iter_records, loads
+    from kbconform.contract._rules import IDENTITY_RULES
     from kbconform.contract._schemas import (
         BASE_URI,
         bundled,
+        check_name,
         load,
         registry,
         schema_names,
@@ -28,11 +30,15 @@ if TYPE_CHECKING:
 _HOMES = {
     "is_plain": "_json",
     "plain": "_json",
+    "problems": "_json",
+    "token": "_json",
     "Item": "_jsonio",
     "iter_records": "_jsonio",
     "loads": "_jsonio",
+    "IDENTITY_RULES": "_rules",
     **dict.fromkeys(
-        ("BASE_URI", "bundled", "load", "registry", "schema_names", "text", "uri", "vectors"), "_schemas"
+        ("BASE_URI", "bundled", "check_name", "load", "registry", "schema_names", "text", "uri", "vectors"),
+        "_schemas",
     ),
     **dict.fromkeys(("explain", "is_valid", "validate"), "_validate"),
 }
@@ -48,8 +54,10 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "BASE_URI",
+    "IDENTITY_RULES",
     "Item",
     "bundled",
+    "check_name",
     "explain",
     "is_valid",
     "iter_records",
@@ -63,4 +71,6 @@ __all__ = [
     "vectors",
     "is_plain",
     "plain",
+    "problems",
+    "token",
 ]

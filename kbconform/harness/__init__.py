@@ -19,6 +19,7 @@ from kbconform.harness._client import (
     Transport,
     connect,
 )
+from kbconform.harness._openapi import render as render_openapi
 from kbconform.harness._server import Dispatcher, protocol_stdout, serve_http, serve_stdio
 from kbconform.harness._table import Handler, Served, WireTable, done
 from kbconform.harness._transcript import Step, Transcript, replay, to_jsonl
@@ -50,4 +51,5 @@ __all__ = [
     "replay",
     "to_jsonl",
     "json_form",
+    "render_openapi",
 ]

@@ -25,7 +25,8 @@ from typing import Any, Literal
 
 import rfc8785
 
-from kbconform.contract import _json, load
+from kbconform import contract
+from kbconform.contract import load
 from kbconform.errors import ContractViolation, Problem
 from kbconform.identity._jsjson import UNDEFINED, stringify
 
@@ -67,12 +68,12 @@ _I_JSON_MAX, _I_JSON = _i_json()
 
 def _hashable(pointer: str, value: Any) -> None:
     """Refuse a hashed value that is not JSON, or holds a number RFC 8785 cannot write exactly."""
-    problems = list(_json.problems(value, pointer, depth=2))
-    stack = [] if problems else [(pointer, _json.plain(value))]
+    problems = list(contract.problems(value, pointer, depth=2))
+    stack = [] if problems else [(pointer, contract.plain(value))]
     while stack:
         where, node = stack.pop()
         if isinstance(node, dict):
-            stack.extend((f"{where}/{_json.token(key)}", item) for key, item in node.items())
+            stack.extend((f"{where}/{contract.token(key)}", item) for key, item in node.items())
         elif isinstance(node, list):
             stack.extend((f"{where}/{index}", item) for index, item in enumerate(node))
         elif isinstance(node, (int, float)) and not isinstance(node, bool) and abs(node) > _I_JSON_MAX:
@@ -89,7 +90,7 @@ def hash_pairs(record: Mapping[str, Any]) -> list[list[Any]]:
     with a pointer to it, as ``validate`` refuses it.
     """
     named = record.get("hashInputs")
-    inputs = None if _json.problems(named) else _json.plain(named)
+    inputs = None if contract.problems(named) else contract.plain(named)
     if not isinstance(inputs, list) or not inputs:
         raise _violation("/hashInputs", "hashInputs", "a non-empty list of field names", repr(inputs))
     pairs = []
@@ -105,8 +106,8 @@ def hash_pairs(record: Mapping[str, Any]) -> list[list[Any]]:
             )
         if field not in record:
             raise _violation(f"/hashInputs/{index}", "missing", "a field this record has", repr(field))
-        _hashable(f"/{_json.token(field)}", record[field])
-        pairs.append([field, _json.plain(record[field])])
+        _hashable(f"/{contract.token(field)}", record[field])
+        pairs.append([field, contract.plain(record[field])])
     return pairs
 
 

@@ -6,8 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
-from kbconform.contract import _schemas
-from kbconform.contract._rules import IDENTITY_RULES
+from kbconform.contract import IDENTITY_RULES, load
 from kbconform.errors import ContractViolation, Problem
 
 Role = Literal["member", "operator"]
@@ -20,7 +19,7 @@ def _check(definition: str, pointer: str, value: object) -> None:
             raise ValueError
         IDENTITY_RULES[definition](value)
     except ValueError:
-        expected = _schemas.load("identity-tuple-v1")["$defs"][definition]["description"]
+        expected = load("identity-tuple-v1")["$defs"][definition]["description"]
         raise ContractViolation(
             contract="principal", problems=(Problem(pointer, definition, expected, repr(value)),)
         ) from None

@@ -210,7 +210,7 @@ class Gatherer:
 def _bound_output(item: pytest.Item, report: pytest.TestReport) -> None:
     """Keep a bounded head and tail of each captured section (what the adapter prints during a
     call is bounded already; this covers what escapes it, such as an abandoned call's thread)."""
-    from kbconform.conformance._deadline import Tail
+    from kbconform.conformance import Tail
 
     def cut(text: str) -> str:
         tail = Tail()

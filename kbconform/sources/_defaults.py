@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kbconform.registry._types import Paths
+from kbconform.registry import Paths
 from kbconform.sources._markdown import DecisionRecordParser, MarkdownSectionsParser
 from kbconform.sources._python import PythonAstParser
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from kbconform.registry._types import Chunk
+from kbconform.registry import Chunk
 from kbconform.sources._common import line_count, single_line
 
 _MARKDOWN = MarkdownIt("commonmark")

@@ -7,7 +7,7 @@ import posixpath
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from kbconform.registry._types import DEFAULT_HASH_INPUTS, Chunk
+from kbconform.registry import DEFAULT_HASH_INPUTS, Chunk
 from kbconform.sources._common import parse_error
 
 _Definition = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)

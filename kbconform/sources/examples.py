@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kbconform.registry._types import Chunk, Paths
+from kbconform.registry import Chunk, Paths
 from kbconform.sources._common import parse_error, single_line
 
 _GLOSSARY = Paths(include=("glossary/**/*.txt",))

@@ -32,8 +32,7 @@ from types import MappingProxyType
 from typing import Any
 
 from kbconform.errors import ContractViolation, Problem
-from kbconform.registry import Paths, Registry
-from kbconform.registry._types import Parser, Source
+from kbconform.registry import Parser, Paths, Registry, Source
 from kbconform.sources import default_parsers, default_sources
 
 if sys.version_info >= (3, 11):

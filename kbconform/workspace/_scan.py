@@ -26,8 +26,7 @@ from typing import Any
 
 from wcmatch import glob
 
-from kbconform.contract import load, validate
-from kbconform.contract._rules import IDENTITY_RULES
+from kbconform.contract import IDENTITY_RULES, load, validate
 from kbconform.errors import ContractViolation, Problem
 from kbconform.identity import legacy_id
 from kbconform.registry import Chunk, Paths

@@ -84,7 +84,7 @@ def test_each_cause_of_the_verdict_replays_from_its_transcript(name: str) -> Non
     """Every cause VERDICT.md explains (``**C1.``) has a transcript (transcripts/<cause>.jsonl,
     of the test causes.json names, which verdict.json records as failing), and replayed on the
     harness (as ``kbconform replay`` does) every response is as recorded."""
-    from kbconform._replay import load, render
+    from kbconform.cli._replay import load, render
     from kbconform.harness import connect, replay
 
     folder = HARNESSES / name

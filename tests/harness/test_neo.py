@@ -115,7 +115,7 @@ def test_each_cause_of_the_verdict_replays_on_neo_from_its_transcript(
     the failing test causes.json names, which verdict.json records as failing), and replayed on
     the Neo harness (as ``kbconform replay`` does; one harness for them all, each transcript on
     backends of its own) its last response, the one its test failed on, is as recorded."""
-    from kbconform._replay import load, render
+    from kbconform.cli._replay import load, render
     from kbconform.harness import connect, replay
 
     causes: dict[str, str] = json.loads((NEO / "transcripts" / "causes.json").read_text(encoding="utf-8"))

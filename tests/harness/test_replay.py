@@ -178,7 +178,7 @@ def test_a_replay_reproduces_when_the_last_response_is_as_recorded() -> None:
     """Unit: an earlier response that differs (a tie in a ranking) is named but the failure
     reproduces when the last one, the one the test failed on, is as recorded; a differing last
     response does not reproduce it."""
-    from kbconform._replay import Recorded, render
+    from kbconform.cli._replay import Recorded, render
 
     recorded = Recorded([], "leak-15", "the message")
     text, reproduced = render(recorded, [Step(2, "query", "at /hits/4: tie"), Step(3, "query", None)], "neo")

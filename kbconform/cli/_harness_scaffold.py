@@ -22,7 +22,7 @@ import shlex
 from importlib import resources
 from pathlib import Path
 
-from kbconform._scaffold import INVALID_NAME, ScaffoldError, Written, check_name, place, skeleton_manifest
+from kbconform.cli._scaffold import INVALID_NAME, ScaffoldError, Written, check_name, place, skeleton_manifest
 
 #: A profile that is not registered, or gives no manifest skeleton.
 PROFILE_INVALID = "KB_SCAFFOLD_PROFILE_INVALID"
