@@ -88,7 +88,7 @@ def test_the_reference_registers_its_mutants_as_a_set() -> None:
     found = mutants.discover(["reference"])
     assert [m.name for m in found] == [m.name for m in MUTANTS]
     assert {m.source for m in found} == {"reference"}
-    assert all(m.adapter.startswith("kbconform_reference.mutants:by_name.") for m in found)
+    assert all(m.adapter.startswith("kbconform_reference.namespace.mutants:by_name.") for m in found)
 
 
 def _register(site: Path, value: str, module: str = "", source: str = "") -> None:
