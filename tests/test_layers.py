@@ -240,3 +240,26 @@ def test_the_private_names_rule_finds_another_packages_private_name() -> None:
     assert _foreign_private("kbconform.cli.writers._json", cli) == ""
     assert _foreign_private("kbconform.profiles.kb_grant._wire", grant) == ""
     assert _owner(("kbconform", "pytest_plugin")) == ("kbconform", "plugin")
+
+
+#: The most lines a module of the kit holds: past it, a module is split by job.
+MODULE_LINES = 500
+
+
+def _too_long_at(files: list[Path], root: Path) -> dict[str, int]:
+    """The modules among ``files`` over :data:`MODULE_LINES` lines, by path under ``root``."""
+    lengths = {
+        str(path.relative_to(root)): len(path.read_text(encoding="utf-8").splitlines()) for path in files
+    }
+    return {name: count for name, count in lengths.items() if count > MODULE_LINES}
+
+
+def test_no_module_of_the_kit_is_over_five_hundred_lines(tmp_path: Path) -> None:
+    """Every module of the kit holds at most 500 lines; the count finds one that holds more (the
+    control, a module of 501 lines beside one of 500)."""
+    assert _too_long_at(sorted(KIT.rglob("*.py")), ROOT) == {}
+    long, short = tmp_path / "long.py", tmp_path / "short.py"
+    long.write_text("x = 1\n" * (MODULE_LINES + 1), encoding="utf-8")
+    short.write_text("x = 1\n" * MODULE_LINES, encoding="utf-8")
+    found = {Path(name).name: count for name, count in _too_long_at([long, short], tmp_path).items()}
+    assert found == {"long.py": MODULE_LINES + 1}
