@@ -38,6 +38,34 @@ _SHRINK_STOPPED = "stopped because it is making very slow progress"
 DEFAULT_PAGE_SIZES = (10, 50, 100, 500, 1000)
 
 
+@contextmanager
+def seed_only() -> Iterator[None]:
+    """Inside the block, Hypothesis draws its examples from the seed and the strategies alone.
+
+    Now and then Hypothesis draws a constant it found in the source of the "local" modules
+    loaded so far (any module outside the installed packages and the standard library): which
+    those are depends on the adapter, on how the kit was installed and on the tests that ran
+    before, so one seed would make another program in another run. Its own constants stay; the
+    local ones are none here (``hypothesis.internal.conjecture.providers``, where Hypothesis
+    keeps both; a version without them has nothing to pin).
+    """
+    from hypothesis.internal.conjecture import providers
+
+    local = getattr(providers, "_get_local_constants", None)
+    cache = getattr(providers, "CONSTANTS_CACHE", None)
+    if local is None or cache is None:  # pragma: no cover - another Hypothesis
+        yield
+        return
+    empty = type(providers._local_constants)()
+    providers._get_local_constants = lambda: empty
+    cache.cache.clear()  # the values allowed per draw, computed from the pool in use
+    try:
+        yield
+    finally:
+        providers._get_local_constants = local
+        cache.cache.clear()
+
+
 @dataclass
 class Run:
     """Shared by every suite test of one pytest session.
@@ -218,7 +246,12 @@ class Run:
 
             checked = settings(hypothesis.given(*args, **kwargs)(example))  # type: ignore[no-untyped-call]  # given is untyped with *args
             seeded: Callable[[], None] = hypothesis.seed(self.seed)(checked)
-            return seeded
+
+            def run() -> None:
+                with seed_only():
+                    seeded()
+
+            return run
 
         return decorate
 
@@ -233,7 +266,8 @@ class Run:
 
         marked = type(machine.__name__, (machine,), {"__init__": example})
         test = get_state_machine_test(marked, settings=self._settings())
-        hypothesis.seed(self.seed)(test)()
+        with seed_only():
+            hypothesis.seed(self.seed)(test)()
 
     def begin_example(self) -> None:
         """A new Hypothesis example begins: a transcript the adapter records keeps only the last

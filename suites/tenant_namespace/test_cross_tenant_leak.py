@@ -128,7 +128,7 @@ def test_a_small_tenants_query_gets_its_exact_top_k_beside_a_large_tenant(
     canaries = kbconform_canaries
     acme = canaries.principals.acme
     expected = canaries.readable_by(acme)
-    for chunk_id in canaries.owned_by(acme.tenant_id):
+    for chunk_id in sorted(canaries.owned_by(acme.tenant_id)):
         hits = list(
             kbconform_backend.query(acme, canaries.chunks[chunk_id].record["content"], len(expected), None)
         )
@@ -439,7 +439,7 @@ def _assert_tells_nothing_foreign(
     """No foreign tenant's name, path, content token or id (other than ``passed``) in ``error``."""
     text = "\n".join(error_texts(error))
     allowed = set(passed)
-    for chunk_id in canaries.foreign_to(reader):
+    for chunk_id in sorted(canaries.foreign_to(reader)):
         canary = canaries.chunks[chunk_id]
         marks = {canary.token, str(canary.record["sourcePath"])} | ({chunk_id} - allowed)
         told = sorted(mark for mark in marks if mark in text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import time
 from typing import Any
 
@@ -305,9 +306,23 @@ def _written(policy: Policy, backend: Any, principal: Principal, records: list[d
     return ids
 
 
+def _tick(stamp: Any) -> float:
+    """The smallest step of the clock ``stamp`` was read from, as far as its text shows, in
+    seconds: 0.001 for ``...T10:00:00.123Z``, 1 for ``...T10:00:00Z`` (and for a stamp that is
+    not an RFC 3339 time)."""
+    found = re.search(r"T\d\d:\d\d:\d\d(?:\.(\d+))?", stamp) if isinstance(stamp, str) else None
+    digits = (found.group(1) or "") if found else ""
+    return 10.0 ** -len(digits)
+
+
 def _stamped_later(policy: Policy, backend: Any, principal: Principal, first: Any) -> int:
     """Write new chunks as ``principal`` until one gets another ingestedAt than ``first`` (the
-    backend's clock has moved past it, so a rewrite now would show); how many it took."""
+    backend's clock has moved past it, so a rewrite now would show); how many it took.
+
+    The first is written one step of the clock ``first`` shows later, so on a backend whose
+    clock runs at the step its stamps show one chunk does it: the calls do not depend on where
+    in a millisecond or a second the write before landed (one seed, one program)."""
+    time.sleep(_tick(first))
     deadline, pause = time.monotonic() + CLOCK_WAIT, 0.005
     for n in itertools.count():
         [probe] = _written(
