@@ -41,6 +41,12 @@ def chroma_server() -> Iterator[Any]:
         yield server
 
 
+#: A server request's deadline in a test marked ``bulk``, whose single requests move thousands of
+#: rows: what it checks is that they come back whole, not how fast (on a loaded two-core machine
+#: one such request can take longer than the default deadline).
+BULK_TIMEOUT = 60.0
+
+
 @pytest.fixture(params=MODES)
 def store(request: pytest.FixtureRequest) -> Iterator[VectorStore]:
     if request.param == "memory":
@@ -52,7 +58,8 @@ def store(request: pytest.FixtureRequest) -> Iterator[VectorStore]:
         chroma = ChromaStore.ephemeral()
     else:
         server = request.getfixturevalue("chroma_server")
-        chroma = ChromaStore.http(server.host, server.port)
+        bulk = request.node.get_closest_marker("bulk") is not None
+        chroma = ChromaStore.http(server.host, server.port, timeout=BULK_TIMEOUT if bulk else None)
     yield chroma
     chroma.drop()
 

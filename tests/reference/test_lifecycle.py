@@ -253,6 +253,7 @@ def test_export_lines_are_canonical_json() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.bulk
 def test_exports_and_reads_larger_than_one_store_page_are_complete(store: VectorStore) -> None:
     """12,000 rows (over Chroma's per-call page and SQLite's variable limit) export and delete whole."""
     count = 12_000
