@@ -338,6 +338,7 @@ SUBPACKAGES = {
         "to_jsonl",
         "json_form",
         "render_openapi",
+        "render_operations",
     ],
     "kbconform.profiles": [
         "BUILT_IN",
