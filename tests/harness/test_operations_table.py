@@ -38,7 +38,8 @@ def test_a_stale_or_missing_block_is_caught() -> None:
     the block is refused rather than left as it is."""
     stale = f"before\n{BEGIN}\n| `ingest` | an old row |\n{END}\nafter\n"
     assert spliced(stale) != stale
-    assert spliced(stale).startswith("before\n") and spliced(stale).endswith(f"{END}\nafter\n")
+    assert spliced(stale).startswith("before\n")
+    assert spliced(stale).endswith(f"{END}\nafter\n")
     with pytest.raises(ValueError, match="operations:begin"):
         spliced("no block here\n")
 
@@ -50,7 +51,7 @@ def test_every_operation_and_every_param_of_the_schema_is_in_the_table() -> None
     defs = contract.load("harness-v1")["$defs"]
     sections = re.split(r"^### ", table, flags=re.MULTILINE)
     served = [op for profile in built_in().values() for op in profile.operations]
-    assert sorted(served + ["hello", "open", "close", "fault", "shutdown"]) == sorted(OPERATIONS)
+    assert sorted([*served, "hello", "open", "close", "fault", "shutdown"]) == sorted(OPERATIONS)
     for op in OPERATIONS:
         (section,) = [part for part in sections if f"\n| `{op}` | |" in part]
         rows = section.split(f"\n| `{op}` | |", 1)[1].split("\n| `", 1)[0]
