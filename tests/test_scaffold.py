@@ -291,3 +291,46 @@ def test_new_adapter_refuses_a_name_that_cannot_be_the_module(
     assert err.count("\n") == 1
     assert not (tmp_path / "out").exists()
     assert _scaffold.check_name("qdrant_adapter") == "qdrant_adapter"
+
+
+@pytest.mark.parametrize(
+    ("direct_url", "expected", "said"),
+    [
+        (None, "kbconform==1.2.3", "the release this skeleton was written with"),
+        (
+            '{"url": "https://github.com/o/kbconform", "vcs_info": {"vcs": "git", "commit_id": "abc123"}}',
+            "kbconform @ git+https://github.com/o/kbconform@abc123",
+            "the commit",
+        ),
+        (
+            '{"url": "https://example.org/kbconform-1.2.3.tar.gz", "archive_info": {}}',
+            "kbconform @ https://",
+            "archive",
+        ),
+        (
+            '{"url": "file:///home/me/kbconform", "dir_info": {"editable": true}}',
+            "kbconform==1.2.3",
+            "CI cannot reach",
+        ),
+        ("not json", "kbconform==1.2.3", "the release"),
+    ],
+)
+def test_the_workflow_installs_the_kit_it_was_written_with(
+    direct_url: str | None, expected: str, said: str
+) -> None:
+    """The CI workflow installs the kit from where the scaffolding kit came from: the commit of a
+    git install, the archive it was downloaded as, else the release; a kit installed from a local
+    path, which CI cannot reach, says so beside the variable to set."""
+    install, why = _scaffold.install_source("1.2.3", direct_url)
+    assert install.startswith(expected)
+    assert said in why
+
+
+def test_the_written_workflow_reads_the_install_variable(tmp_path: Path) -> None:
+    """The workflow's install step installs ``$KBCONFORM_INSTALL``, set beside it, never a fixed
+    release a package index may not have."""
+    files = _scaffold.files(NAME, "9.9.9")
+    workflow = files[".github/workflows/kbconform.yml"]
+    assert 'pip install "$KBCONFORM_INSTALL"' in workflow
+    assert "KBCONFORM_INSTALL: " in workflow
+    assert "@install" not in workflow
