@@ -147,8 +147,9 @@ def _direct_url() -> str | None:
         return None
 
 
-def files(name: str, version: str) -> dict[str, str]:
-    """The skeleton of the adapter ``name``: relative path -> text."""
+def files(name: str, version: str, profile_name: str = "tenant-namespace") -> dict[str, str]:
+    """The skeleton of the adapter ``name`` for the isolation profile ``profile_name``: relative
+    path -> text."""
     base = name.removesuffix("_adapter") or name
     camel = "".join(part.capitalize() for part in base.split("_") if part) or "My"
     install, why = install_source(version, _direct_url())
@@ -166,9 +167,11 @@ def files(name: str, version: str) -> dict[str, str]:
             template = template.replace(token, value)
         return template
 
-    manifest = skeleton_manifest("tenant-namespace", name.replace("_", "-"), base.replace("_", "-"))
+    manifest = skeleton_manifest(profile_name, name.replace("_", "-"), base.replace("_", "-"))
     return {
-        f"{name}.py": render(MODULE),
+        f"{name}.py": render(
+            MODULE if profile_name == "tenant-namespace" else _protocol_module(profile_name, manifest)
+        ),
         f"{name}.manifest.json": json.dumps(manifest, indent=2) + "\n",
         "pytest.ini": render(PYTEST_INI),
         ".github/workflows/kbconform.yml": render(WORKFLOW),
@@ -183,14 +186,27 @@ _WHAT = {
 }
 
 
-def write(name: str, directory: str | Path, version: str) -> list[Written]:
+def _protocol_module(profile_name: str, manifest: dict[str, Any]) -> str:
+    """The adapter module of a profile other than tenant-namespace, from its backend protocol."""
+    from kbconform.adapter import Manifest
+    from kbconform.cli import _scaffold_protocol
+    from kbconform.profiles import profile
+
+    protocol = _scaffold_protocol.backend_protocol(profile_name, Manifest.declared(manifest))
+    rule = profile(profile_name).rule or f"{profile_name}.md"
+    return _scaffold_protocol.module(profile_name, protocol, rule.partition("#")[0])
+
+
+def write(
+    name: str, directory: str | Path, version: str, profile_name: str = "tenant-namespace"
+) -> list[Written]:
     """Write the skeleton of ``name`` into ``directory`` (made if missing); return what was written.
 
     Raises :class:`ScaffoldError` when the name is not usable, any of the files exists already
     (nothing is written), or the directory cannot be written.
     """
     check_name(name)
-    return place(files(name, version), Path(directory), _WHAT)
+    return place(files(name, version, profile_name), Path(directory), _WHAT)
 
 
 def place(texts: dict[str, str], target: Path, what: dict[str, str]) -> list[Written]:
