@@ -70,9 +70,10 @@ def test_catalogue_mode_runs_no_backend(pytester: pytest.Pytester) -> None:
 def _sections(text: str) -> dict[str, str]:
     """A Markdown document's sections by anchor (as GitHub makes a heading's anchor: lower
     case, punctuation dropped, spaces as hyphens), each with its text up to the next heading;
-    lines inside fenced code are text, never headings."""
+    lines inside fenced code are text, never headings. A rule of its own (a bullet or a table
+    row opening with ``<a id="m1"></a>``) is an anchor too, its text that bullet or row."""
     found: dict[str, str] = {}
-    anchor, fenced = "", False
+    anchor, fenced, owns = "", False, []
     for line in text.splitlines():
         if line.startswith("```"):
             fenced = not fenced
@@ -80,6 +81,10 @@ def _sections(text: str) -> dict[str, str]:
             anchor = re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
             found.setdefault(anchor, "")
             continue
+        if not fenced and not line.startswith("  "):  # a bullet's continuation keeps its anchors
+            owns = re.findall(r'<a id="([\w-]+)"></a>', line)
+        for own in owns:
+            found[own] = found.get(own, "") + line + "\n"
         found[anchor] = found.get(anchor, "") + line + "\n"
     return found
 
@@ -93,8 +98,11 @@ def _unresolved(tests: list[dict[str, object]], specs: dict[str, str], guide: st
     for entry in tests:
         stable, base = str(entry["id"]), str(entry["id"]).split("[")[0]
         document, _, anchor = str(entry.get("rule", "")).partition("#")
-        if anchor not in documents.get(document, {}):
+        text = documents.get(document, {}).get(anchor)
+        if text is None:
             problems.append(f"{stable}: rule {entry.get('rule')!r} is no section of schemas/")
+        elif re.fullmatch(r"[a-z]\d+", anchor) and not re.search(rf"\b{re.escape(base)}\b", text):
+            problems.append(f"{stable}: rule {entry.get('rule')!r} does not name {base}")
         if not re.search(rf"\b{re.escape(base)}\b", sections.get(str(entry.get("guide")), "")):
             problems.append(f"{stable}: guide #{entry.get('guide')} is no section of the guide naming {base}")
     return problems
@@ -116,3 +124,15 @@ def test_every_test_names_the_spec_section_of_its_rule_and_the_guide_section_tha
         {key: value for key, value in entry.items() if key != "rule"},
     ]
     assert len(_unresolved(broken, specs, guide)) == 4
+    own = dict(next(test for test in tests if test["id"].startswith("mem-01")))
+    assert own["rule"] == "memory-scope.md#m2"
+    assert _unresolved([own], specs, guide) == []
+    # a rule of its own that does not name the test (M1 names mem-02), and one that is not there
+    assert (
+        len(
+            _unresolved(
+                [{**own, "rule": "memory-scope.md#m1"}, {**own, "rule": "memory-scope.md#m99"}], specs, guide
+            )
+        )
+        == 2
+    )

@@ -14,7 +14,8 @@ import pytest
 
 from kbconform.adapter import Manifest
 from kbconform.cli import _harness_scaffold, main
-from kbconform.profiles import names, profile
+from kbconform.contract import manifest_branch
+from kbconform.profiles import PLACEHOLDER, names, placeholders, profile
 
 #: Each profile's first operation: every test of the profile starts with it.
 FIRST = {"tenant-namespace": "ingest", "project-pool": "create_project", "kb-grant": "create_tenant"}
@@ -76,14 +77,22 @@ def test_a_new_harness_answers_hello_and_its_first_run_names_the_operation_to_fi
 def test_every_profile_gives_a_valid_skeleton_manifest_declining_every_optional_feature(
     profile_name: str,
 ) -> None:
-    """The manifest a scaffold writes is valid for its profile, and offers no optional feature:
-    each is declined with a reason."""
+    """The manifest a scaffold writes is valid for its profile and names every optional feature
+    its branch of adapter-manifest-v1 names, none left out to be declined silently: each declined
+    with a placeholder reason, which ``placeholders`` finds until the author replaces it (the
+    control: a real reason is not a placeholder)."""
     texts = _harness_scaffold.files("x_h", "python", profile_name, "0")
     manifest = json.loads(texts["x_h.manifest.json"])
     declared = Manifest.declared(manifest)
     assert declared.profile == profile_name
-    assert manifest["features"]
-    assert all(isinstance(reason, str) and reason for reason in manifest["features"].values())
+    named = (manifest_branch(profile_name) or {})["features"]["properties"]
+    assert sorted(manifest["features"]) == sorted(named)
+    assert all(reason.startswith(PLACEHOLDER) for reason in manifest["features"].values())
+    assert placeholders(manifest) == tuple(sorted(named))
+    first = next(iter(named))
+    replaced = {**manifest, "features": {**manifest["features"], first: "the store has no such switch"}}
+    assert first not in placeholders(replaced)
+    assert len(placeholders(replaced)) == len(named) - 1
 
 
 def test_new_harness_never_overwrites_and_refuses_a_name_it_cannot_use(

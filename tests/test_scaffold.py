@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import json
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -14,9 +16,10 @@ from typing import Any
 import pytest
 
 from kbconform import is_valid
-from kbconform.adapter import BackendOptions
+from kbconform.adapter import BackendOptions, Manifest
 from kbconform.cli import _scaffold, main
 from kbconform.identity import Principal
+from kbconform.profiles import DEFAULT, names, profile
 from kbconform.profiles.tenant_namespace.protocol import Backend, SupportsAsk, SupportsCount, SupportsScan
 
 NAME = "qdrant_adapter"
@@ -291,3 +294,105 @@ def test_new_adapter_refuses_a_name_that_cannot_be_the_module(
     assert err.count("\n") == 1
     assert not (tmp_path / "out").exists()
     assert _scaffold.check_name("qdrant_adapter") == "qdrant_adapter"
+
+
+@pytest.mark.parametrize(
+    ("direct_url", "expected", "said"),
+    [
+        (None, "kbconform==1.2.3", "the release this skeleton was written with"),
+        (
+            '{"url": "https://github.com/o/kbconform", "vcs_info": {"vcs": "git", "commit_id": "abc123"}}',
+            "kbconform @ git+https://github.com/o/kbconform@abc123",
+            "the commit",
+        ),
+        (
+            '{"url": "https://example.org/kbconform-1.2.3.tar.gz", "archive_info": {}}',
+            "kbconform @ https://",
+            "archive",
+        ),
+        (
+            '{"url": "file:///home/me/kbconform", "dir_info": {"editable": true}}',
+            "kbconform==1.2.3",
+            "CI cannot reach",
+        ),
+        ("not json", "kbconform==1.2.3", "the release"),
+    ],
+)
+def test_the_workflow_installs_the_kit_it_was_written_with(
+    direct_url: str | None, expected: str, said: str
+) -> None:
+    """The CI workflow installs the kit from where the scaffolding kit came from: the commit of a
+    git install, the archive it was downloaded as, else the release; a kit installed from a local
+    path, which CI cannot reach, says so beside the variable to set."""
+    install, why = _scaffold.install_source("1.2.3", direct_url)
+    assert install.startswith(expected)
+    assert said in why
+
+
+def test_the_written_workflow_reads_the_install_variable(tmp_path: Path) -> None:
+    """The workflow's install step installs ``$KBCONFORM_INSTALL``, set beside it, never a fixed
+    release a package index may not have."""
+    files = _scaffold.files(NAME, "9.9.9")
+    workflow = files[".github/workflows/kbconform.yml"]
+    assert 'pip install "$KBCONFORM_INSTALL"' in workflow
+    assert "KBCONFORM_INSTALL: " in workflow
+    assert "@install" not in workflow
+
+
+@pytest.mark.parametrize("profile_name", [name for name in names() if name != DEFAULT])
+def test_every_other_profile_gets_a_skeleton_of_its_own_protocol(
+    profile_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`new-adapter --isolation-profile P` writes a backend class with every method of P's own
+    backend protocol (its runtime check passes; the tenant-namespace protocol's does not: the
+    control), each raising a not-implemented error that names it, and a manifest of P."""
+    where = tmp_path / profile_name
+    assert main(["new-adapter", NAME, "--dir", str(where), "--isolation-profile", profile_name]) == 0
+    capsys.readouterr()
+    manifest = json.loads((where / f"{NAME}.manifest.json").read_text(encoding="utf-8"))
+    declared = Manifest.declared(manifest)
+    assert declared.profile == profile_name
+    spec = importlib.util.spec_from_file_location(NAME, where / f"{NAME}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    loaded = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, NAME, loaded)
+    spec.loader.exec_module(loaded)
+    adapter = loaded.factory()
+    backend = adapter.open(BackendOptions())
+    protocol = profile(profile_name).facades(declared)[0][1]
+    assert isinstance(backend, protocol)
+    assert not isinstance(backend, Backend)
+    methods = [
+        name for name, member in vars(protocol).items() if callable(member) and not name.startswith("_")
+    ]
+    assert methods
+    for method in methods:
+        arity = len(inspect.signature(getattr(protocol, method)).parameters) - 1
+        with pytest.raises(NotImplementedError, match=rf"^{method} in {NAME}\.py"):
+            getattr(backend, method)(*([None] * arity))
+    adapter.close(backend)
+    adapter.shutdown()
+
+
+@pytest.mark.slow
+def test_mypy_strict_accepts_every_other_profiles_skeleton_and_rejects_a_method_off_its_protocol(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each other profile's skeleton type-checks against its own protocol (``open`` is annotated
+    with it); a method whose parameter is dropped is refused (control)."""
+    from mypy import api
+
+    for profile_name in (name for name in names() if name != DEFAULT):
+        where = tmp_path / profile_name
+        assert main(["new-adapter", NAME, "--dir", str(where), "--isolation-profile", profile_name]) == 0
+        path = where / f"{NAME}.py"
+        out, err, status = api.run(["--strict", "--cache-dir", str(tmp_path / ".mypy_cache"), str(path)])
+        assert status == 0, (profile_name, out + err)
+        source = path.read_text(encoding="utf-8")
+        wrong = re.sub(r"(def \w+\(self, )\w+: [\w\[\], |]+, ", r"\1", source, count=1)
+        assert wrong != source
+        path.write_text(wrong, encoding="utf-8")
+        out, err, status = api.run(["--strict", "--cache-dir", str(tmp_path / ".mypy_cache"), str(path)])
+        assert status == 1, (profile_name, out + err)
+    capsys.readouterr()

@@ -110,6 +110,11 @@ def add_schemas(commands: Any) -> None:
         action="store_true",
         help="harness-v1 only: its HTTP transport as an OpenAPI 3.1 document, generated from the schema",
     )
+    schema.add_argument(
+        "--operations",
+        action="store_true",
+        help="harness-v1 only: every profile's operations, params and results as Markdown tables",
+    )
     schema.set_defaults(handler=_print_schema)
 
 
@@ -266,7 +271,13 @@ def _list_schemas(arguments: argparse.Namespace) -> int:
 
 def _print_schema(arguments: argparse.Namespace) -> int:
     name = _schema_name(arguments.name)
-    if arguments.openapi:
+    if arguments.operations:
+        if name != "harness-v1" or arguments.bundled or arguments.openapi:
+            raise UsageError("--operations prints harness-v1's operations: 'schema harness-v1 --operations'")
+        from kbconform.harness import render_operations
+
+        sys.stdout.write(render_operations())
+    elif arguments.openapi:
         if name != "harness-v1" or arguments.bundled:
             raise UsageError("--openapi prints harness-v1's HTTP transport: 'schema harness-v1 --openapi'")
         from kbconform.harness import render_openapi

@@ -15,13 +15,16 @@ from kbconform.cli._io import (
 
 def add_adapter(commands: Any) -> None:
     """``new-adapter``."""
+    from kbconform.profiles import DEFAULT, names
+
     new = commands.add_parser(
         "new-adapter",
         help="write a working skeleton of an adapter for your backend, to fill in",
-        description="Writes, into --dir, the skeleton of a tenant-namespace adapter: NAME.py (an "
-        "adapter and a backend class, every facade with its docstring, each raising a "
-        "not-implemented error that names it), NAME.manifest.json (every optional capability "
-        "declined with a reason), pytest.ini (kbconform_adapter = NAME:factory) and "
+        description="Writes, into --dir, the skeleton of an adapter for the isolation profile "
+        "(--isolation-profile, default tenant-namespace): NAME.py (an adapter and a backend "
+        "class, every facade with its docstring, each raising a not-implemented error that names "
+        "it), NAME.manifest.json (every optional capability declined with a placeholder reason "
+        "to replace), pytest.ini (kbconform_adapter = NAME:factory) and "
         ".github/workflows/kbconform.yml (kbconform run as a CI gate). Then 'kbconform run "
         "--adapter NAME:factory' from that directory names the facades still to implement. "
         "Existing files are never overwritten: if one of them exists nothing is written (exit 2).",
@@ -29,6 +32,16 @@ def add_adapter(commands: Any) -> None:
     new.add_argument("name", metavar="NAME", help="the adapter's Python module name, e.g. qdrant_adapter")
     new.add_argument(
         "--dir", default=".", metavar="PATH", help="where to write it (made if missing; default: here)"
+    )
+    new.add_argument(
+        "--isolation-profile",
+        "--profile",
+        dest="isolation_profile",
+        choices=names(),
+        default=DEFAULT,
+        metavar="PROFILE",
+        help=f"the isolation profile the backend keeps ({', '.join(names())}; default: {DEFAULT}); "
+        "the backend class has that profile's methods",
     )
     new.set_defaults(handler=_new_adapter)
 
@@ -79,7 +92,7 @@ def _new_adapter(arguments: argparse.Namespace) -> int:
     from kbconform.cli import _scaffold
 
     try:
-        written = _scaffold.write(arguments.name, arguments.dir, __version__)
+        written = _scaffold.write(arguments.name, arguments.dir, __version__, arguments.isolation_profile)
     except _scaffold.ScaffoldError as error:
         raise UsageError(str(error)) from None
     width = max(len(w.path) for w in written)
@@ -89,7 +102,7 @@ def _new_adapter(arguments: argparse.Namespace) -> int:
     go = "" if Path(arguments.dir).resolve() == Path.cwd() else f"cd {arguments.dir} && "
     print(
         f"next: {go}kbconform run --adapter {arguments.name}:factory   (each failing test names the "
-        "facade it needs; implement ingest first)\n"
+        "facade it needs; implement the first one first)\n"
         f"      mypy --strict {arguments.name}.py checks it against the protocol; the guide: "
         "docs/adapter-guide.md"
     )

@@ -51,6 +51,17 @@ def load(name: str) -> Mapping[str, Any]:
     return _load_all()[check_name(name)]
 
 
+def manifest_branch(profile: str) -> Mapping[str, Any] | None:
+    """The properties adapter-manifest-v1 gives a manifest of the isolation profile ``profile``
+    (its branch whose ``isolationProfile`` is that constant), or None for a profile the schema
+    has no branch for (one registered by another package, with a schema of its own)."""
+    for branch in load("adapter-manifest-v1")["$defs"].values():
+        properties = branch.get("properties", {})
+        if properties.get("isolationProfile", {}).get("const") == profile:
+            return properties  # type: ignore[no-any-return]
+    return None
+
+
 def text(name: str) -> str:
     """The schema file of ``name`` exactly as shipped."""
     return (data_dir("schemas") / (check_name(name) + SUFFIX)).read_text(encoding="utf-8")

@@ -20,6 +20,7 @@ from kbconform.harness._client import (
     connect,
 )
 from kbconform.harness._openapi import render as render_openapi
+from kbconform.harness._operations import markdown as render_operations
 from kbconform.harness._server import Dispatcher, protocol_stdout, serve_http, serve_stdio
 from kbconform.harness._table import Handler, Served, WireTable, done
 from kbconform.harness._transcript import Step, Transcript, replay, to_jsonl
@@ -52,4 +53,5 @@ __all__ = [
     "to_jsonl",
     "json_form",
     "render_openapi",
+    "render_operations",
 ]

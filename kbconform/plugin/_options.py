@@ -221,7 +221,7 @@ def _catalogue_mode(config: pytest.Config, written: Path) -> None:
     (every read facade and spoof mode its branch of adapter-manifest-v1 names, or, for a profile
     without a branch there, the ones its skeleton declares) and write what their marks declare:
     the catalogue, from the declarations rather than from any backend's run."""
-    from kbconform.contract import load
+    from kbconform.contract import manifest_branch
     from kbconform.profiles import DEFAULT, names, profile
 
     name = config.getoption("kbconform_catalogue_profile") or DEFAULT
@@ -230,16 +230,12 @@ def _catalogue_mode(config: pytest.Config, written: Path) -> None:
             f"kbconform: --kbconform-catalogue-profile: expected a registered isolation profile "
             f"({', '.join(names())}); got {name!r}"
         )
-    branches = [
-        branch["properties"]
-        for branch in load("adapter-manifest-v1")["$defs"].values()
-        if branch.get("properties", {}).get("isolationProfile", {}).get("const") == name
-    ]
+    branch = manifest_branch(name)
     maximal: dict[str, Any] = {"isolationProfile": name}
     for axis in ("readFacades", "spoofModes"):
-        if branches and axis in branches[0]:
-            maximal[axis] = list(branches[0][axis]["items"]["enum"])
-        elif not branches and axis in profile(name).skeleton:
+        if branch is not None and axis in branch:
+            maximal[axis] = list(branch[axis]["items"]["enum"])
+        elif branch is None and axis in profile(name).skeleton:
             maximal[axis] = list(profile(name).skeleton[axis])
     config.stash[CATALOGUE] = (name, maximal, written)
     if config.args_source != pytest.Config.ArgsSource.ARGS:

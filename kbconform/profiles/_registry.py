@@ -61,6 +61,22 @@ def _no_design(manifest: Mapping[str, Any]) -> tuple[str, ...]:
     return ()
 
 
+#: How a reason written by ``kbconform new-adapter`` or ``new-harness`` begins: a placeholder the
+#: author replaces with the real reason, or offers the feature; until then the run names it.
+PLACEHOLDER = "PLACEHOLDER (offer it, or replace this with the real reason): "
+
+
+def placeholders(manifest: Mapping[str, Any]) -> tuple[str, ...]:
+    """The optional features ``manifest`` still declines with a scaffold's placeholder reason."""
+    return tuple(
+        sorted(
+            feature
+            for feature, value in manifest.get("features", {}).items()
+            if isinstance(value, str) and value.startswith(PLACEHOLDER)
+        )
+    )
+
+
 def feature_declined(manifest: Mapping[str, Any], feature: str) -> str | None:
     """Why ``manifest`` declines the optional ``feature`` (the reason string it gives in
     ``features``), or None when it offers it (``true`` or its parameters). A feature the

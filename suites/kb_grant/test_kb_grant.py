@@ -71,7 +71,7 @@ def _same_not_found(
     )
 
 
-@pytest.mark.kbconform(id="grant-01", rule="kb-grant.md#the-rules", guide="the-kb-grant-profile", level="L0")
+@pytest.mark.kbconform(id="grant-01", rule="kb-grant.md#g15", guide="the-kb-grant-profile", level="L0")
 def test_malformed_calls_are_refused_with_kb_grant_invalid_and_change_nothing(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -128,7 +128,7 @@ def test_malformed_calls_are_refused_with_kb_grant_invalid_and_change_nothing(
     assert d.check()
 
 
-@pytest.mark.kbconform(id="grant-02", rule="kb-grant.md#the-rules", guide="the-kb-grant-profile", level="L1")
+@pytest.mark.kbconform(id="grant-02", rule="kb-grant.md#g4", guide="the-kb-grant-profile", level="L1")
 def test_a_foreign_knowledge_base_is_not_found_on_every_facade_and_never_pivoted_to(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -173,7 +173,7 @@ def test_a_foreign_knowledge_base_is_not_found_on_every_facade_and_never_pivoted
 
 @pytest.mark.kbconform(
     id="grant-03",
-    rule="kb-grant.md#the-rules",
+    rule="kb-grant.md#g5",
     guide="the-kb-grant-profile",
     level="L2",
     requires="fault-injection",
@@ -218,7 +218,7 @@ def test_a_refused_search_asks_no_store_anything(kbconform_run: Run, kbconform_o
     assert d.check()
 
 
-@pytest.mark.kbconform(id="grant-04", rule="kb-grant.md#the-rules", guide="the-kb-grant-profile", level="L1")
+@pytest.mark.kbconform(id="grant-04", rule="kb-grant.md#g6", guide="the-kb-grant-profile", level="L1")
 def test_a_grant_lets_the_grantee_read_and_nothing_more_and_a_revoke_is_at_once(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -268,7 +268,7 @@ def test_a_grant_lets_the_grantee_read_and_nothing_more_and_a_revoke_is_at_once(
 
 @pytest.mark.kbconform(
     id="grant-05",
-    rule="kb-grant.md#the-rules",
+    rule="kb-grant.md#g7",
     guide="the-kb-grant-profile",
     level="L1",
     requires="multi-model",
@@ -306,7 +306,7 @@ def test_knowledge_bases_of_different_models_are_never_searched_together(
 
 @pytest.mark.kbconform(
     id="grant-06",
-    rule="kb-grant.md#the-rules",
+    rule="kb-grant.md#g8",
     guide="the-kb-grant-profile",
     level="L1",
     requires="multi-store",
@@ -345,7 +345,7 @@ def test_a_search_over_several_stores_is_the_exact_ranking_by_true_cosine(
 
 @pytest.mark.kbconform(
     id="grant-07",
-    rule="kb-grant.md#the-rules",
+    rule="kb-grant.md#g10",
     guide="the-kb-grant-profile",
     level="L2",
     requires=("fault-injection", "multi-store"),
@@ -377,7 +377,7 @@ def test_one_failing_store_group_fails_the_whole_search(kbconform_run: Run, kbco
 
 @pytest.mark.kbconform(
     id="grant-08",
-    rule="kb-grant.md#the-rules",
+    rule="kb-grant.md#g11",
     guide="the-kb-grant-profile",
     level="L2",
     requires=("fault-injection", "multi-store"),
@@ -415,7 +415,7 @@ def test_a_store_group_that_does_not_answer_fails_the_search_within_its_deadline
     d.check()
 
 
-@pytest.mark.kbconform(id="grant-09", rule="kb-grant.md#the-rules", guide="the-kb-grant-profile", level="L1")
+@pytest.mark.kbconform(id="grant-09", rule="kb-grant.md#g12", guide="the-kb-grant-profile", level="L1")
 def test_a_copy_needs_read_access_to_its_source_and_belongs_to_the_caller_alone(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -451,7 +451,7 @@ def test_a_copy_needs_read_access_to_its_source_and_belongs_to_the_caller_alone(
 
 @pytest.mark.kbconform(
     id="grant-10",
-    rule="kb-grant.md#the-rules",
+    rule="kb-grant.md#g13",
     guide="the-kb-grant-profile",
     level="L2",
     requires="multi-store",
@@ -481,7 +481,7 @@ def test_a_move_keeps_every_document_and_only_the_owner_moves(
 
 @pytest.mark.kbconform(
     id="grant-11",
-    rule="kb-grant.md#the-rules",
+    rule="kb-grant.md#g13",
     guide="the-kb-grant-profile",
     level="L2",
     requires=("fault-injection", "multi-store"),
@@ -513,7 +513,7 @@ def test_a_move_or_copy_whose_store_fails_leaves_everything_as_it_was(
     d.check()
 
 
-@pytest.mark.kbconform(id="grant-12", rule="kb-grant.md#the-rules", guide="the-kb-grant-profile", level="L1")
+@pytest.mark.kbconform(id="grant-12", rule="kb-grant.md#g14", guide="the-kb-grant-profile", level="L1")
 def test_only_the_owner_deletes_and_a_deleted_knowledge_base_is_gone_for_everyone(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -843,7 +843,7 @@ def test_interleaved_grants_writes_moves_and_faults_match_the_model(kbconform_ru
     assert machine.compared[0] > 0, "no step compared a scope that is neither empty nor everything"
 
 
-@pytest.mark.kbconform(id="grant-15", rule="kb-grant.md#the-rules", guide="the-kb-grant-profile", level="L2")
+@pytest.mark.kbconform(id="grant-15", rule="kb-grant.md#g16", guide="the-kb-grant-profile", level="L2")
 def test_calls_spanning_the_backends_pages_do_exactly_their_work(
     kbconform_run: Run, kbconform_open: Any
 ) -> None:
@@ -928,7 +928,7 @@ def _opened_grants(
 
 @pytest.mark.kbconform(
     id="grant-16",
-    rule="kb-grant.md#the-rules",
+    rule="kb-grant.md#g19",
     guide="the-kb-grant-profile",
     level="L2",
     requires="fault-injection",

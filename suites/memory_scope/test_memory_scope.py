@@ -76,7 +76,7 @@ def _offers(run: Run, feature: str) -> bool:
     return run.manifest.supports(feature)  # type: ignore[arg-type]  # a memory-scope capability
 
 
-@pytest.mark.kbconform(id="mem-01", rule=RULE, guide=GUIDE, level="L1")
+@pytest.mark.kbconform(id="mem-01", rule="memory-scope.md#m2", guide=GUIDE, level="L1")
 def test_a_memory_is_read_under_its_scope_and_every_scope_it_matches(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -104,7 +104,7 @@ def test_a_memory_is_read_under_its_scope_and_every_scope_it_matches(
     assert d.check()
 
 
-@pytest.mark.kbconform(id="mem-02", rule=RULE, guide=GUIDE, level="L1")
+@pytest.mark.kbconform(id="mem-02", rule="memory-scope.md#m1", guide=GUIDE, level="L1")
 @pytest.mark.parametrize("kind", list(NO_SCOPE_KINDS))
 def test_a_call_with_no_scope_is_refused_and_changes_nothing(
     kind: str, kbconform_run: Run, kbconform_backend: Any
@@ -141,7 +141,7 @@ def test_a_call_with_no_scope_is_refused_and_changes_nothing(
     assert d.check()
 
 
-@pytest.mark.kbconform(id="mem-03", rule=RULE, guide=GUIDE, level="L2")
+@pytest.mark.kbconform(id="mem-03", rule="memory-scope.md#m4", guide=GUIDE, level="L2")
 @pytest.mark.parametrize("group", list(VALUE_GROUPS))
 def test_scope_values_compare_exactly(group: str, kbconform_run: Run, kbconform_backend: Any) -> None:
     """M4: values that collide under one common mistake (case; surrounding space; NFC and NFD;
@@ -164,7 +164,7 @@ def test_scope_values_compare_exactly(group: str, kbconform_run: Run, kbconform_
     assert d.check()
 
 
-@pytest.mark.kbconform(id="mem-04", rule=RULE, guide=GUIDE, level="L2", requires="get")
+@pytest.mark.kbconform(id="mem-04", rule="memory-scope.md#m5", guide=GUIDE, level="L2", requires="get")
 def test_a_memory_is_got_by_id_only_within_its_scope(kbconform_run: Run, kbconform_backend: Any) -> None:
     """M5: a memory is got by its id under its own scope and any wider one; under another
     scope (another user, a case twin, a narrower scope it was not written under) it is not
@@ -191,7 +191,9 @@ def test_a_memory_is_got_by_id_only_within_its_scope(kbconform_run: Run, kbconfo
     assert d.check()
 
 
-@pytest.mark.kbconform(id="mem-05", rule=RULE, guide=GUIDE, level="L2", requires=("update", "delete"))
+@pytest.mark.kbconform(
+    id="mem-05", rule="memory-scope.md#m5", guide=GUIDE, level="L2", requires=("update", "delete")
+)
 def test_another_scopes_memory_is_neither_changed_nor_deleted_by_id(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -218,7 +220,7 @@ def test_another_scopes_memory_is_neither_changed_nor_deleted_by_id(
     assert d.check()
 
 
-@pytest.mark.kbconform(id="mem-06", rule=RULE, guide=GUIDE, level="L2", requires="filter")
+@pytest.mark.kbconform(id="mem-06", rule="memory-scope.md#m9", guide=GUIDE, level="L2", requires="filter")
 def test_a_filter_narrows_a_search_and_never_widens_it(kbconform_run: Run, kbconform_backend: Any) -> None:
     """M9: filters over metadata (equality, ``$ne``, ``$in``, ``$or``, a number range) return
     exactly the scope's memories they select, and nothing when only another scope's memories
@@ -258,7 +260,7 @@ def test_a_filter_narrows_a_search_and_never_widens_it(kbconform_run: Run, kbcon
     assert d.check()
 
 
-@pytest.mark.kbconform(id="mem-07", rule=RULE, guide=GUIDE, level="L2")
+@pytest.mark.kbconform(id="mem-07", rule="memory-scope.md#m7", guide=GUIDE, level="L2")
 def test_metadata_named_like_scope_keys_changes_nothing(kbconform_run: Run, kbconform_backend: Any) -> None:
     """M7: mallory writes memories whose metadata names alice (and alice's agent) under every
     scope key, as a client's data may: they stay mallory's. alice's reads, the agent's, and
@@ -287,7 +289,7 @@ def test_metadata_named_like_scope_keys_changes_nothing(kbconform_run: Run, kbco
     assert d.check()
 
 
-@pytest.mark.kbconform(id="mem-08", rule=RULE, guide=GUIDE, level="L3", requires="delete-all")
+@pytest.mark.kbconform(id="mem-08", rule="memory-scope.md#m8", guide=GUIDE, level="L3", requires="delete-all")
 def test_deleting_a_scopes_memories_deletes_exactly_those(kbconform_run: Run, kbconform_backend: Any) -> None:
     """M8: deleting every memory of alice's agent scope deletes those only; of alice, every one
     alice's scope matches and nothing of Alice, alice2 or bob; a delete with no scope deletes
@@ -309,7 +311,9 @@ def test_deleting_a_scopes_memories_deletes_exactly_those(kbconform_run: Run, kb
     assert d.check()
 
 
-@pytest.mark.kbconform(id="mem-09", rule=RULE, guide=GUIDE, level="L0")
+@pytest.mark.kbconform(
+    id="mem-09", rule="memory-scope.md#operations-the-profiles-facades", guide=GUIDE, level="L0"
+)
 def test_malformed_calls_are_refused_as_memory_invalid_and_change_nothing(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -348,7 +352,7 @@ def test_malformed_calls_are_refused_as_memory_invalid_and_change_nothing(
     assert d.check()
 
 
-@pytest.mark.kbconform(id="mem-10", rule=RULE, guide=GUIDE, level="L1")
+@pytest.mark.kbconform(id="mem-10", rule="memory-scope.md#m3", guide=GUIDE, level="L1")
 def test_a_small_scopes_searches_are_exact_and_limited_within_it(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -575,7 +579,9 @@ def _opened(
     return d, operation, tuple(args)
 
 
-@pytest.mark.kbconform(id="mem-13", rule=RULE, guide=GUIDE, level="L3", requires="fault-injection")
+@pytest.mark.kbconform(
+    id="mem-13", rule="memory-scope.md#m10", guide=GUIDE, level="L3", requires="fault-injection"
+)
 def test_a_write_whose_store_fails_changes_nothing(kbconform_run: Run, kbconform_open: Any) -> None:
     """M10: each write (an add, and, where offered, an update, a delete by id and a scope's
     delete) made once unfaulted, counting its store calls, then on a fresh backend for each of

@@ -66,9 +66,7 @@ def _driver(run: Run, backend: Any, name: str) -> PoolDriver:
     return PoolDriver(backend, run.rng(name))
 
 
-@pytest.mark.kbconform(
-    id="pool-01", rule="project-pool.md#scope-the-rules", guide="the-project-pool-profile", level="L2"
-)
+@pytest.mark.kbconform(id="pool-01", rule="project-pool.md#p5", guide="the-project-pool-profile", level="L2")
 def test_a_session_added_to_a_project_brings_its_episodes_on_its_next_call(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -101,9 +99,7 @@ def test_a_session_added_to_a_project_brings_its_episodes_on_its_next_call(
     assert d.check()
 
 
-@pytest.mark.kbconform(
-    id="pool-02", rule="project-pool.md#scope-the-rules", guide="the-project-pool-profile", level="L2"
-)
+@pytest.mark.kbconform(id="pool-02", rule="project-pool.md#p6", guide="the-project-pool-profile", level="L2")
 def test_a_session_removed_from_its_project_returns_to_the_shared_pool_at_once(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -134,9 +130,7 @@ def test_a_session_removed_from_its_project_returns_to_the_shared_pool_at_once(
     assert d.check()
 
 
-@pytest.mark.kbconform(
-    id="pool-03", rule="project-pool.md#scope-the-rules", guide="the-project-pool-profile", level="L2"
-)
+@pytest.mark.kbconform(id="pool-03", rule="project-pool.md#p7", guide="the-project-pool-profile", level="L2")
 def test_entity_tags_are_immutable_across_moves(kbconform_run: Run, kbconform_backend: Any) -> None:
     """P7: entities a session extracted in alpha stay alpha's after it moves to beta; those it
     extracts in beta are beta's; those it extracts after its removal are no one's, even when it
@@ -168,9 +162,7 @@ def test_entity_tags_are_immutable_across_moves(kbconform_run: Run, kbconform_ba
     assert not any(third & _ids(d.search(ENTITIES, s)) for s in d.policy.sessions)
 
 
-@pytest.mark.kbconform(
-    id="pool-04", rule="project-pool.md#scope-the-rules", guide="the-project-pool-profile", level="L2"
-)
+@pytest.mark.kbconform(id="pool-04", rule="project-pool.md#p8", guide="the-project-pool-profile", level="L2")
 def test_external_ids_that_look_like_internal_ids_change_nothing(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -208,9 +200,7 @@ def test_external_ids_that_look_like_internal_ids_change_nothing(
     assert d.check()
 
 
-@pytest.mark.kbconform(
-    id="pool-05", rule="project-pool.md#scope-the-rules", guide="the-project-pool-profile", level="L2"
-)
+@pytest.mark.kbconform(id="pool-05", rule="project-pool.md#p9", guide="the-project-pool-profile", level="L2")
 def test_a_session_started_in_a_project_is_in_it_from_its_first_call(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -245,9 +235,7 @@ def test_a_session_started_in_a_project_is_in_it_from_its_first_call(
     assert d.check()
 
 
-@pytest.mark.kbconform(
-    id="pool-06", rule="project-pool.md#scope-the-rules", guide="the-project-pool-profile", level="L1"
-)
+@pytest.mark.kbconform(id="pool-06", rule="project-pool.md#p10", guide="the-project-pool-profile", level="L1")
 def test_an_unknown_session_is_no_identity_and_unknown_names_are_not_found(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -285,9 +273,7 @@ def test_an_unknown_session_is_no_identity_and_unknown_names_are_not_found(
     assert d.check()
 
 
-@pytest.mark.kbconform(
-    id="pool-10", rule="project-pool.md#scope-the-rules", guide="the-project-pool-profile", level="L0"
-)
+@pytest.mark.kbconform(id="pool-10", rule="project-pool.md#p14", guide="the-project-pool-profile", level="L0")
 def test_malformed_calls_are_refused_as_pool_invalid_and_change_nothing(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -330,9 +316,7 @@ def test_malformed_calls_are_refused_as_pool_invalid_and_change_nothing(
     assert d.check()
 
 
-@pytest.mark.kbconform(
-    id="pool-07", rule="project-pool.md#scope-the-rules", guide="the-project-pool-profile", level="L1"
-)
+@pytest.mark.kbconform(id="pool-07", rule="project-pool.md#p3", guide="the-project-pool-profile", level="L1")
 def test_a_small_projects_searches_are_exact_and_limited_within_its_scope(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:
@@ -630,9 +614,7 @@ def test_interleaved_membership_changes_writes_and_searches_match_the_model(kbco
     assert machine.compared[0] > 0, "no step compared a scope that is neither empty nor everything"
 
 
-@pytest.mark.kbconform(
-    id="pool-11", rule="project-pool.md#scope-the-rules", guide="the-project-pool-profile", level="L2"
-)
+@pytest.mark.kbconform(id="pool-11", rule="project-pool.md#p13", guide="the-project-pool-profile", level="L2")
 def test_a_project_with_more_sessions_than_a_page_searches_exactly_its_pool(
     kbconform_run: Run, kbconform_open: Any
 ) -> None:
@@ -714,7 +696,7 @@ def _after(d: PoolDriver, operation: str, args: tuple[Any, ...]) -> None:
 
 @pytest.mark.kbconform(
     id="pool-12",
-    rule="project-pool.md#scope-the-rules",
+    rule="project-pool.md#p17",
     guide="the-project-pool-profile",
     level="L3",
     requires="fault-injection",
