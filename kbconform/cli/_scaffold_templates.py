@@ -32,7 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbconform.adapter import Adapter, Backend, BackendOptions
+from kbconform.adapter import Adapter, Backend, BackendOptions, check_deletion_signal
+from kbconform.contract import validate
+from kbconform.errors import ContractViolation, Forbidden, Unauthenticated
 from kbconform.identity import Principal
 
 MANIFEST = Path(__file__).with_name("@module@.manifest.json")
@@ -104,6 +106,26 @@ class @Camel@Backend:
         #: options.resolver (feature revision-boundary), options.store_fails (fault-injection).
         self.options = options
 
+    # -- the kit's guards (docs/adapter-guide.md, "A skeleton"): keep them; the store is yours --
+
+    @staticmethod
+    def _caller(principal: object, operation: str) -> Principal:
+        """Exactly a Principal, its fields checked again; anything else is Unauthenticated."""
+        if type(principal) is not Principal:
+            raise Unauthenticated(operation)
+        try:
+            return Principal(
+                principal.tenant_id, principal.agent_identity, principal.readable_namespaces, principal.role
+            )
+        except ContractViolation:
+            raise Unauthenticated(operation) from None
+
+    @staticmethod
+    def _operator(caller: Principal, operation: str) -> None:
+        """Only an operator exports and restores."""
+        if not caller.is_operator:
+            raise Forbidden(operation, f"only an operator may {operation}")
+
     def ingest(self, principal: Principal, records: Sequence[Mapping[str, Any]], /) -> IngestResult:
         """Validate, stamp and write a batch of parsed-chunk-v1 records, all or nothing.
 
@@ -115,6 +137,9 @@ class @Camel@Backend:
         member writing shared content, an id owned by another tenant, or an id holding another
         agent's private chunk; nothing is written on any error.
         """
+        self._caller(principal, "ingest")  # the checked caller: its tenant stamps every record
+        for record in records:
+            validate(record, "parsed-chunk-v1")  # ContractViolation: nothing written
         raise _not_implemented("ingest", "validate, stamp (tenantId, repoSlug, ...) and write the batch")
 
     def query(
@@ -127,6 +152,7 @@ class @Camel@Backend:
         Returns: the hits; the top-k is the top-k within scope.
         Raises: ContractViolation for a where that names a stamped key or could widen scope.
         """
+        self._caller(principal, "query")  # the checked caller: search its readable_tenants only
         raise _not_implemented("query", "a similarity search filtered to the principal's scope")
 
     def get(self, principal: Principal, chunk_id: str, /) -> Hit:
@@ -137,6 +163,7 @@ class @Camel@Backend:
         Raises: NotFound, the same for a foreign id and a missing one (same type, code and
         message but for the id): no existence oracle.
         """
+        self._caller(principal, "get")  # the checked caller: read within its readable_tenants only
         raise _not_implemented("get", "read one chunk by id within the principal's scope")
 
     def apply_deletion_signal(self, principal: Principal, signal: Mapping[str, Any], /) -> DeletionResult:
@@ -149,6 +176,8 @@ class @Camel@Backend:
         KB_MANIFEST_INVALID, KB_REVISION_BOUNDARY_INVALID, else KB_DELETE_SIGNAL_INVALID) and
         nothing deleted; RevisionBoundaryUnavailable for a revision boundary without a resolver.
         """
+        self._caller(principal, "apply_deletion_signal")  # the checked caller: delete in its tenant only
+        check_deletion_signal(signal)  # the error carries the mechanism's code
         raise _not_implemented("apply_deletion_signal", "delete the signalled paths within the tenant")
 
     def export(self, principal: Principal, /) -> Sequence[Mapping[str, Any]]:
@@ -158,6 +187,7 @@ class @Camel@Backend:
         Returns: the records.
         Raises: Forbidden for a member.
         """
+        self._operator(self._caller(principal, "export"), "export")
         raise _not_implemented("export", "every stored chunk as backup-record-v1, for operators")
 
     def restore(self, principal: Principal, records: Sequence[Mapping[str, Any]], /) -> int:
@@ -168,6 +198,9 @@ class @Camel@Backend:
         Raises: ContractViolation, and nothing written, if any record is invalid or lacks a
         scope stamp (tenantId, repoSlug, sourcePath, visibility); Forbidden for a member.
         """
+        self._operator(self._caller(principal, "restore"), "restore")
+        for record in records:
+            validate(record, "backup-record-v1")  # ContractViolation: nothing written
         raise _not_implemented("restore", "validate every record, then write them all as given")
 
     def count(self, principal: Principal, /) -> int:
@@ -175,6 +208,7 @@ class @Camel@Backend:
 
         Arguments: the principal. Returns: how many chunks are in the principal's scope.
         """
+        self._caller(principal, "count")
         raise _not_implemented("count", "count the chunks in the principal's scope")
 
     def ask(self, principal: Principal, question: str, n_results: int, /) -> Answer:
@@ -183,6 +217,7 @@ class @Camel@Backend:
         Arguments: the principal; the question; how many hits to build the answer from.
         Returns: an Answer built only from the stored text of its sources, all in scope.
         """
+        self._caller(principal, "ask")
         raise _not_implemented("ask", "search the principal's scope and answer from the hits only")
 
     def scan(
@@ -206,6 +241,7 @@ class @Camel@Backend:
 
         (Defined last: a method named list would otherwise shadow the builtin in this class body.)
         """
+        self._caller(principal, "list")
         raise _not_implemented("list", "a stable page of the chunks in the principal's scope")
 
 
