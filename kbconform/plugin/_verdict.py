@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import textwrap
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +20,7 @@ from kbconform.plugin._stash import (
     PROPERTY,
     RUN,
     SHRINK_STOPPED,
+    STARTED,
     STOPPED,
     case,
     stable_id,
@@ -75,10 +77,42 @@ def _hold_honest(item: pytest.Item, report: pytest.TestReport, stable: str) -> N
 
 
 def begin(item: pytest.Item) -> None:
-    """A suite test begins: its transcript starts afresh."""
+    """A suite test begins: its transcript starts afresh, its clock and its count of calls start."""
+    if case(item) is None:
+        return
     transcript = transcript_of(item.config)
-    if transcript is not None and case(item) is not None:
+    if transcript is not None:
         transcript.begin_test()
+    run = item.config.stash.get(RUN, None)
+    item.stash[STARTED] = (time.perf_counter(), run.calls if run is not None else 0)
+
+
+def _spent(item: pytest.Item) -> dict[str, Any]:
+    """How long the test has taken since it began (set-up included), in seconds, and how many
+    calls into the backend it made (``duration``, ``calls``)."""
+    started = item.stash.get(STARTED, None)
+    if started is None:
+        return {}
+    clock, calls = started
+    return {
+        "duration": round(time.perf_counter() - clock, 3),
+        "calls": max(0, item.config.stash[RUN].calls - calls),
+    }
+
+
+def _charge(call: pytest.CallInfo[None]) -> dict[str, str]:
+    """What the failure that ended the call charges the backend with (the suites' ``charged``):
+    the caller and the effect, where the test that failed said them."""
+    from kbconform.conformance import CHARGE
+
+    error: Any = call.excinfo.value if call.excinfo is not None else None
+    while error is not None:
+        charge = getattr(error, CHARGE, None)
+        if charge is not None:
+            return dict(charge.fields())
+        inner = getattr(error, "exceptions", None)  # Hypothesis's several distinct failures
+        error = inner[0] if isinstance(inner, (list, tuple)) and inner else None
+    return {}
 
 
 @contextlib.contextmanager
@@ -119,10 +153,12 @@ def judge(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestRep
     _hold_honest(item, report, entry["id"])
     unimplemented = _not_implemented(report, call)
     entry["status"] = _status(report)
+    entry.update(_spent(item))
     if entry["status"] == "skip":
         entry["reason"] = item.config.stash[DECLINED][item.nodeid]
     elif entry["status"] in ("fail", "error"):
         entry["message"] = _failure(report)  # the report cleans, redacts and bounds it
+        entry.update(_charge(call))
         if unimplemented is not None:
             entry["notImplemented"] = unimplemented
         if item.stash.get(SHRINK_STOPPED, False):
