@@ -292,6 +292,7 @@ SUBPACKAGES = {
         "Charge",
         "charge",
         "charged",
+        "crossed",
         "Isolation",
         "MayRefuse",
         "PROBE",

@@ -118,6 +118,8 @@ def _run(arguments: argparse.Namespace) -> int:
         "-q",
         "--tb=no",  # no traceback frames: the summary gives each failure's message, the report all
         "-rN",  # the summary lists each failing test once, under its cause
+        "-o",
+        "verbosity_assertions=2",  # a failed comparison's message says all of it, not "use -v"
         *(["--exitfirst"] if arguments.fail_fast else []),
         *(argument for writer, path in chosen for argument in writer.pytest_arguments(path)),
     ]

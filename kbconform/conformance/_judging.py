@@ -270,6 +270,17 @@ def _judged(
     return outcome
 
 
+def crossed(got: Iterable[str], expected: Iterable[str], whose: Callable[[str], str]) -> tuple[str, str]:
+    """How the ids a read ``got`` differ from those it is ``expected`` to, each named by
+    ``whose`` it is (``beta's app/docs/b.md``), never by a bare id; and the effect it charges:
+    ``read`` when it shows one it may not, else ``recall``. Empty when they are equal."""
+    shown, wanted = set(got), set(expected)
+    extra, missing = sorted(map(whose, shown - wanted)), sorted(map(whose, wanted - shown))
+    said = [f"shows {', '.join(extra)}, which it may not read"] if extra else []
+    said += [f"lacks {', '.join(missing)}, which it reads ({len(shown)} of {len(wanted)})"] if missing else []
+    return "; ".join(said), "read" if extra else "recall"
+
+
 def few(ids: Iterable[str], shown: int = 8) -> str:
     """Sorted ids, the first ``shown`` of them, and how many more (for a failure's message)."""
     listed = sorted(ids)

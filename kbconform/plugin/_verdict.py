@@ -5,6 +5,7 @@ no longer answers; the results gathered where the report is built."""
 from __future__ import annotations
 
 import contextlib
+import re
 import textwrap
 import time
 from collections.abc import Iterator
@@ -36,6 +37,9 @@ def _status(report: pytest.TestReport) -> str:
     return "pass" if report.when == "call" else "disabled"
 
 
+#: pytest's hint that a comparison was shortened: a report's message is never cut to it (a
+#: ``kbconform run`` asks pytest for whole comparisons).
+_VERBOSE_HINT = re.compile(r"\n *(Use -v to get more diff|Use -v to get the full diff)$", re.MULTILINE)
 #: The most characters of a failure's text a result carries to the report, which keeps far fewer.
 _FAILURE_TEXT = 100_000
 
@@ -46,7 +50,7 @@ def _failure(report: pytest.TestReport) -> str:
     longrepr = report.longrepr
     crash = getattr(getattr(longrepr, "reprcrash", None), "message", None)
     if isinstance(crash, str) and crash.strip():
-        return crash[:_FAILURE_TEXT]
+        return _VERBOSE_HINT.sub("", crash)[:_FAILURE_TEXT]
     rendered = longrepr if isinstance(longrepr, str) else report.longreprtext
     lines = [line[1:] for line in rendered.splitlines() if line.startswith("E ")]
     return (textwrap.dedent("\n".join(lines)) if lines else rendered)[:_FAILURE_TEXT]

@@ -20,7 +20,9 @@ ENTRIES = {entry["id"]: dict(entry) for entry in reports.catalogue()}
 
 
 def _failing(*ids: str, **charges: dict[str, str]) -> list[dict[str, Any]]:
-    return [{**ENTRIES[i], "status": "fail", "message": "the backend answered", **charges.get(i, {})} for i in ids]
+    return [
+        {**ENTRIES[i], "status": "fail", "message": "the backend answered", **charges.get(i, {})} for i in ids
+    ]
 
 
 def test_a_caller_named_in_a_parameter_is_its_kind_and_an_operation_its_family() -> None:
@@ -75,7 +77,8 @@ def test_every_failure_is_in_exactly_one_cause_and_no_pass_in_any() -> None:
     assert by_test["leak-02"] == by_test["page-01"]  # recall, whatever the rule
     assert by_test["spoof-05"] != by_test["leak-02"]
     assert [c.id for c in made] == [f"C{n}" for n in range(1, len(made) + 1)]
-    assert made[0].severity == "high" and made[-1].severity == "low"  # gravest first
+    assert made[0].severity == "high"
+    assert made[-1].severity == "low"
 
 
 def test_neos_verdict_lands_in_at_most_25_causes_each_a_hand_written_one() -> None:
@@ -150,7 +153,8 @@ def test_the_terminal_leads_with_causes_each_test_once_with_its_rerun() -> None:
     assert all(text.count(f"{i} ") + text.count(f"{i},") + text.count(f"{i}\n") >= 1 for i in ids)
     assert sum(line.count("closed-01[export by None]") for line in lines if "rerun" not in line) == 1
     assert "rerun: kbconform run --adapter pkg.mod:make --only 'closed-01[export by None]' --seed 7" in text
-    assert "fix: " in text and "rule: schemas/read-filter.md#fail-closed" in text
+    assert "fix: " in text
+    assert "rule: schemas/read-filter.md#fail-closed" in text
     assert reports.cause_lines(_report([{**ENTRIES["leak-02"], "status": "pass"}])) == []  # the control
 
 
@@ -164,7 +168,8 @@ def test_the_slowest_tests_are_named_with_their_time_and_calls() -> None:
     ]
     line = reports.slowest_line({"tests": tests}, shown=2)
     assert line == (
-        "slowest tests (of 99.8 s in tests): state-01[overwrite] 95.2 s (14,010 calls), page-01 3.0 s (1,200 calls)"
+        "slowest tests (of 99.8 s in tests): state-01[overwrite] 95.2 s (14,010 calls), "
+        "page-01 3.0 s (1,200 calls)"
     )
     assert (
         reports.slowest_line({"tests": [{k: v for k, v in t.items() if k != "duration"} for t in tests]})
@@ -180,9 +185,8 @@ def test_a_report_with_causes_durations_and_charges_is_valid_and_an_older_one_to
     validate(base, "report-v1")
     tests = [{**t, "duration": 0.5, "calls": 3} for t in base["tests"]]
     failing = _failing("leak-02", **{"leak-02": {"effect": "recall", "caller": "a member"}})
-    newer = {**base, "tests": tests + [{**failing[0], "duration": 1.0, "calls": 9}]}
+    newer = {**base, "tests": [*tests, {**failing[0], "duration": 1.0, "calls": 9}]}
     newer["causes"] = reports.cause_records(newer)
     validate(newer, "report-v1")
-    assert newer["causes"][0]["tests"] == ["leak-02"] and newer["causes"][0]["rerun"].startswith(
-        "kbconform run"
-    )
+    assert newer["causes"][0]["tests"] == ["leak-02"]
+    assert newer["causes"][0]["rerun"].startswith("kbconform run")
