@@ -314,8 +314,8 @@ def causes(tests: Iterable[Mapping[str, Any]]) -> list[Cause]:
     for test in tests:
         if test.get("status") not in FAILED or "notImplemented" in test or "reason" in test:
             continue
-        found = fields(test)
-        groups.setdefault(cause_key(found), []).append((test, found))
+        charged = fields(test)
+        groups.setdefault(cause_key(charged), []).append((test, charged))
     order = sorted(
         groups.items(),
         key=lambda kv: (
@@ -329,7 +329,7 @@ def causes(tests: Iterable[Mapping[str, Any]]) -> list[Cause]:
         found = [f for _, f in members]
         listed = sorted(members, key=lambda m: str(m[0]["id"]))
         example = next((t for t, _ in listed if t.get("transcript")), listed[0][0])
-        caller = found[0].caller if len({f.caller for f in found}) == 1 else MEMBER
+        caller = " or ".join(sorted({f.caller for f in found}))
         effect = found[0].effect if len({f.effect for f in found}) == 1 else "various"
         made.append(
             Cause(
