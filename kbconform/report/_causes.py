@@ -66,8 +66,9 @@ _OPERATIONS = {
 _READS = frozenset({"query", "get", "list", "count", "ask"})
 
 #: What a failure of each suite test charges the backend with, unless it says otherwise: its
-#: facade family, the caller it calls as, and the effect. A test absent here charges a member
-#: of the family of its facade (read) or none, and the effect its rule's failures have.
+#: facade family, the caller it calls as, and the effect. A test absent here (a plug-in
+#: profile's) charges a member, in its facade's family (read) or its suite's, with strictness
+#: at L0 and another's data read above it.
 CHARGES: dict[str, tuple[str, str, str]] = {
     "contract-01": ("write", MEMBER, "strictness"),
     "contract-02": ("restore", OPERATOR, "strictness"),
@@ -124,11 +125,21 @@ CHARGES: dict[str, tuple[str, str, str]] = {
     "bytes-01": ("write", MEMBER, "strictness"),
     "bytes-02": ("write", MEMBER, "strictness"),
     "bytes-03": ("write", MEMBER, "strictness"),
+    "delete-01": ("delete", MEMBER, "deleted"),
+    "delete-02": ("delete", MEMBER, "deleted"),
+    "delete-03": ("delete", MEMBER, "deleted"),
+    "delete-04": ("delete", MEMBER, "deleted"),
     "delete-05": ("delete", MEMBER, "strictness"),
     "delete-06": ("delete", MEMBER, "deleted"),
     "delete-07": ("delete", MEMBER, "deleted"),
     "delete-08": ("delete", MEMBER, "strictness"),
     "delete-09": ("delete", AS_OPERATOR, "deleted"),
+    "delete-10": ("delete", MEMBER, "deleted"),
+    "delete-11": ("delete", MEMBER, "deleted"),
+    "delete-12": ("delete", MEMBER, "deleted"),
+    "delete-13": ("delete", MEMBER, "deleted"),
+    "delete-14": ("delete", MEMBER, "deleted"),
+    "delete-15": ("delete", MEMBER, "deleted"),
     "maint-01": ("maintenance", OPERATOR, "deleted"),
     "maint-02": ("maintenance", MEMBER, "deleted"),
     "maint-03": ("maintenance", NO_IDENTITY, "deleted"),
@@ -155,6 +166,34 @@ CHARGES: dict[str, tuple[str, str, str]] = {
     "mem-11": ("read", MEMBER, "read"),
     "mem-12": ("read", MEMBER, "read"),
     "mem-13": ("write", MEMBER, "atomicity"),
+    "pool-01": ("read", MEMBER, "read"),
+    "pool-02": ("read", ANOTHER_TENANT, "read"),
+    "pool-03": ("write", MEMBER, "forged"),
+    "pool-04": ("read", LOOK_ALIKE, "read"),
+    "pool-05": ("read", MEMBER, "read"),
+    "pool-06": ("read", NO_IDENTITY, "read"),
+    "pool-07": ("read", MEMBER, "recall"),
+    "pool-08": ("read", MEMBER, "read"),
+    "pool-09": ("read", MEMBER, "read"),
+    "pool-10": ("write", MEMBER, "strictness"),
+    "pool-11": ("read", MEMBER, "read"),
+    "pool-12": ("write", MEMBER, "atomicity"),
+    "grant-01": ("write", MEMBER, "strictness"),
+    "grant-02": ("read", ANOTHER_TENANT, "read"),
+    "grant-03": ("read", ANOTHER_TENANT, "read"),
+    "grant-04": ("read", ANOTHER_TENANT, "read"),
+    "grant-05": ("read", MEMBER, "read"),
+    "grant-06": ("read", MEMBER, "recall"),
+    "grant-07": ("read", MEMBER, "atomicity"),
+    "grant-08": ("read", MEMBER, "atomicity"),
+    "grant-09": ("write", ANOTHER_TENANT, "written"),
+    "grant-10": ("write", ANOTHER_TENANT, "written"),
+    "grant-11": ("write", MEMBER, "atomicity"),
+    "grant-12": ("delete", ANOTHER_TENANT, "deleted"),
+    "grant-13": ("read", MEMBER, "read"),
+    "grant-14": ("read", MEMBER, "read"),
+    "grant-15": ("read", MEMBER, "read"),
+    "grant-16": ("write", MEMBER, "atomicity"),
 }
 
 #: What fixes a cause, by its caller kind (identity causes) or its effect.
@@ -231,7 +270,7 @@ def fields(test: Mapping[str, Any]) -> Fields:
         rule=str(test.get("rule", "")),
         family=family,
         caller=str(test.get("caller") or caller),
-        effect=str(test.get("effect") or effect or "strictness"),
+        effect=str(test.get("effect") or effect or ("strictness" if test.get("level") == "L0" else "read")),
     )
 
 

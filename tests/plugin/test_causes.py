@@ -190,3 +190,12 @@ def test_a_report_with_causes_durations_and_charges_is_valid_and_an_older_one_to
     validate(newer, "report-v1")
     assert newer["causes"][0]["tests"] == ["leak-02"]
     assert newer["causes"][0]["rerun"].startswith("kbconform run")
+
+
+def test_every_charge_names_a_test_of_the_catalogue() -> None:
+    """CHARGES has no entry for a test the catalogue lacks (a renamed test keeps its charge), and
+    every built-in profile's test has one (a new test says what its failure charges)."""
+    bases = {entry["id"].split("[", 1)[0] for entry in ENTRIES.values()}
+    assert set(reports.CHARGES) <= bases
+    assert bases - set(reports.CHARGES) == set()
+    assert all(effect in reports.EFFECTS for _, _, effect in reports.CHARGES.values())
