@@ -109,13 +109,14 @@ def _charge(call: pytest.CallInfo[None]) -> dict[str, str]:
     the caller and the effect, where the test that failed said them."""
     from kbconform.conformance import CHARGE
 
-    error: Any = call.excinfo.value if call.excinfo is not None else None
-    while error is not None:
+    pending: list[Any] = [call.excinfo.value] if call.excinfo is not None else []
+    while pending:  # the failure, then each of Hypothesis's several distinct failures in turn
+        error = pending.pop(0)
         charge = getattr(error, CHARGE, None)
         if charge is not None:
             return dict(charge.fields())
-        inner = getattr(error, "exceptions", None)  # Hypothesis's several distinct failures
-        error = inner[0] if isinstance(inner, (list, tuple)) and inner else None
+        inner = getattr(error, "exceptions", None)
+        pending += list(inner) if isinstance(inner, (list, tuple)) else []
     return {}
 
 
