@@ -13,9 +13,22 @@ what is compared); for Neo, with the directory of this interpreter (where the ``
 of ``pip install chromadb`` is) first on PATH.
 ``--from-report`` takes the report of ``kbconform run --harness harnesses/NAME/harness --seed 1
 --report REPORT``. Either way the report must be sound (valid evidence of a full run) or nothing
-is written. The script prints every id whose status changed, and writes the transcript of each
-cause's failing test (``transcripts/causes.json`` names it) to ``transcripts/<cause>.jsonl``;
-VERDICT.md is prose and is updated by hand.
+is written. The script prints every id whose status changed, writes the transcript of each
+cause's failing test (``transcripts/causes.json`` names it) to ``transcripts/<cause>.jsonl``, and
+generates VERDICT.md.
+
+    python harnesses/record_verdict.py mem0 --docs                # VERDICT.md only, from what is recorded
+
+VERDICT.md is generated from verdict.json and the harness's NOTES.md (the prose a person writes
+about the system): NOTES.md is VERDICT.md with three markers where the kit writes its part.
+``<!-- generated: levels -->`` becomes the levels earned, the counts and the table per level and
+suite; ``<!-- generated: causes -->`` the failures grouped into causes as the kit groups them
+(``kbconform.report.causes``: K causes from N failures), each with its severity, rule, fix and
+tests, and the causes of NOTES.md it holds (their transcripts' tests, causes.json); and
+``<!-- generated: failing tests -->`` every failing test once, under its cause, with the note
+NOTES.md's table gives it (its section ``## Notes on failing tests``, rows ``| id | message |
+note |``, is read, not printed). tests/harness/test_verdict_docs.py holds each VERDICT.md equal
+to its generation.
 """
 
 from __future__ import annotations
@@ -23,8 +36,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +63,24 @@ def _system(report: dict[str, Any], name: str) -> dict[str, str]:
 
 def verdict_of(report: dict[str, Any], name: str) -> dict[str, Any]:
     """The recorded form of a report of the harness ``name``: the system and its version, seed,
-    profile, the levels earned and each test's status."""
+    profile, the levels earned, each test's status, and what each failing test charged."""
     return {
         **_system(report, name),
         "seed": report["seed"],
         "profile": report["profile"],
         "levels": {level: bool(v["earned"]) for level, v in sorted(report["levels"].items())},
         "tests": {t["id"]: t["status"] for t in sorted(report["tests"], key=lambda t: t["id"])},
+        **({"charges": charges} if (charges := _charges(report)) else {}),
+    }
+
+
+def _charges(report: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """What each failing test said it charges the system with when it failed (its caller and
+    effect, where it said them): VERDICT.md groups the failures into causes by them."""
+    return {
+        t["id"]: {key: t[key] for key in ("caller", "effect") if key in t}
+        for t in sorted(report["tests"], key=lambda t: t["id"])
+        if t["status"] in ("fail", "error") and ("caller" in t or "effect" in t)
     }
 
 
@@ -141,6 +167,133 @@ def _given(name: str, path: str) -> dict[str, Any]:
     return dict(report)
 
 
+#: Where NOTES.md lets the kit write: the levels, the causes, the failing tests by cause.
+LEVELS_MARK = "<!-- generated: levels -->"
+CAUSES_MARK = "<!-- generated: causes -->"
+FAILING_MARK = "<!-- generated: failing tests -->"
+#: The section of NOTES.md that notes each failing test (read, not printed).
+TEST_NOTES = "## Notes on failing tests"
+_SHOWN = ("pass", "fail", "error", "skip")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _test_notes(notes: str) -> tuple[str, dict[str, tuple[str, str]]]:
+    """NOTES.md without its section of notes on failing tests, and those notes: per test id,
+    its message and its note (the table's second and third columns)."""
+    start = notes.find(TEST_NOTES)
+    if start < 0:
+        return notes, {}
+    end = notes.find("\n## ", start + len(TEST_NOTES))
+    section = notes[start : len(notes) if end < 0 else end + 1]
+    rows: dict[str, tuple[str, str]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+        if len(cells) == 3 and cells[0] not in ("id", "---"):
+            rows[cells[0]] = (cells[1], cells[2])
+    return notes.replace(section, ""), rows
+
+
+def _levels(verdict: dict[str, Any], entries: dict[str, dict[str, Any]]) -> str:
+    """The levels earned, the counts and the table per level and suite, as ``kbconform run``
+    prints them."""
+    tests: dict[str, str] = verdict["tests"]
+    earned = [level for level, won in sorted(verdict["levels"].items()) if won]
+    counts = Counter(tests.values())
+    declined = " (declined by the manifest)" if counts["skip"] else ""
+    rows = Counter((entries[i]["level"], entries[i]["suite"], status) for i, status in tests.items())
+    groups = sorted({(level, suite) for level, suite, _ in rows})
+    table = [f"{'level':<6} {'suite':<20} " + " ".join(f"{s:>5}" for s in _SHOWN)]
+    table += [
+        f"{level:<6} {suite:<20} " + " ".join(f"{rows[(level, suite, s)]:>5}" for s in _SHOWN)
+        for level, suite in groups
+    ]
+    return (
+        f"## Levels earned: {earned[-1] if earned else 'none'}\n\n"
+        f"{counts['pass']} pass, {counts['fail']} fail, {counts['error']} error, {counts['skip']} "
+        f"skipped{declined} of {len(tests)} tests.\n\n```\n" + "\n".join(table) + "\n```"
+    )
+
+
+def _explained(
+    cause: Any, by_test: dict[str, str], noted: dict[str, tuple[str, str]], names: list[str]
+) -> list[str]:
+    """The causes of NOTES.md a kit cause holds: those whose transcript's test is among its tests,
+    and those its tests' notes name."""
+    found = {by_test[t] for t in cause.tests if t in by_test}
+    for test in cause.tests:
+        note = noted.get(test, ("", ""))[1]
+        found |= {name for name in names if re.search(rf"\b{re.escape(name)}\b", note)}
+    return sorted(found, key=lambda n: (len(n), n))
+
+
+def render(name: str) -> str:
+    """VERDICT.md of the harness ``name``, generated from its verdict.json and NOTES.md."""
+    from kbconform.report import catalogue, causes, causes_line
+
+    folder = HERE / name
+    verdict = json.loads((folder / "verdict.json").read_text(encoding="utf-8"))
+    notes, noted = _test_notes((folder / "NOTES.md").read_text(encoding="utf-8"))
+    named: dict[str, str] = json.loads((folder / "transcripts" / "causes.json").read_text(encoding="utf-8"))
+    by_test = {test: cause for cause, test in named.items()}
+    names = sorted(named, key=lambda n: (len(n), n))
+    entries = {e["id"]: dict(e) for e in catalogue()}
+    charged = verdict.get("charges", {})
+    tests = [{**entries[i], "status": s, **charged.get(i, {})} for i, s in sorted(verdict["tests"].items())]
+    made = causes(tests)
+    failures = sum(len(c.tests) for c in made)
+    summary = [
+        f"## The kit's causes: {causes_line(made, failures)}",
+        "",
+        "The kit groups the failures by what each charges the system with (the rule, the facade\n"
+        "family, the kind of caller, the effect: `kbconform.report.causes`); the last column names\n"
+        "the causes this file explains in the system's terms that each holds.",
+        "",
+        "| cause | severity | what the system does | tests | explained as |",
+        "|---|---|---|---:|---|",
+    ]
+    table = [f"## Failing tests ({failures}), by the kit's cause", ""]
+    for index, cause in enumerate(made, 1):
+        explained = ", ".join(_explained(cause, by_test, noted, names)) or "-"
+        summary.append(
+            f"| {index} | {cause.severity} | {_cell(cause.title)} | {len(cause.tests)} | {explained} |"
+        )
+        rules = ", ".join(f"`schemas/{r}`" for r in cause.rules)
+        table += [
+            f"### {index}. {cause.title} ({len(cause.tests)})",
+            "",
+            f"*Severity*: {cause.severity}. *Rule*: {rules or '-'}. *Explained as*: {explained}.",
+            "",
+            f"*What fixes it*: {cause.fix}.",
+            "",
+        ]
+        if noted:
+            table += [f"| id | message | {name.capitalize() if name == 'neo' else 'note'} |", "|---|---|---|"]
+            table += [
+                f"| {t} | {noted.get(t, ('', ''))[0]} | {noted.get(t, ('', ''))[1]} |" for t in cause.tests
+            ]
+        else:
+            table.append("Tests: " + ", ".join(f"`{t}`" for t in cause.tests) + ".")
+        table.append("")
+    generated = {
+        LEVELS_MARK: _levels(verdict, entries),
+        CAUSES_MARK: "\n".join(summary),
+        FAILING_MARK: "\n".join(table).rstrip(),
+    }
+    for mark, text in generated.items():
+        if mark not in notes:
+            sys.exit(f"record_verdict: harnesses/{name}/NOTES.md lacks {mark}")
+        notes = notes.replace(mark, text)
+    return notes
+
+
+def write_docs(name: str) -> None:
+    """Write VERDICT.md of the harness ``name`` from its verdict.json and NOTES.md."""
+    (HERE / name / "VERDICT.md").write_text(render(name), encoding="utf-8")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -150,7 +303,14 @@ def main() -> None:
     parser.add_argument(
         "--seed", type=int, help="the seed of a fresh run (default: the recorded one, else 1)"
     )
+    parser.add_argument(
+        "--docs", action="store_true", help="only generate VERDICT.md from verdict.json and NOTES.md"
+    )
     arguments = parser.parse_args()
+    if arguments.docs:
+        write_docs(arguments.name)
+        print(f"record_verdict: wrote harnesses/{arguments.name}/VERDICT.md")
+        return
     verdict = HERE / arguments.name / "verdict.json"
     old = json.loads(verdict.read_text(encoding="utf-8")) if verdict.exists() else {}
     seed = arguments.seed if arguments.seed is not None else int(old.get("seed", 1))
@@ -168,6 +328,8 @@ def main() -> None:
         print(f"  changed {line}")
     written = ", ".join(write_transcripts(arguments.name, report))
     print(f"record_verdict: wrote the transcripts of {written} in harnesses/{arguments.name}/transcripts")
+    write_docs(arguments.name)
+    print(f"record_verdict: wrote harnesses/{arguments.name}/VERDICT.md from verdict.json and NOTES.md")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from kbconform.adapter import FaultPlan, FaultSwitch
-from kbconform.conformance import Isolation, Run, World, described
+from kbconform.conformance import Isolation, Run, World, charged, described
 from kbconform.errors import BackendUnavailable, Unauthenticated
 from kbconform.profiles import names, profile
 
@@ -41,8 +41,10 @@ def _assert_reads_exactly(world: World, backend: Any, facade: str) -> None:
         f"the model expects {facade} to show someone everything: a leak could not show"
     )
     for reader, wanted in expected.items():
-        problems = wanted.differences(world.read(backend, facade, reader))
-        assert not problems, f"{facade} as {reader.label}: {'; '.join(problems)}"
+        got = world.read(backend, facade, reader)
+        problems = wanted.differences(got)
+        with charged(effect=wanted.effect(got)):
+            assert not problems, f"{facade} as {reader.label}: {'; '.join(problems)}"
 
 
 def _assert_reads_something(world: World, backend: Any, facade: str) -> None:

@@ -72,9 +72,10 @@ def _run(where: Path, *args: str) -> tuple[int, dict[str, Any], dict[str, Any]]:
 def test_a_failing_run_gives_a_valid_sarif_log_with_one_result_per_failing_test(
     schema: Any, tmp_path: Path
 ) -> None:
-    """Each failing test is one result: its id the rule, level error, its message's first line,
-    located at the adapter's module; its rule says the spec section, the level and LLM08. A
-    passing run gives a valid log with no result; a log broken is refused (controls)."""
+    """Each failing test is one result: its id the rule, its cause's severity the level, its
+    cause then its message's first line, located at the adapter's module; its rule says the
+    spec section, the level and LLM08; the run lists the causes, each test in one. A passing
+    run gives a valid log with no result; a log broken is refused (controls)."""
     code, report, log = _run(tmp_path, "--adapter", f"{ADAPTER}:leaky", *ONLY)
     assert code == 1
     validator = jsonschema.Draft4Validator(schema)
@@ -84,9 +85,15 @@ def test_a_failing_run_gives_a_valid_sarif_log_with_one_result_per_failing_test(
     assert failing == ["closed-03", "leak-01[list]"]
     assert sorted(result["ruleId"] for result in run["results"]) == failing
     rules = {rule["id"]: rule for rule in run["tool"]["driver"]["rules"]}
+    causes = {cause["id"]: cause for cause in run["properties"]["causes"]}
+    assert sorted(t for cause in causes.values() for t in cause["tests"]) == failing  # each test once
+    # a leak is an error, a strictness failure a note: the level is the cause's severity
+    levels = {"leak-01[list]": "error", "closed-03": "note"}
     for result in run["results"]:
-        assert result["level"] == "error"
-        assert result["message"]["text"]
+        assert result["level"] == levels[result["ruleId"]]
+        cause = causes[result["properties"]["cause"]]
+        assert result["ruleId"] in cause["tests"]
+        assert result["message"]["text"].startswith(f"{cause['id']}: {cause['title']}. ")
         assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == (
             ADAPTER.replace(".", "/") + ".py"
         )

@@ -116,7 +116,10 @@ def _run(arguments: argparse.Namespace) -> int:
     )
     extra = [
         "-q",
-        "--tb=short",
+        "--tb=no",  # no traceback frames: the summary gives each failure's message, the report all
+        "-rN",  # the summary lists each failing test once, under its cause
+        "-o",
+        "verbosity_assertions=2",  # a failed comparison's message says all of it, not "use -v"
         *(["--exitfirst"] if arguments.fail_fast else []),
         *(argument for writer, path in chosen for argument in writer.pytest_arguments(path)),
     ]
@@ -163,7 +166,8 @@ def _run(arguments: argparse.Namespace) -> int:
 
 
 def _verdict(report: Report, outcome: Any, seconds: float) -> None:
-    """The run's verdict, what its levels mean, and each failing test, as the terminal shows them."""
+    """The run's verdict, what its levels mean, and its causes in one line each (the run's own
+    summary, above, lists each cause's tests, fix and rerun command)."""
     from kbconform import report as reports
 
     failed, unknown = outcome.failed, report.unknown
@@ -181,8 +185,12 @@ def _verdict(report: Report, outcome: Any, seconds: float) -> None:
     failing = report.failing
     for call, tests in reports.not_implemented(failing):
         print(f"  NOT IMPLEMENTED {call}: {len(tests)} tests ended there ({reports.first_line(tests[0])})")
-    for line in reports.failure_lines([t for t in failing if "notImplemented" not in t]):
-        print(line)
+    made = report.causes
+    if made:
+        failures = sum(len(cause.tests) for cause in made)
+        print(f"  {reports.causes_line(made, failures)}, each above with its tests, fix and rerun command:")
+        for cause in made:
+            print(f"  {cause.id} [{cause.severity}] {cause.title} ({len(cause.tests)})")
     if failing and report.unshrunk:
         print(f"  {reports.UNSHRUNK}")
     if report.halted:

@@ -176,12 +176,15 @@ class Caller:
         if not seconds > 0:
             raise ValueError(f"a call deadline must be positive; got {seconds!r}")
         self.seconds = seconds
+        #: How many calls it has run (a report gives each test the calls it made).
+        self.calls = 0
         self.output = Tail()
         self._worker: _Worker | None = None
         self._descriptors: _Descriptors | None = None
 
     def call(self, name: str, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``function(*args, **kwargs)``, or :class:`DeadlineExceeded` naming ``name``."""
+        self.calls += 1
         if self._worker is None:
             self._worker = _Worker()
         if self._descriptors is None:

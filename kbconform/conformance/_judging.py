@@ -10,7 +10,8 @@ driver and model live in its package under ``kbconform.profiles``.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -24,12 +25,76 @@ TOPIC = "deploy the billing service with the shared config file and rotate the k
 PROBE = "what was said about the release plan and the deploy keys"
 
 
+#: The kinds of caller a failure charges (:class:`Charge`); the report groups causes by them.
+NO_IDENTITY = "no identity"
+MALFORMED = "a malformed identity"
+AS_OPERATOR = "a member acting as operator"
+ANOTHER_TENANT = "another tenant"
+LOOK_ALIKE = "a look-alike tenant"
+ANOTHER_AGENT = "another agent"
+CALLERS = (
+    NO_IDENTITY,
+    MALFORMED,
+    AS_OPERATOR,
+    ANOTHER_TENANT,
+    LOOK_ALIKE,
+    ANOTHER_AGENT,
+    "a member",
+    "an operator",
+)
+#: The effects a failure charges: another's data read, written, deleted; identity forged; a
+#: failed call that changed data; input the contract refuses accepted; a read short of its scope.
+EFFECTS = ("read", "written", "deleted", "forged", "atomicity", "strictness", "recall")
+
+#: The attribute of a failure that says what it charges the backend with (:func:`charged`).
+CHARGE = "kbconform_charge"
+
+
+@dataclass(frozen=True, slots=True)
+class Charge:
+    """What a failure charges the backend with, as the test that found it knows it: the kind of
+    caller that got through (``no identity``, ``another tenant``, ``a look-alike tenant``,
+    ``another agent``, ``a member acting as operator``, ...) and the effect (``read``,
+    ``written``, ``deleted``, ``forged``, ``strictness``, ``recall``, ``atomicity``): the
+    report groups failures into causes by them. None leaves the catalogue's word for the test."""
+
+    caller: str | None = None
+    effect: str | None = None
+
+    def fields(self) -> dict[str, str]:
+        """The charge as a report's test entry carries it (only what it says)."""
+        return {k: v for k, v in (("caller", self.caller), ("effect", self.effect)) if v is not None}
+
+
+def charge(error: BaseException, caller: str | None = None, effect: str | None = None) -> BaseException:
+    """``error`` carrying what it charges the backend with (:class:`Charge`); an earlier charge
+    keeps what this one leaves None."""
+    before = getattr(error, CHARGE, None)
+    if isinstance(before, Charge):
+        caller, effect = caller or before.caller, effect or before.effect
+    setattr(error, CHARGE, Charge(caller, effect))
+    return error
+
+
+@contextmanager
+def charged(caller: str | None = None, effect: str | None = None) -> Iterator[None]:
+    """Inside it, an assertion that fails carries ``caller`` and ``effect`` (:func:`charge`)."""
+    try:
+        yield
+    except AssertionError as error:
+        charge(error, caller, effect)
+        raise
+
+
 @dataclass(frozen=True, slots=True)
 class Refused:
-    """The call must raise this error and change nothing."""
+    """The call must raise this error and change nothing. ``caller`` and ``effect`` are what a
+    backend that does not refuse it is charged with (:class:`Charge`), where the model knows."""
 
     error: type[KbconformError]
     why: str
+    caller: str | None = None
+    effect: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +134,17 @@ class Reading:
         if got.number != self.number:
             found.append(f"shows {got.number} items; its scope holds {self.number}")
         return found
+
+    def effect(self, got: Reading) -> str:
+        """What ``got`` charges the backend with, against this expected reading: ``read`` when it
+        shows an item it may not, or alters a text; ``recall`` when it only shows too few."""
+        if self.items is not None and got.items is not None:
+            if set(got.items) - set(self.items) or any(
+                got.items[i] != self.items[i] for i in set(got.items) & set(self.items)
+            ):
+                return "read"
+            return "recall" if got.number <= self.number else "read"
+        return "recall" if got.number < self.number else "read"
 
 
 class World(Protocol):
@@ -159,7 +235,22 @@ def judged(
     what it returned, where ``expected`` is no refusal; else the error it raised, which must be
     that refusal (with ``may_fail``, a store fault armed, BackendUnavailable too: a call that
     changed nothing; with a :class:`MayRefuse`, an answer too). Any other outcome fails, and so
-    does an error that carries a ``stored`` text the call did not send."""
+    does an error that carries a ``stored`` text the call did not send; a failure charges what
+    a refusal ``expected`` names (:func:`charged`)."""
+    refused = expected if isinstance(expected, Refused) else Refused(KbconformError, "")
+    with charged(refused.caller, refused.effect):
+        return _judged(call, expected, make, stored, sent, may_fail, returned)
+
+
+def _judged(
+    call: str,
+    expected: object,
+    make: Callable[[], Any],
+    stored: Iterable[str],
+    sent: Iterable[str],
+    may_fail: bool,
+    returned: Callable[[Any], str],
+) -> Any:
     try:
         outcome = make()
     except KbconformError as error:
@@ -177,6 +268,17 @@ def judged(
         f"{call} must raise {expected.error.__name__} ({expected.why}); it returned {returned(outcome)}"
     )
     return outcome
+
+
+def crossed(got: Iterable[str], expected: Iterable[str], whose: Callable[[str], str]) -> tuple[str, str]:
+    """How the ids a read ``got`` differ from those it is ``expected`` to, each named by
+    ``whose`` it is (``beta's app/docs/b.md``), never by a bare id; and the effect it charges:
+    ``read`` when it shows one it may not, else ``recall``. Empty when they are equal."""
+    shown, wanted = set(got), set(expected)
+    extra, missing = sorted(map(whose, shown - wanted)), sorted(map(whose, wanted - shown))
+    said = [f"shows {', '.join(extra)}, which it may not read"] if extra else []
+    said += [f"lacks {', '.join(missing)}, which it reads ({len(shown)} of {len(wanted)})"] if missing else []
+    return "; ".join(said), "read" if extra else "recall"
 
 
 def few(ids: Iterable[str], shown: int = 8) -> str:

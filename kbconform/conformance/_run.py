@@ -209,6 +209,11 @@ class Run:
                 sizes |= {max(1, page - 1), 2 * page + 1}
         return tuple(sorted(sizes))
 
+    @property
+    def calls(self) -> int:
+        """How many calls into the adapter and its backends the run has made so far."""
+        return self._caller.calls
+
     def take_output(self) -> str:
         """What the adapter printed since the last take, cut to a bounded head and tail."""
         return self._caller.output.take()

@@ -103,7 +103,8 @@ def _listing(ids: list[str], shown: int = 12) -> str:
 
 def summary(terminalreporter: Any, config: pytest.Config) -> None:
     """What the report says, at the end of the terminal's output: calls not implemented yet,
-    failing tests, a run stopped or incomplete, unknown tests, a partial run, and the table."""
+    the failing tests as causes (each test once), a run stopped or incomplete, unknown tests,
+    a partial run, the table with its legend, and the slowest tests."""
     report = config.stash.get(REPORT, None)
     if report is None:
         return
@@ -116,10 +117,10 @@ def summary(terminalreporter: Any, config: pytest.Config) -> None:
         for call, tests in unimplemented:
             terminalreporter.line(f"{len(tests)} tests ended at {call}: {tests[0].get('message', '')}")
     halted = reports.halted(report)
-    failing = [t for t in reports.failing(report) if "notImplemented" not in t]
-    if failing:
-        terminalreporter.section("kbconform: failing tests", sep="=", red=True)
-        for line in reports.failure_lines(failing):
+    grouped = reports.cause_lines(report)
+    if grouped:
+        terminalreporter.section("kbconform: causes", sep="=", red=True)
+        for line in grouped:
             terminalreporter.line(line)
         if reports.unshrunk(report):
             terminalreporter.line(f"  {reports.UNSHRUNK}")
@@ -151,3 +152,6 @@ def summary(terminalreporter: Any, config: pytest.Config) -> None:
         )
     terminalreporter.section("kbconform", sep="-")
     terminalreporter.line(reports.table(report))
+    slowest = reports.slowest_line(report)
+    if slowest:
+        terminalreporter.line(slowest)

@@ -31,6 +31,8 @@ DESELECTED = pytest.StashKey[dict[str, int]]()
 STOPPED = pytest.StashKey[str]()
 #: Whether Hypothesis stopped shrinking a test's failure at the run's budget.
 SHRINK_STOPPED = pytest.StashKey[bool]()
+#: When a suite test began (``time.perf_counter``) and the run's calls into the backend then.
+STARTED = pytest.StashKey[tuple[float, int]]()
 #: Catalogue mode: the profile, its maximal manifest (every value of every axis) and the file.
 CATALOGUE: pytest.StashKey[tuple[str, dict[str, Any], Path]] = pytest.StashKey()
 #: The name a result travels under in a test report's ``user_properties``.

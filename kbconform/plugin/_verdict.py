@@ -5,7 +5,9 @@ no longer answers; the results gathered where the report is built."""
 from __future__ import annotations
 
 import contextlib
+import re
 import textwrap
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +21,7 @@ from kbconform.plugin._stash import (
     PROPERTY,
     RUN,
     SHRINK_STOPPED,
+    STARTED,
     STOPPED,
     case,
     stable_id,
@@ -34,6 +37,9 @@ def _status(report: pytest.TestReport) -> str:
     return "pass" if report.when == "call" else "disabled"
 
 
+#: pytest's hint that a comparison was shortened: a report's message is never cut to it (a
+#: ``kbconform run`` asks pytest for whole comparisons).
+_VERBOSE_HINT = re.compile(r"\n *(Use -v to get more diff|Use -v to get the full diff)$", re.MULTILINE)
 #: The most characters of a failure's text a result carries to the report, which keeps far fewer.
 _FAILURE_TEXT = 100_000
 
@@ -44,7 +50,7 @@ def _failure(report: pytest.TestReport) -> str:
     longrepr = report.longrepr
     crash = getattr(getattr(longrepr, "reprcrash", None), "message", None)
     if isinstance(crash, str) and crash.strip():
-        return crash[:_FAILURE_TEXT]
+        return _VERBOSE_HINT.sub("", crash)[:_FAILURE_TEXT]
     rendered = longrepr if isinstance(longrepr, str) else report.longreprtext
     lines = [line[1:] for line in rendered.splitlines() if line.startswith("E ")]
     return (textwrap.dedent("\n".join(lines)) if lines else rendered)[:_FAILURE_TEXT]
@@ -75,10 +81,43 @@ def _hold_honest(item: pytest.Item, report: pytest.TestReport, stable: str) -> N
 
 
 def begin(item: pytest.Item) -> None:
-    """A suite test begins: its transcript starts afresh."""
+    """A suite test begins: its transcript starts afresh, its clock and its count of calls start."""
+    if case(item) is None:
+        return
     transcript = transcript_of(item.config)
-    if transcript is not None and case(item) is not None:
+    if transcript is not None:
         transcript.begin_test()
+    run = item.config.stash.get(RUN, None)
+    item.stash[STARTED] = (time.perf_counter(), run.calls if run is not None else 0)
+
+
+def _spent(item: pytest.Item) -> dict[str, Any]:
+    """How long the test has taken since it began (set-up included), in seconds, and how many
+    calls into the backend it made (``duration``, ``calls``)."""
+    started = item.stash.get(STARTED, None)
+    if started is None:
+        return {}
+    clock, calls = started
+    return {
+        "duration": round(time.perf_counter() - clock, 3),
+        "calls": max(0, item.config.stash[RUN].calls - calls),
+    }
+
+
+def _charge(call: pytest.CallInfo[None]) -> dict[str, str]:
+    """What the failure that ended the call charges the backend with (the suites' ``charged``):
+    the caller and the effect, where the test that failed said them."""
+    from kbconform.conformance import CHARGE
+
+    pending: list[Any] = [call.excinfo.value] if call.excinfo is not None else []
+    while pending:  # the failure, then each of Hypothesis's several distinct failures in turn
+        error = pending.pop(0)
+        charge = getattr(error, CHARGE, None)
+        if charge is not None:
+            return dict(charge.fields())
+        inner = getattr(error, "exceptions", None)
+        pending += list(inner) if isinstance(inner, (list, tuple)) else []
+    return {}
 
 
 @contextlib.contextmanager
@@ -119,10 +158,12 @@ def judge(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestRep
     _hold_honest(item, report, entry["id"])
     unimplemented = _not_implemented(report, call)
     entry["status"] = _status(report)
+    entry.update(_spent(item))
     if entry["status"] == "skip":
         entry["reason"] = item.config.stash[DECLINED][item.nodeid]
     elif entry["status"] in ("fail", "error"):
         entry["message"] = _failure(report)  # the report cleans, redacts and bounds it
+        entry.update(_charge(call))
         if unimplemented is not None:
             entry["notImplemented"] = unimplemented
         if item.stash.get(SHRINK_STOPPED, False):

@@ -7,7 +7,8 @@ one is incomplete, and ``kbconform verify`` rejects it. :class:`Report` is a rep
 record, which every output of ``kbconform run`` reads.
 
 One module per job: ``_catalogue`` (the test list, its hash, the tests a run must report),
-``_files`` (reading strictly, writing whole), ``_messages`` (redaction and failing tests'
+``_files`` (reading strictly, writing whole), ``_causes`` (failures grouped into causes),
+``_messages`` (redaction and failing tests'
 messages), ``_verdicts`` (levels earned and their words), ``_build`` (a run's report, and
 verifying one), ``_record`` (:class:`Report`), ``_terminal`` (the table, failure and rerun
 lines) and ``_summary`` (Markdown summary and badge). Every name is re-exported here.
@@ -15,7 +16,7 @@ lines) and ``_summary`` (Markdown summary and badge). Every name is re-exported 
 
 from __future__ import annotations
 
-from kbconform.report._build import build, verify
+from kbconform.report._build import build, cause_records, verify
 from kbconform.report._catalogue import (
     OWASP,
     catalogue,
@@ -26,6 +27,17 @@ from kbconform.report._catalogue import (
     render_catalogue,
     suite_version,
     unknown_ids,
+)
+from kbconform.report._causes import (
+    CHARGES,
+    EFFECTS,
+    SEVERITIES,
+    Cause,
+    Fields,
+    cause_key,
+    causes,
+    causes_line,
+    fields,
 )
 from kbconform.report._files import MAX_REPORT_BYTES, read, unwritable, write
 from kbconform.report._messages import (
@@ -41,13 +53,16 @@ from kbconform.report._record import Report
 from kbconform.report._summary import badge, summary
 from kbconform.report._terminal import (
     FAILURES_SHOWN,
+    LEGEND,
     SHRINK_STOPPED,
     UNSHRUNK,
+    cause_lines,
     failure_lines,
     not_implemented,
     replay_command,
     rerun_command,
     served_adapter,
+    slowest_line,
     table,
     unshrunk,
 )
@@ -72,6 +87,16 @@ from kbconform.report._verdicts import (
 
 __all__ = [
     "Report",
+    # causes
+    "CHARGES",
+    "EFFECTS",
+    "SEVERITIES",
+    "Cause",
+    "Fields",
+    "cause_key",
+    "causes",
+    "causes_line",
+    "fields",
     # the catalogue and the tests a run must report
     "OWASP",
     "catalogue",
@@ -89,6 +114,7 @@ __all__ = [
     "write",
     # building and verifying
     "build",
+    "cause_records",
     "verify",
     # redaction and messages
     "MAX_MESSAGE",
@@ -117,7 +143,10 @@ __all__ = [
     "stopped",
     # the terminal, the summary and the badge
     "FAILURES_SHOWN",
+    "LEGEND",
     "SHRINK_STOPPED",
+    "cause_lines",
+    "slowest_line",
     "UNSHRUNK",
     "badge",
     "failure_lines",

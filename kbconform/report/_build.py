@@ -12,6 +12,7 @@ from typing import Any
 from kbconform._levels import LEVELS
 from kbconform.errors import ContractViolation, Problem
 from kbconform.report._catalogue import catalogue, expected, list_hash, suite_version, unknown_ids
+from kbconform.report._causes import causes
 from kbconform.report._messages import _with_message, redact, secrets_of
 from kbconform.report._verdicts import _verdict, halted, levels, selection, stopped
 
@@ -47,7 +48,7 @@ def build(
     known = {entry["id"] for entry in catalogue()}
     listed = sorted(tests.values(), key=lambda entry: entry["id"])
     shown = {**manifest, **({"config": redact(manifest["config"])} if "config" in manifest else {})}
-    return {
+    report: dict[str, Any] = {
         "reportVersion": "1",
         "suiteVersion": suite_version(),
         "testListHash": list_hash(catalogue()),
@@ -70,6 +71,20 @@ def build(
         "completeness": {"missing": missing, "unknown": sorted(set(tests) - known)},
         "tests": listed,
     }
+    report["causes"] = cause_records(report)
+    return report
+
+
+def cause_records(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The causes of a report's failures as report-v1 lists them, each with the command that
+    runs its example again."""
+    from kbconform.report._terminal import rerun_command
+
+    tests = {test["id"]: test for test in report["tests"]}
+    return [
+        {**cause.as_dict(), "rerun": rerun_command(report, tests[cause.example])}
+        for cause in causes(report["tests"])
+    ]
 
 
 def verify(report: object) -> None:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kbconform.report._causes import Cause, causes
 from kbconform.report._terminal import unshrunk
 from kbconform.report._verdicts import (
     FAILED,
@@ -109,6 +110,12 @@ class Report:
     def failing(self) -> list[Mapping[str, Any]]:
         """The tests the run failed or erred at (of a halted run, those it reached)."""
         return failing(self.data)
+
+    @property
+    def causes(self) -> list[Cause]:
+        """The failing tests grouped into causes, gravest first (computed from the tests, so an
+        older report without ``causes`` has them too)."""
+        return causes(self.tests)
 
     @property
     def unshrunk(self) -> bool:

@@ -6,9 +6,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from kbconform.report._causes import causes_line
 from kbconform.report._messages import first_line
 from kbconform.report._record import Report
-from kbconform.report._terminal import _rows
+from kbconform.report._terminal import _rows, rerun_command
 from kbconform.report._verdicts import _SHOWN, _word, declined_words
 
 _MARKDOWN = re.compile(r"[\\`*_{}\[\]<>|~#!&]")
@@ -41,6 +42,7 @@ def summary(report: Report | Mapping[str, Any]) -> str:
         )
         + ".",
         "",
+        *_causes(report),
         "| level | suite | " + " | ".join(_SHOWN) + " |",
         "|---|---|" + "---:|" * len(_SHOWN),
     ]
@@ -54,6 +56,24 @@ def summary(report: Report | Mapping[str, Any]) -> str:
         lines += ["", "### Skipped (declined in the manifest)", ""]
         lines += [f"- `{t['id']}`: {_plain(str(t.get('reason', '')))}" for t in skipped]
     return "\n".join(lines) + "\n"
+
+
+def _causes(report: Report) -> list[str]:
+    """The causes section, first after the verdict: each cause's severity, title, tests, rule,
+    fix and the command that reruns its example (empty when nothing failed)."""
+    made = report.causes
+    if not made:
+        return []
+    tests = {t["id"]: t for t in report.tests}
+    lines = [f"### {causes_line(made, sum(len(c.tests) for c in made))}", ""]
+    for cause in made:
+        ids = ", ".join(f"`{_plain(t)}`" for t in cause.tests)
+        rerun = rerun_command(report.data, tests[cause.example])
+        lines.append(f"- **{cause.id}** ({cause.severity}) {_plain(cause.title)}: {ids}")
+        if cause.rules:
+            lines.append(f"  rule: {', '.join(_plain(r) for r in cause.rules)}; fix: {_plain(cause.fix)}")
+        lines.append(f"  rerun: `{rerun}`" if "`" not in rerun else f"  rerun: {_plain(rerun)}")
+    return [*lines, ""]
 
 
 def _failing(test: Mapping[str, Any]) -> str:

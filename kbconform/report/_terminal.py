@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from kbconform.report._causes import Cause, causes, causes_line
 from kbconform.report._messages import first_line
 from kbconform.report._verdicts import _SHOWN, _word, design, design_line, earned, halted, selection
 
@@ -20,12 +21,21 @@ def _rows(report: Mapping[str, Any]) -> tuple[list[tuple[str, str]], Counter[tup
     return sorted({(level, suite) for level, suite, _ in counts}), counts
 
 
+#: What each column of :func:`table` counts.
+LEGEND = (
+    "pass: the test held; fail: the backend broke the test's rule; error: the test could not "
+    "finish (a set-up failed, a call hung, the harness broke, or it did not run); skip: a "
+    "capability the manifest declines"
+)
+
+
 def table(report: Mapping[str, Any]) -> str:
-    """Counts per level and suite, then the level verdicts."""
+    """Counts per level and suite, a legend of the columns, then the level verdicts."""
     groups, counts = _rows(report)
     lines = [f"{'level':<6} {'suite':<20} " + " ".join(f"{s:>5}" for s in _SHOWN)]
     for level, suite in groups:
         lines.append(f"{level:<6} {suite:<20} " + " ".join(f"{counts[(level, suite, s)]:>5}" for s in _SHOWN))
+    lines.append(LEGEND)
     verdicts = ", ".join(
         _word(level, v) for level, v in report["levels"].items() if sum(v[s] for s in _SHOWN)
     )
@@ -160,3 +170,74 @@ def failure_lines(tests: Sequence[Mapping[str, Any]], shown: int = FAILURES_SHOW
             f"  and {len(tests) - shown} more failing tests: the report (--report) has every message"
         )
     return lines
+
+
+#: How many tests of a cause a terminal shows with their message (the rest by id, each once).
+MESSAGES_SHOWN = 3
+
+
+def cause_lines(report: Mapping[str, Any], path: str = "REPORT.json") -> list[str]:
+    """The failing tests of ``report`` as causes (:func:`~kbconform.report.causes`), gravest
+    first: ``K causes from N failures``, then each cause's severity and title, the rule it
+    breaks and its guide section, what fixes it, its failing tests each once (the first few
+    with their message), and the commands that run its example again and replay it."""
+    tests = report.get("tests", ())
+    made = causes(tests)
+    if not made:
+        return []
+    by_id = {str(t["id"]): t for t in tests}
+    lines = [
+        f"{causes_line(made, sum(len(c.tests) for c in made))} (the report has every message and transcript)"
+    ]
+    for cause in made:
+        lines += _cause(report, cause, by_id, path)
+    return lines
+
+
+def _cause(
+    report: Mapping[str, Any], cause: Cause, by_id: Mapping[str, Mapping[str, Any]], path: str
+) -> list[str]:
+    count = f"{len(cause.tests)} test{'s' * (len(cause.tests) != 1)}"
+    lines = [f"{cause.id} [{cause.severity}] {cause.title}: {count}"]
+    where = [f"rule: {', '.join(f'schemas/{r}' for r in cause.rules)}"] if cause.rules else []
+    where += [f"guide: docs/adapter-guide.md#{cause.guide}"] if cause.guide else []
+    if where:
+        lines.append("    " + "; ".join(where))
+    if cause.fix:
+        lines.append(f"    fix: {cause.fix}")
+    shown = [cause.example, *(t for t in cause.tests if t != cause.example)]
+    for test_id in shown[:MESSAGES_SHOWN]:
+        test = by_id[test_id]
+        said = first_line(test) or str(test.get("reason", ""))
+        lines.append(f"    {test['status'].upper()} {test_id} ({test['level']} {test['suite']}): {said}")
+        if test.get("shrinkStopped"):
+            lines.append(f"      {SHRINK_STOPPED}")
+    rest = shown[MESSAGES_SHOWN:]
+    if rest:
+        lines.append(f"    and {len(rest)} more: {', '.join(rest)}")
+    example = by_id[cause.example]
+    lines.append(f"    rerun: {rerun_command(report, example)}")
+    replay = replay_command(report, example, path)
+    if replay is not None:
+        lines.append(f"    replay: {replay}")
+    return lines
+
+
+#: How many of the slowest tests a terminal names.
+SLOWEST_SHOWN = 5
+
+
+def slowest_line(report: Mapping[str, Any], shown: int = SLOWEST_SHOWN) -> str:
+    """``slowest tests: ID 12.3 s (4,010 calls), ...``: the ``shown`` tests that took longest
+    (of a report that records durations; empty otherwise)."""
+    timed = [t for t in report.get("tests", ()) if isinstance(t.get("duration"), (int, float))]
+    if not timed:
+        return ""
+    total = sum(float(t["duration"]) for t in timed)
+    slow = sorted(timed, key=lambda t: (-float(t["duration"]), str(t["id"])))[:shown]
+    said = ", ".join(
+        f"{t['id']} {float(t['duration']):.1f} s"
+        + (f" ({int(t['calls']):,} calls)" if isinstance(t.get("calls"), int) else "")
+        for t in slow
+    )
+    return f"slowest tests (of {total:.1f} s in tests): {said}"

@@ -78,6 +78,24 @@ def test_a_real_run_records_why_the_failing_test_failed_and_nothing_for_a_pass(
     assert "- `contract-01` (fail): AssertionError: ingest accepted invalid records:" in summary
 
 
+def test_a_real_run_records_each_tests_time_and_calls_and_its_causes(
+    real_run: tuple[dict[str, Any], Path],
+) -> None:
+    """Every test that ran has its duration and its calls into the backend; the failing one
+    made calls (the control: a count that is not always 0); the report's causes hold it."""
+    report, folder = real_run
+    ran = [test for test in report["tests"] if test["status"] in ("pass", "fail")]
+    assert ran
+    assert all(test["duration"] >= 0 and test["calls"] >= 0 for test in ran)
+    assert _entry(report, "contract-01")["calls"] > 0
+    [cause] = report["causes"]
+    assert cause["tests"] == ["contract-01"]
+    assert cause["effect"] == "strictness"
+    assert "--only contract-01 --seed 7" in cause["rerun"]
+    summary = (folder / "s.md").read_text(encoding="utf-8")
+    assert summary.index("1 cause from 1 failure") < summary.index("| level | suite |")  # causes lead
+
+
 def test_the_schema_allows_a_message_only_on_a_failing_or_erroring_test() -> None:
     """A message on a pass or a skip is refused by the schema and the verifier; the controls, on
     a fail and an error, are accepted."""

@@ -82,14 +82,19 @@ def _section(page: str, name: str) -> _Page:
     return _Page(page[start : page.index("</section>", start)])
 
 
-def test_the_page_puts_verdict_and_manifest_first_then_failures_then_every_test() -> None:
-    """Failing tests come before the list of every test, each with its message; the verdict
-    counts them; the manifest shows declared and declined features and the redacted config."""
+def test_the_page_puts_verdict_and_causes_first_then_failures_then_every_test() -> None:
+    """The causes follow the verdict; failing tests come before the list of every test, each
+    with its message; the verdict counts them; the manifest shows declared and declined
+    features and the redacted config."""
     report = _report(**{"backup-01": "fail", "contract-02": "error:did not run: the run stopped"})
     report["manifest"]["stores"] = [{"name": "<b>main</b>"}]  # a declaration of another profile
     page = render(report)
     parsed = _Page(page)
-    assert parsed.sections == ["verdict", "manifest", "failures", "run", "tests"]
+    assert parsed.sections == ["verdict", "causes", "manifest", "failures", "run", "tests"]
+    causes = _section(page, "causes").text
+    assert "1 cause from 1 failure" in causes  # contract-02 did not run: no cause of the backend's
+    assert "backup-01" in causes
+    assert "did not run" not in causes
     verdict = _section(page, "verdict").text
     assert "No level earned" in verdict
     assert (
@@ -133,6 +138,7 @@ def test_a_report_without_failures_says_so_and_lists_the_passes() -> None:
     assert top is not None
     assert f"Highest level earned: {top}" in _section(page, "verdict").text
     assert 'class="verdict pass"' in page
+    assert "causes" not in _Page(page).sections  # nothing failed: no cause
     assert "No failures: every test passed or was declined." in _section(page, "failures").text
     every = _section(page, "tests").text
     assert all(test["id"] in every for test in report["tests"])
@@ -163,7 +169,7 @@ def test_a_hostile_message_is_shown_as_text_never_as_markup(message: str) -> Non
     assert not [name for name, _ in parsed.attributes if name.startswith("on")]
     assert message in _section(page, "failures").text
     assert message in _section(page, "manifest").text
-    assert parsed.sections == ["verdict", "manifest", "failures", "run", "tests"]
+    assert parsed.sections == ["verdict", "manifest", "failures", "run", "tests"]  # an error that did not run
     raw = page.replace(f"<pre>{text(message)}</pre>", f"<pre>{message}</pre>")
     assert raw != page
     spoiled = _Page(raw)  # control: the same checks find the markup when it is not escaped

@@ -265,21 +265,30 @@ def test_only_selects_tests_by_stable_id_and_the_report_says_the_run_is_partial(
     reports.verify(report)
     result.stdout.fnmatch_lines(["*kbconform: partial run*", "*partial: a run of 3 selected tests*"])
     assert result.ret == 0
-    assert "kbconform: failing tests" not in result.stdout.str()
+    assert "kbconform: causes" not in result.stdout.str()
     assert report["execution"]["shrink"] is True  # the control: shrunk unless told not to
     result, report = _run(pytester, "leaky", *(f"--kbconform-only={stable}" for stable in chosen[:2]))
     assert {entry["id"]: entry["status"] for entry in report["tests"]} == dict.fromkeys(chosen[:2], "fail")
     assert result.ret == 1
-    # each failing test by its id, then the rule it checks and the guide's section
+    # the failures as causes, gravest first: each with its rule and guide section, its fix, its
+    # tests by id with their message, and the command that reruns it
     result.stdout.fnmatch_lines(
         [
-            "*= kbconform: failing tests =*",
-            "  FAIL closed-03 (L2 fail-closed): *",
-            "      rule: schemas/read-filter.md#fail-closed; guide: docs/adapter-guide.md#list*",
-            "  FAIL leak-01[[]list] (L2 cross-tenant-leak): *",
-            "      rule: schemas/read-filter.md#every-facade; guide: docs/adapter-guide.md#*",
+            "*= kbconform: causes =*",
+            "2 causes from 2 failures*",
+            "C1 [[]high[]] another tenant gets through: another's data read (read): 1 test",
+            "    rule: schemas/read-filter.md#every-facade; guide: docs/adapter-guide.md#*",
+            "    fix: *",
+            "    FAIL leak-01[[]list[]] (L2 cross-tenant-leak): *",
+            "    rerun: kbconform run * --only 'leak-01[[]list[]]' --seed *",
+            "C2 [[]low[]] read accepts input that read-filter.md refuses: 1 test",
+            "    rule: schemas/read-filter.md#fail-closed; guide: docs/adapter-guide.md#list*",
+            "    fix: *",
+            "    FAIL closed-03 (L2 fail-closed): *",
+            "    rerun: kbconform run * --only closed-03 --seed *",
         ]
     )
+    assert result.stdout.str().count("FAIL leak-01[list]") == 1  # each failing test once
     assert "were not shrunk" not in result.stdout.str()
 
 

@@ -2,7 +2,8 @@
 
 The page reads offline in any browser: inline CSS, no script, no image, no link to anything
 else, and a Content-Security-Policy that forbids loading or running anything even if markup
-got in. From the top: the verdict (highest level earned, counts, the levels), the manifest as
+got in. From the top: the verdict (highest level earned, counts, the levels), the failures
+grouped into causes (each with its fix, tests, commands and transcript), the manifest as
 the report records it (its config already redacted), the failing tests (each with its message,
 the rule it checks and the guide's section, and the commands that show it again: a rerun from
 the seed, and a replay of its recorded exchanges), the run, then every test, collapsed. The
@@ -24,10 +25,12 @@ from typing import TYPE_CHECKING, Any
 from kbconform._levels import LEVELS
 from kbconform.profiles import profile_of
 from kbconform.report import (
+    LEGEND,
     OWASP,
     SHRINK_STOPPED,
     UNSHRUNK,
     Report,
+    causes_line,
     declined_words,
     replay_command,
     rerun_command,
@@ -294,11 +297,55 @@ def _failures(report: Report) -> str:
     return f'<section id="failures"><h2>Failures ({len(failed)})</h2>{note}{items}</section>'
 
 
+#: The most exchanges of a cause's transcript the page shows (the JSON report has them all).
+TRANSCRIPT_SHOWN = 40
+
+
+def _causes(report: Report) -> str:
+    """The causes, first after the verdict: each with its severity, title, rule, fix, failing
+    tests, the commands that show it again, and its example's transcript, collapsed."""
+    made = report.causes
+    if not made:
+        return ""
+    tests = {t["id"]: t for t in report.tests}
+    items = []
+    for cause in made:
+        example = tests[cause.example]
+        exchanges = example.get("transcript") or []
+        lines = "\n".join(json.dumps(x, ensure_ascii=False) for x in exchanges[:TRANSCRIPT_SHOWN])
+        transcript = (
+            f"<details><summary>its transcript ({len(exchanges)} exchanges of {text(cause.example)})"
+            f"</summary><pre>{text(lines)}"
+            + (
+                text(f"\n... {len(exchanges) - TRANSCRIPT_SHOWN} more")
+                if len(exchanges) > TRANSCRIPT_SHOWN
+                else ""
+            )
+            + "</pre></details>"
+            if exchanges
+            else ""
+        )
+        rows = [
+            ("severity", text(cause.severity)),
+            ("rule", text(", ".join(f"schemas/{r}" for r in cause.rules) or "-")),
+            ("fix", text(cause.fix)),
+            ("tests", "<code>" + text(", ".join(cause.tests)) + "</code>"),
+        ]
+        items.append(
+            f'<div class="failure cause"><h3>{text(cause.id)}: {text(cause.title)}</h3>'
+            f"<dl>{_rows(rows)}</dl>{_again(report, example)}{transcript}</div>"
+        )
+    said = causes_line(made, sum(len(c.tests) for c in made))
+    return f'<section id="causes"><h2>{text(said)}</h2>{"".join(items)}</section>'
+
+
 def _tests(tests: Sequence[Mapping[str, Any]]) -> str:
     ordered = sorted(tests, key=lambda t: (LEVELS.index(t["level"]) if t["level"] in LEVELS else 99, t["id"]))
     rows = "".join(
         f'<tr><td class="id">{text(t["id"])}</td><td>{text(t["level"])}</td><td>{_status(t["status"])}</td>'
-        f"<td>{text(t['suite'])}</td><td>{_where(t)}</td><td>{text(t.get('reason', ''))}</td></tr>"
+        f"<td>{text(t['suite'])}</td><td>{_where(t)}</td>"
+        f'<td class="n">{text(_seconds(t))}</td><td class="n">{text(t.get("calls", ""))}</td>'
+        f"<td>{text(t.get('reason', ''))}</td></tr>"
         for t in ordered
     )
     counts = Counter(t["status"] for t in tests)
@@ -309,9 +356,16 @@ def _tests(tests: Sequence[Mapping[str, Any]]) -> str:
     return (
         f'<section id="tests"><h2>Every test ({len(tests)})</h2><details><summary>{text(told)}: show '
         "every test</summary><table><thead><tr><th>id</th><th>level</th>"
-        f"<th>status</th><th>suite</th><th>ran with</th><th>reason</th></tr></thead>"
-        f"<tbody>{rows}</tbody></table></details></section>"
+        '<th>status</th><th>suite</th><th>ran with</th><th class="n">seconds</th><th class="n">calls</th>'
+        f"<th>reason</th></tr></thead><tbody>{rows}</tbody></table>"
+        f'<p class="note">{text(LEGEND)}; seconds: how long it took; calls: its calls into the '
+        "backend</p></details></section>"
     )
+
+
+def _seconds(test: Mapping[str, Any]) -> str:
+    duration = test.get("duration")
+    return f"{float(duration):.2f}" if isinstance(duration, (int, float)) else ""
 
 
 def render(report: Report | Mapping[str, Any]) -> str:
@@ -333,6 +387,7 @@ def render(report: Report | Mapping[str, Any]) -> str:
         f"<title>{text(title)}</title><style>{_STYLE}</style></head>\n<body>"
         "<h1>kbconform conformance report</h1>"
         + _verdict(report)
+        + _causes(report)
         + _manifest(manifest)
         + _failures(report)
         + _run(report)

@@ -2,7 +2,9 @@
 
 One result per failing or erroring test: its stable id is the rule (``ruleId``), described in
 ``tool.driver.rules`` with its level, suite, the spec section it checks and the adapter guide's
-section; the result's message is the first line of the test's message. Every rule is an
+section; the result's message names its cause first (``C1: ...``), then the first line of the
+test's message, and its level is the cause's severity. The run's properties list the causes,
+each with its tests, fix and rerun command. Every rule is an
 isolation rule of a vector store or knowledge base, so each carries the OWASP Top 10 for LLM
 Applications 2025 category LLM08 (vector and embedding weaknesses: unauthorized access and data
 leakage, cross-context leaks, poisoning through another tenant's scope) as a tag. A result is
@@ -57,6 +59,8 @@ def sarif(report: Report | Mapping[str, Any]) -> dict[str, Any]:
     report = Report.of(report)
     failing = report.failing
     where = _located(report.config)
+    made = report.causes
+    cause_of = {test: cause for cause in made for test in cause.tests}
     rules: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
     for index, test in enumerate(failing):
@@ -81,15 +85,19 @@ def sarif(report: Report | Mapping[str, Any]) -> dict[str, Any]:
             }
         )
         said = reports.first_line(test) or str(test.get("reason", "")) or f"{test['id']} {test['status']}"
+        cause = cause_of.get(test["id"])
         results.append(
             {
                 "ruleId": test["id"],
                 "ruleIndex": index,
-                "level": "error",
+                "level": reports.SEVERITIES[cause.severity] if cause is not None else "error",
                 "kind": "fail",
-                "message": {"text": said},
+                "message": {"text": f"{cause.id}: {cause.title}. {said}" if cause is not None else said},
                 "locations": [{"physicalLocation": {"artifactLocation": {"uri": where}}}],
-                "properties": {"status": test["status"]},
+                "properties": {
+                    "status": test["status"],
+                    **({"cause": cause.id, "severity": cause.severity} if cause is not None else {}),
+                },
             }
         )
     return {
@@ -109,6 +117,7 @@ def sarif(report: Report | Mapping[str, Any]) -> dict[str, Any]:
                     "seed": report.seed,
                     "highestLevelEarned": report.earned,
                     "testListHash": report.test_list_hash,
+                    "causes": reports.cause_records(report.data),
                 },
             }
         ],

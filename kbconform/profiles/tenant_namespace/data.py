@@ -133,6 +133,13 @@ class Canaries:
             self.policy.shared = frozenset({self.principals.shared})
         self.policy.shared_for_all = self.principals.shared_for_all
 
+    def whose(self, chunk_id: str) -> str:
+        """A chunk as a failure names it: whose it is and where (``beta's app/docs/b.md``)."""
+        canary = self.chunks.get(chunk_id)
+        if canary is None:
+            return f"{chunk_id}, which no one wrote"
+        return f"{canary.tenant}'s {canary.record.get('repoSlug')}/{canary.record.get('sourcePath')}"
+
     def owned_by(self, tenant: str) -> set[str]:
         return {i for i, c in self.chunks.items() if c.tenant == tenant}
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbconform.adapter import Manifest, check_sync, envelope_claims
-from kbconform.conformance import Refused
+from kbconform.conformance import ANOTHER_AGENT, ANOTHER_TENANT, AS_OPERATOR, Refused
 from kbconform.errors import (
     ContractViolation,
     Forbidden,
@@ -201,7 +201,7 @@ class Policy:
 
     def _may_write(self, principal: Principal) -> Refused | None:
         if principal.tenant_id in self.shared and not principal.is_operator:
-            return Refused(Forbidden, "a member writes into the shared namespace")
+            return Refused(Forbidden, "a member writes into the shared namespace", AS_OPERATOR, "written")
         return None
 
     def spoofed_fields(self, principal: Principal, record: Mapping[str, Any]) -> tuple[str, ...]:
@@ -253,9 +253,11 @@ class Policy:
             if row is None:
                 continue
             if row.tenant != principal.tenant_id:
-                return Refused(Forbidden, f"{chunk} belongs to another tenant")
+                return Refused(Forbidden, f"{chunk} belongs to another tenant", ANOTHER_TENANT, "written")
             if row.stamps.get("visibility") == "private" and not row.origin_is(principal):
-                return Refused(Forbidden, f"{chunk} is another agent's private chunk")
+                return Refused(
+                    Forbidden, f"{chunk} is another agent's private chunk", ANOTHER_AGENT, "written"
+                )
         return Ingest(principal, tuple(records), ids, keys, spoofed, mode == "overwrite")
 
     def check_ids(self, plan: Ingest, returned: Sequence[str]) -> list[str]:
@@ -408,14 +410,14 @@ class Policy:
     def export(self, principal: Principal) -> Refused | dict[str, Row]:
         """Every stored chunk, for operators only (Backend.export)."""
         if not principal.is_operator:
-            return Refused(Forbidden, "a member exports")
+            return Refused(Forbidden, "a member exports", AS_OPERATOR, "read")
         return dict(self.rows)
 
     def restore(self, principal: Principal, records: Sequence[Mapping[str, Any]]) -> Refused | list[Row]:
         """The rows a restore writes, as given: schemas/backup.md. A record without a scope stamp
         is refused, and nothing of the batch is written."""
         if not principal.is_operator:
-            return Refused(Forbidden, "a member restores")
+            return Refused(Forbidden, "a member restores", AS_OPERATOR, "written")
         rows = []
         for record in records:
             metadata = record["metadata"]

@@ -1,0 +1,201 @@
+"""A verdict's failures grouped into causes (kbconform.report.causes): each failure in exactly
+one cause, by the fields the suites know (rule, facade family, kind of caller, effect), a
+failure's own charge winning over its catalogue entry's; and what the terminal says of them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbconform import conformance
+from kbconform import report as reports
+from kbconform.conformance import Reading, charge, charged
+from kbconform.contract import validate
+
+ROOT = Path(__file__).resolve().parents[2]
+ENTRIES = {entry["id"]: dict(entry) for entry in reports.catalogue()}
+
+
+def _failing(*ids: str, **charges: dict[str, str]) -> list[dict[str, Any]]:
+    return [
+        {**ENTRIES[i], "status": "fail", "message": "the backend answered", **charges.get(i, {})} for i in ids
+    ]
+
+
+def test_a_caller_named_in_a_parameter_is_its_kind_and_an_operation_its_family() -> None:
+    """closed-01's parameters name the operation and the caller: None and look-alikes of a
+    principal are no identity, a principal with an invalid tenant id is malformed; the
+    operation gives the family and the effect."""
+    none = reports.fields(ENTRIES["closed-01[export by None]"])
+    malformed = reports.fields(
+        ENTRIES["closed-01[ingest by a Principal changed in place to an invalid tenant id]"]
+    )
+    dict_like = reports.fields(
+        ENTRIES["closed-01[apply_deletion_signal by a dict that looks like a principal]"]
+    )
+    assert (none.caller, none.family, none.effect) == ("no identity", "export", "read")
+    assert (malformed.caller, malformed.family, malformed.effect) == (
+        "a malformed identity",
+        "write",
+        "written",
+    )
+    assert (dict_like.caller, dict_like.family, dict_like.effect) == ("no identity", "delete", "deleted")
+    member = reports.fields(ENTRIES["spoof-01[overwrite-customMeta.tenantId]"])
+    assert (member.caller, member.effect) == ("a member", "forged")  # the control: no caller named
+
+
+def test_a_failures_own_charge_wins_over_its_catalogue_entry() -> None:
+    """A test that said its caller or effect when it failed is grouped by what it said."""
+    plain, charged_ = _failing("iso-01[query]") + _failing(
+        "iso-01[query]", **{"iso-01[query]": {"effect": "recall"}}
+    )
+    assert reports.fields(plain).effect == "read"
+    assert reports.fields(charged_).effect == "recall"
+    assert reports.cause_key(reports.fields(charged_)) == ("effect", "recall")
+
+
+def test_every_failure_is_in_exactly_one_cause_and_no_pass_in_any() -> None:
+    """Grouping keeps every failing or erring test once, and leaves passes, skips and tests
+    that ended at a call not implemented yet out."""
+    tests = _failing(
+        "closed-01[ingest by None]", "closed-01[export by None]", "spoof-05", "leak-02", "page-01"
+    )
+    tests += [{**ENTRIES["leak-01[query]"], "status": "pass"}, {**ENTRIES["contract-01"], "status": "skip"}]
+    tests += [{**ENTRIES["contract-02"], "status": "fail", "notImplemented": "restore"}]
+    made = reports.causes(tests)
+    listed = [test for cause in made for test in cause.tests]
+    assert sorted(listed) == sorted(
+        ["closed-01[ingest by None]", "closed-01[export by None]", "spoof-05", "leak-02", "page-01"]
+    )
+    by_test = {test: cause for cause in made for test in cause.tests}
+    assert (
+        by_test["closed-01[ingest by None]"] == by_test["closed-01[export by None]"]
+    )  # one check fixes both
+    assert by_test["leak-02"] == by_test["page-01"]  # recall, whatever the rule
+    assert by_test["spoof-05"] != by_test["leak-02"]
+    assert [c.id for c in made] == [f"C{n}" for n in range(1, len(made) + 1)]
+    assert made[0].severity == "high"
+    assert made[-1].severity == "low"
+
+
+def test_neos_verdict_lands_in_at_most_25_causes_each_a_hand_written_one() -> None:
+    """Neo's recorded verdict (harnesses/neo/verdict.json, with what each failure charged)
+    grouped by the kit: at most 25 causes, together holding every failing test, and every
+    cause of VERDICT.md's notes (its transcript's test) in one of them."""
+    verdict = json.loads((ROOT / "harnesses" / "neo" / "verdict.json").read_text(encoding="utf-8"))
+    named = json.loads(
+        (ROOT / "harnesses" / "neo" / "transcripts" / "causes.json").read_text(encoding="utf-8")
+    )
+    charges = verdict.get("charges", {})
+    tests = [{**ENTRIES[i], "status": s, **charges.get(i, {})} for i, s in verdict["tests"].items()]
+    made = reports.causes(tests)
+    failing = sorted(i for i, s in verdict["tests"].items() if s in ("fail", "error"))
+    assert sorted(t for c in made for t in c.tests) == failing
+    assert len(made) <= 25, [c.title for c in made]
+    held = {t for c in made for t in c.tests}
+    assert set(named.values()) <= held
+
+
+def test_the_kits_words_for_callers_and_effects_are_the_suites() -> None:
+    """The report's kinds of caller and effects are those a suite charges (one vocabulary)."""
+    assert set(reports.EFFECTS) == set(conformance.EFFECTS)
+    callers = {value for value in vars(reports._causes).values() if isinstance(value, str)}
+    assert set(conformance.CALLERS) <= callers
+
+
+def test_a_reading_that_shows_too_little_is_recall_and_one_that_shows_too_much_a_read() -> None:
+    """Reading.effect: an extra or altered item is another's data read; only missing ones, recall."""
+    expected = Reading({"a": "x", "b": "y"}, 2)
+    assert expected.effect(Reading({"a": "x"}, 1)) == "recall"
+    assert expected.effect(Reading({"a": "x", "b": "y", "c": "z"}, 3)) == "read"
+    assert expected.effect(Reading({"a": "x", "b": "changed"}, 2)) == "read"
+
+
+def test_a_failing_assertion_carries_its_charge_and_an_error_is_left_alone() -> None:
+    """charged() charges an AssertionError raised inside it; charge() keeps what a later
+    charge leaves None; any other error passes through uncharged."""
+    with pytest.raises(AssertionError) as failed, charged("another agent", "read"):
+        raise AssertionError("shown")
+    assert getattr(failed.value, conformance.CHARGE).fields() == {"caller": "another agent", "effect": "read"}
+    charge(failed.value, effect="recall")
+    assert getattr(failed.value, conformance.CHARGE).fields() == {
+        "caller": "another agent",
+        "effect": "recall",
+    }
+    with pytest.raises(KeyError) as other, charged("another agent", "read"):
+        raise KeyError("x")
+    assert not hasattr(other.value, conformance.CHARGE)
+
+
+def _report(tests: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "config": {"adapter": "pkg.mod:make"},
+        "seed": 7,
+        "profile": "quick",
+        "tests": tests,
+    }
+
+
+def test_the_terminal_leads_with_causes_each_test_once_with_its_rerun() -> None:
+    """cause_lines: K causes from N failures, then each cause with its rule, fix, its tests
+    each once (the first few with their message) and the command that reruns its example."""
+    ids = [
+        f"closed-01[ingest by {label}]"
+        for label in ("None", "a tenant id string", "a dict that looks like a principal")
+    ]
+    ids += ["closed-01[export by None]", "leak-02"]
+    lines = reports.cause_lines(_report(_failing(*ids)))
+    text = "\n".join(lines)
+    assert lines[0].startswith("2 causes from 5 failures")
+    assert all(text.count(f"{i} ") + text.count(f"{i},") + text.count(f"{i}\n") >= 1 for i in ids)
+    assert sum(line.count("closed-01[export by None]") for line in lines if "rerun" not in line) == 1
+    assert "rerun: kbconform run --adapter pkg.mod:make --only 'closed-01[export by None]' --seed 7" in text
+    assert "fix: " in text
+    assert "rule: schemas/read-filter.md#fail-closed" in text
+    assert reports.cause_lines(_report([{**ENTRIES["leak-02"], "status": "pass"}])) == []  # the control
+
+
+def test_the_slowest_tests_are_named_with_their_time_and_calls() -> None:
+    """slowest_line names the slowest tests first, with seconds and calls; a report without
+    durations (an older one) gives nothing."""
+    tests = [
+        {**ENTRIES["leak-02"], "status": "pass", "duration": 1.5, "calls": 40},
+        {**ENTRIES["state-01[overwrite]"], "status": "pass", "duration": 95.25, "calls": 14010},
+        {**ENTRIES["page-01"], "status": "pass", "duration": 3.0, "calls": 1200},
+    ]
+    line = reports.slowest_line({"tests": tests}, shown=2)
+    assert line == (
+        "slowest tests (of 99.8 s in tests): state-01[overwrite] 95.2 s (14,010 calls), "
+        "page-01 3.0 s (1,200 calls)"
+    )
+    assert (
+        reports.slowest_line({"tests": [{k: v for k, v in t.items() if k != "duration"} for t in tests]})
+        == ""
+    )
+
+
+def test_a_report_with_causes_durations_and_charges_is_valid_and_an_older_one_too() -> None:
+    """report-v1 takes a test's duration, calls, caller and effect and the report's causes, all
+    optional: a report without them stays valid."""
+    vectors = json.loads((ROOT / "schemas" / "vectors" / "report-v1.json").read_text(encoding="utf-8"))
+    base = next(case["data"] for case in vectors[0]["tests"] if case["valid"])
+    validate(base, "report-v1")
+    tests = [{**t, "duration": 0.5, "calls": 3} for t in base["tests"]]
+    failing = _failing("leak-02", **{"leak-02": {"effect": "recall", "caller": "a member"}})
+    newer = {**base, "tests": [*tests, {**failing[0], "duration": 1.0, "calls": 9}]}
+    newer["causes"] = reports.cause_records(newer)
+    validate(newer, "report-v1")
+    assert newer["causes"][0]["tests"] == ["leak-02"]
+    assert newer["causes"][0]["rerun"].startswith("kbconform run")
+
+
+def test_every_charge_names_a_test_of_the_catalogue() -> None:
+    """CHARGES has no entry for a test the catalogue lacks (a renamed test keeps its charge), and
+    every built-in profile's test has one (a new test says what its failure charges)."""
+    bases = {entry["id"].split("[", 1)[0] for entry in ENTRIES.values()}
+    assert set(reports.CHARGES) <= bases
+    assert bases - set(reports.CHARGES) == set()
+    assert all(effect in reports.EFFECTS for _, _, effect in reports.CHARGES.values())
