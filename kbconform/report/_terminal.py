@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from kbconform.profiles import placeholders
 from kbconform.report._causes import Cause, causes, causes_line
 from kbconform.report._messages import first_line
 from kbconform.report._verdicts import _SHOWN, _word, design, design_line, earned, halted, selection
@@ -42,6 +43,12 @@ def table(report: Mapping[str, Any]) -> str:
     lines.append(f"\nlevels: {verdicts or 'no tests ran'}; highest earned: {earned(report) or 'none'}")
     if design(report):
         lines.append(design_line(report))
+    waiting = placeholders(report["manifest"])
+    if waiting:
+        lines.append(
+            "the manifest still declines with a scaffold's placeholder reason (offer each, or give the "
+            f"real reason): {', '.join(waiting)}"
+        )
     missing = report["completeness"]["missing"]
     if halted(report):
         lines.append(

@@ -17,6 +17,7 @@ from kbconform import report as reports
 from kbconform.cli import main
 from kbconform.contract import is_valid
 from kbconform.errors import ContractViolation
+from kbconform.profiles import PLACEHOLDER
 from tests.plugin import grant_adapter, pool_adapter
 
 TINY_MANIFEST: dict[str, Any] = {
@@ -175,6 +176,12 @@ def test_a_capability_declined_by_design_is_named_beside_its_level_and_never_cap
     assert "L3 earned (declined: workspace-scan)" in reports.table(store)
     assert "L3 earned (declined: workspace-scan)" in reports.summary(store)
     reports.verify(store)
+
+    placeholder = _declining(**{"workspace-scan": f"{PLACEHOLDER}not offered yet"})
+    assert "placeholder reason (offer each, or give the real reason): workspace-scan" in reports.table(
+        placeholder
+    )
+    assert "placeholder" not in reports.table(store)  # control: a real reason is not named so
 
     blind = _declining(**{"fault-injection": "no switch on the store"})
     assert _earned(blind) == ["L0", "L1"]
