@@ -10,7 +10,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kbconform.report._messages import first_line
-from kbconform.report._verdicts import _SHOWN, _word, design, design_line, earned, halted, selection
+from kbconform.report._verdicts import (
+    _SHOWN,
+    _word,
+    design,
+    design_line,
+    earned,
+    halted,
+    price_line,
+    selection,
+)
 
 
 def _rows(report: Mapping[str, Any]) -> tuple[list[tuple[str, str]], Counter[tuple[str, str, str]]]:
@@ -32,6 +41,8 @@ def table(report: Mapping[str, Any]) -> str:
     lines.append(f"\nlevels: {verdicts or 'no tests ran'}; highest earned: {earned(report) or 'none'}")
     if design(report):
         lines.append(design_line(report))
+    if price_line(report):
+        lines.append(price_line(report))
     missing = report["completeness"]["missing"]
     if halted(report):
         lines.append(
