@@ -96,7 +96,7 @@ def test_a_declaration_that_would_hide_data_a_caller_reaches_is_not_honoured() -
     }
     assert [d["honoured"] for d in refused if d["price"]] == [False, False]
     line = price_line({"manifest": _memory(emptyScope="everything")})
-    assert "reads every user's memories (not honoured: judged a failure)" in line
+    assert "reads every user's memories) (not honoured: judged a failure)" in line
     assert price_line({"manifest": _memory()}) == ""  # control: nothing priced, no line
 
 

@@ -75,9 +75,9 @@ class Declared:
     honoured: bool = True
 
     def line(self) -> str:
-        """``design: price``, with `` (not honoured: judged a failure)`` for one the kit does not
-        honour."""
-        said = self.design if self.price is None else f"{self.design}: {self.price}"
+        """``design (price: ...)``, then `` (not honoured: judged a failure)`` for one the kit
+        does not honour: how every rendering says a declaration beside the level."""
+        said = self.design if self.price is None else f"{self.design} (price: {self.price})"
         return said if self.honoured else f"{said} (not honoured: judged a failure)"
 
 
@@ -120,7 +120,7 @@ def identity_declarations(manifest: Mapping[str, Any]) -> tuple[Declared, ...]:
         found.append(
             Declared(
                 "its own record schema is looser than the kit's",
-                "a strictness note: the contract tests (L0) fail and bar no higher level; never an"
+                "a strictness note: the contract tests (L0) fail and bar no higher level, never an"
                 " isolation level",
             )
         )

@@ -9,7 +9,7 @@ from typing import Any
 
 from kbconform._capabilities import caps, declined
 from kbconform._levels import LEVELS, bars_higher
-from kbconform.profiles import LEVEL_MEANINGS, names, profile, profile_of
+from kbconform.profiles import LEVEL_MEANINGS, Declared, names, profile, profile_of
 from kbconform.report._catalogue import expected
 
 FAILED = ("fail", "error")
@@ -175,10 +175,10 @@ def declared_design(manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
 def price_line(report: Mapping[str, Any]) -> str:
     """``its declared design's price: ...``, each priced declaration in one phrase (empty when
     none is priced): what the level rests on, beside it."""
-    priced = [d for d in declared_design(report["manifest"]) if d["price"] is not None or not d["honoured"]]
     said = [
-        f"{d['design']}: {d['price']}" + ("" if d["honoured"] else " (not honoured: judged a failure)")
-        for d in priced
+        Declared(**d).line()
+        for d in declared_design(report["manifest"])
+        if d["price"] is not None or not d["honoured"]
     ]
     return f"its declared design's price: {'; '.join(said)}" if said else ""
 

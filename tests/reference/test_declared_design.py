@@ -178,6 +178,7 @@ APPLICATION = textwrap.dedent(
 
     class Declares(MemoryAdapter):
         def __init__(self, **declared):
+            super().__init__()
             self.declared = declared
 
         @property
