@@ -15,8 +15,7 @@ from kbconform._levels import bars_higher
 from kbconform.adapter import Manifest
 from kbconform.errors import ContractViolation
 from kbconform.profiles.memory_scope.model import ScopePolicy
-from kbconform.report import levels
-from kbconform.report._verdicts import declared_design, price_line
+from kbconform.report import declared_design, levels, price_line
 
 
 def _memory(**declared: Any) -> dict[str, Any]:

@@ -121,6 +121,8 @@ SUBPACKAGES = {
         "declined_words",
         "design",
         "design_line",
+        "price_line",
+        "declared_design",
         "earned",
         "failing",
         "halted",
