@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from kbconform._levels import LEVELS
-from kbconform.profiles import DEFAULT, names, profile, profile_of
+from kbconform.profiles import DEFAULT, SHARED_CAPABILITIES, names, profile, profile_of
 
 Feature = Literal[
     "client-where",
@@ -45,6 +45,7 @@ Capability = Literal[
     "delete",
     "delete-all",
     "filter",
+    "caller-identity",
 ]
 CAPABILITIES: tuple[Capability, ...] = get_args(Capability)
 
@@ -80,6 +81,22 @@ class Axis:
         return entry[self.key] in manifest.get(self.field, ())
 
 
+def _caller_identity(manifest: Mapping[str, Any]) -> str | None:
+    if manifest.get("callerIdentity") != "application":
+        return None
+    return (
+        "the backend takes no caller identity: the application supplies it (callerIdentity: "
+        "application), so what a call naming none means is the application's choice"
+    )
+
+
+#: The capabilities every profile has, each declined by the rule beside it (whatever the profile):
+#: ``caller-identity``, a caller naming no identity refused, which a backend whose identity the
+#: application supplies declines (schemas/declared-design.md).
+SHARED = {"caller-identity": _caller_identity}
+assert tuple(SHARED) == SHARED_CAPABILITIES, "each shared capability has its rule here"
+
+
 AXES = (
     Axis("kbconform_facade", "facade", "readFacades", ("query", "get", "list")),
     Axis("kbconform_spoof_mode", "spoofMode", "spoofModes", ("overwrite",)),
@@ -95,6 +112,8 @@ def declines(manifest: Mapping[str, Any], capability: str) -> str | None:
     profile ``multi-store`` and ``multi-model`` by a manifest listing fewer than two stores
     (models). A capability the manifest's profile does not define is declined.
     """
+    if capability in SHARED:
+        return SHARED[capability](manifest)
     name = profile_of(manifest)
     declared = profile(name)
     if capability not in declared.capabilities:

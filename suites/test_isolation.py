@@ -76,6 +76,7 @@ def test_every_reader_reads_exactly_its_scope_through_every_read_facade(
     rule=FAIL_CLOSED,
     guide=GUIDE,
     level="L1",
+    requires="caller-identity",
 )
 def test_no_identity_is_refused_on_every_read_facade_and_told_nothing(
     kbconform_facade: str, kbconform_backend: Any, kbconform_world: World

@@ -5,8 +5,9 @@ Each backend is a fresh ``google.adk.memory.InMemoryMemoryService`` beside a fre
 conversation: a session of the scope's user holding one user event whose text is the memory,
 added to the memory service with ``add_session_to_memory``. Each operation is one or a few calls
 of ADK's public API, run on the harness's own asyncio event loop; each ADK exception is mapped to
-an error code (README.md, "Errors"). The harness adds no check of its own: what ADK answers is
-what the kit judges.
+an error code (README.md, "Errors"). The harness adds no check of its own, drops no key and
+fills no default: what ADK answers is what the kit judges. README.md lists its departures, and
+tests/harness/test_departures.py holds it to them.
 
 Standard library and ADK (with what it installs) only; the protocol (framing, ids, handles, errors
 as data) is the kit's harness runtime, kbharness. stdout carries responses only; the log goes to
@@ -66,6 +67,12 @@ MANIFEST: dict[str, Any] = {
     # Keyword matching: only memories sharing a word with the query, at most ten
     # (in_memory_memory_service.py:174-198).
     "searchReturns": "relevant",
+    # The memory service takes no caller: the application passes the user_id it holds
+    # (base_memory_service.py:124-130), so what a call naming no user means is the
+    # application's choice (schemas/declared-design.md).
+    "callerIdentity": "application",
+    # A session event with empty text is added to memory and given an id: a strictness note.
+    "recordSchema": "looser",
     "readFacades": ["search"],
     "features": {
         "fault-injection": (
@@ -97,13 +104,26 @@ MANIFEST: dict[str, Any] = {
 }
 
 
-def to_user_id(scope: Any) -> Any:
-    """The user id an application holding this scope hands to ADK: the value of ``user_id`` as it
-    is (``""``, a number, a list, None included: ADK's to refuse), and None when the scope is not
-    an object or does not name ``user_id``. Keys not declared are not read."""
-    if not isinstance(scope, dict):
-        return None
-    return scope.get(SCOPE_KEY)
+def scope_arguments(scope: Any) -> dict[str, Any]:
+    """The scope's keys and values as ADK's keyword arguments of their own names, every key as it
+    is (``user_id`` with any value; a key ADK has no argument for is passed too, for ADK to
+    refuse), as an application passing its scope object's fields does. A scope that is not an
+    object has no keys: the call names none (README.md, departure 6)."""
+    return dict(scope) if isinstance(scope, dict) else {}
+
+
+def _call(function: Any, *args: Any, scope: Any, **kwargs: Any) -> Any:
+    """Every ADK call taking a scope goes through here, so that a TypeError of argument binding
+    (a user_id missing, a scope key ADK has no argument for) is told apart: Python raises it in
+    this frame, before any frame of ADK starts."""
+    return function(*args, **scope_arguments(scope), **kwargs)
+
+
+def _binding_error(exc: BaseException) -> bool:
+    tb, last = exc.__traceback__, None
+    while tb is not None:
+        last, tb = tb, tb.tb_next
+    return isinstance(exc, TypeError) and last is not None and last.tb_frame.f_code is _call.__code__
 
 
 def _describe(exc: BaseException) -> str:
@@ -119,10 +139,11 @@ def _memory_invalid(exc: BaseException) -> kbharness.HarnessError:
     return kbharness.HarnessError("KB_MEMORY_INVALID", f"KB_MEMORY_INVALID: {_describe(exc)}")
 
 
-def _unhashable(exc: BaseException) -> bool:
+def _refused_scope(exc: BaseException) -> bool:
     # A value that cannot key ADK's dictionaries of users (in_memory_memory_service.py:156, :211;
-    # in_memory_session_service.py:131): the only TypeError these calls raise on a user id.
-    return isinstance(exc, TypeError) and str(exc).startswith("unhashable type")
+    # in_memory_session_service.py:131), or a call ADK's signature refuses for its scope (no
+    # user_id, or a key it has no argument for): the TypeErrors these calls raise on a scope.
+    return _binding_error(exc) or (isinstance(exc, TypeError) and str(exc).startswith("unhashable type"))
 
 
 def _not_offered(op: str, feature: str) -> kbharness.HarnessError:
@@ -183,11 +204,15 @@ class AdkHarness:
     def addMemory(self, backend: Backend, params: dict[str, Any]) -> dict[str, Any]:
         # One conversation of the user: create its session, append the user's event, add the
         # session to memory (what an application's runner and after-turn callback do).
-        user_id = to_user_id(params["scope"])
         session_id, event_id = backend.new_ids()
         try:
             session = self.run(
-                backend.sessions.create_session(app_name=APP_NAME, user_id=user_id, session_id=session_id)
+                _call(
+                    backend.sessions.create_session,
+                    scope=params["scope"],
+                    app_name=APP_NAME,
+                    session_id=session_id,
+                )
             )
         except (ValidationError, TypeError) as exc:
             raise _unauthenticated(exc) from exc
@@ -212,12 +237,15 @@ class AdkHarness:
             )
         try:
             response = self.run(
-                backend.memory.search_memory(
-                    app_name=APP_NAME, user_id=to_user_id(params["scope"]), query=params["text"]
+                _call(
+                    backend.memory.search_memory,
+                    scope=params["scope"],
+                    app_name=APP_NAME,
+                    query=params["text"],
                 )
             )
         except TypeError as exc:
-            if _unhashable(exc):
+            if _refused_scope(exc):
                 raise _unauthenticated(exc) from exc
             raise _memory_invalid(exc) from exc  # a query that is not a string (:51, :159)
         memories = response.memories[: params["limit"]]
@@ -226,12 +254,15 @@ class AdkHarness:
     def deleteMemory(self, backend: Backend, params: dict[str, Any]) -> dict[str, Any]:
         try:
             self.run(
-                backend.memory.delete_memory(
-                    app_name=APP_NAME, user_id=to_user_id(params["scope"]), memory_id=params["id"]
+                _call(
+                    backend.memory.delete_memory,
+                    scope=params["scope"],
+                    app_name=APP_NAME,
+                    memory_id=params["id"],
                 )
             )
         except TypeError as exc:
-            if _unhashable(exc):
+            if _refused_scope(exc):
                 raise _unauthenticated(exc) from exc
             raise
         return {}

@@ -3,7 +3,9 @@
 Each backend is a fresh ``langgraph.store.memory.InMemoryStore`` with an embedding index over
 the value field ``text``. Each operation is one call of LangGraph's ``BaseStore`` API (update:
 a get then a put, see README.md); each LangGraph exception is mapped to an error code. The
-harness adds no check of its own: what the store answers is what the kit judges.
+harness adds no check of its own, drops no key and fills no default: what the store answers is
+what the kit judges. README.md lists its departures, and tests/harness/test_departures.py holds
+it to them.
 
 Standard library and LangGraph only; the protocol (framing, ids, handles, errors as data) is the
 kit's harness runtime, kbharness. stdout carries responses only; the log goes to stderr.
@@ -69,6 +71,15 @@ MANIFEST: dict[str, Any] = {
     "byIdScope": "exact",
     # Labels may not hold a period (langgraph/store/base/__init__.py:1336).
     "reservedCharacters": ".",
+    # BaseStore takes no caller: the application builds each namespace from the identity it
+    # holds (the documented pattern is (user_id, "memories")), so what a call naming no user
+    # means is the application's choice (schemas/declared-design.md).
+    "callerIdentity": "application",
+    # search(()) matches every namespace (langgraph/store/memory/__init__.py:261-265).
+    "emptyScope": "everything",
+    # put stores any value it is given, the empty text included (langgraph/store/base/
+    # __init__.py:866): a strictness note, not an isolation level.
+    "recordSchema": "looser",
 }
 
 
@@ -82,20 +93,14 @@ def new_store() -> InMemoryStore:
 
 
 # ---------------------------------------------------------------------------------------------
-# Scope -> namespace. The values of the declared keys, in key order, up to the last declared key
-# the scope names, a key it skips as None (an application's tuple of the identity it has);
-# keys not declared are not read; values are passed as they are (a non-string value, "" and
-# None included, is LangGraph's to refuse). A scope that names no declared key (not an object,
-# empty, only undeclared keys) is the empty namespace ().
+# Scope -> namespace: the scope's values, in the order its keys come, every key included (an
+# application's tuple of the identity it holds). Values are passed as they are (a non-string
+# value, "" and None included, are LangGraph's to refuse), and a scope that is not an object is
+# handed to LangGraph as it is. The harness drops no key and fills no default.
 
 
-def to_namespace(scope: Any) -> tuple[Any, ...]:
-    if not isinstance(scope, dict):
-        return ()
-    named = [n for n, key in enumerate(SCOPE_KEYS) if key in scope]
-    if not named:
-        return ()
-    return tuple(scope.get(key) for key in SCOPE_KEYS[: named[-1] + 1])
+def to_namespace(scope: Any) -> Any:
+    return tuple(scope.values()) if isinstance(scope, dict) else scope
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,8 +150,9 @@ class LangGraphHarness:
         return None
 
     def addMemory(self, backend: Backend, params: dict[str, Any]) -> dict[str, Any]:
-        metadata = params["metadata"]
-        value = {**(metadata if metadata is not None else {}), "text": params["text"]}
+        # The metadata's fields are the value's, the text its indexed field (README.md,
+        # departure 5): metadata that is not an object makes no value (KB_HARNESS_INTERNAL).
+        value = {**params["metadata"], "text": params["text"]}
         key = backend.new_key()
         backend.store.put(to_namespace(params["scope"]), key, value)
         return {"id": key}

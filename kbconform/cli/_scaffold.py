@@ -147,7 +147,7 @@ def _direct_url() -> str | None:
         return None
 
 
-def files(name: str, version: str, profile_name: str = "tenant-namespace") -> dict[str, str]:
+def files(name: str, version: str, profile_name: str | None = None) -> dict[str, str]:
     """The skeleton of the adapter ``name`` for the isolation profile ``profile_name``: relative
     path -> text."""
     base = name.removesuffix("_adapter") or name
@@ -167,11 +167,14 @@ def files(name: str, version: str, profile_name: str = "tenant-namespace") -> di
             template = template.replace(token, value)
         return template
 
+    from kbconform.profiles import DEFAULT
+
+    profile_name = profile_name or DEFAULT
     manifest = skeleton_manifest(profile_name, name.replace("_", "-"), base.replace("_", "-"))
+    # the default profile's skeleton is the adapter guide's, written out by hand; another
+    # profile's is written from its own protocol
     return {
-        f"{name}.py": render(
-            MODULE if profile_name == "tenant-namespace" else _protocol_module(profile_name, manifest)
-        ),
+        f"{name}.py": render(MODULE if profile_name == DEFAULT else _protocol_module(profile_name, manifest)),
         f"{name}.manifest.json": json.dumps(manifest, indent=2) + "\n",
         "pytest.ini": render(PYTEST_INI),
         ".github/workflows/kbconform.yml": render(WORKFLOW),
@@ -197,9 +200,7 @@ def _protocol_module(profile_name: str, manifest: dict[str, Any]) -> str:
     return _scaffold_protocol.module(profile_name, protocol, rule.partition("#")[0])
 
 
-def write(
-    name: str, directory: str | Path, version: str, profile_name: str = "tenant-namespace"
-) -> list[Written]:
+def write(name: str, directory: str | Path, version: str, profile_name: str | None = None) -> list[Written]:
     """Write the skeleton of ``name`` into ``directory`` (made if missing); return what was written.
 
     Raises :class:`ScaffoldError` when the name is not usable, any of the files exists already

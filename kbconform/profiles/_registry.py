@@ -46,6 +46,11 @@ BUILT_IN = (
     "kbconform.profiles.memory_scope:PROFILE",
 )
 
+#: The capabilities every profile has, whatever it registers (a test of the shared suite may
+#: require one): a caller naming no identity refused, declined by a backend whose identity the
+#: application supplies (``kbconform._capabilities.SHARED`` holds the rule).
+SHARED_CAPABILITIES = ("caller-identity",)
+
 
 #: What each level asks, in words any profile's levels fit (a profile says its own).
 LEVEL_MEANINGS: Mapping[str, str] = {
@@ -55,6 +60,71 @@ LEVEL_MEANINGS: Mapping[str, str] = {
     "L3": "lifecycle (programs of writes, failed writes)",
     "L4": "robustness (state machine)",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class Declared:
+    """One design choice a manifest declares (``schemas/declared-design.md``): ``design``, what
+    it is; ``price``, its consequence for a caller in one line (None: it costs a caller nothing,
+    as a stricter choice); ``honoured``, False for a declaration that would hide another
+    tenant's data a caller can reach, which the kit judges as if it were not declared (the
+    verdict fails it, and says so beside the level)."""
+
+    design: str
+    price: str | None = None
+    honoured: bool = True
+
+    def line(self) -> str:
+        """``design (price: ...)``, then `` (not honoured: judged a failure)`` for one the kit
+        does not honour: how every rendering says a declaration beside the level."""
+        said = self.design if self.price is None else f"{self.design} (price: {self.price})"
+        return said if self.honoured else f"{said} (not honoured: judged a failure)"
+
+
+def identity_declarations(manifest: Mapping[str, Any]) -> tuple[Declared, ...]:
+    """The declarations every profile's manifest may make about its callers and its records
+    (``callerIdentity``, ``noIdentity``, ``recordSchema``; ``schemas/declared-design.md``), each
+    priced. What a call naming no identity is (``noIdentity``, and a profile's own choices of
+    the kind) is honoured only where the application supplies the identity: declared by a
+    backend that takes its caller's identity, a caller naming none reaches it, and it is
+    judged a failure."""
+    application = manifest.get("callerIdentity") == "application"
+    found: list[Declared] = []
+    if application:
+        found.append(
+            Declared(
+                "identity supplied by the application, not the backend",
+                "a call naming no identity is the application's to refuse: the backend answers any"
+                " identity it is handed (the tests of no identity are declined)",
+            )
+        )
+    no_identity = manifest.get("noIdentity", "refused")
+    if no_identity == "single-tenant":
+        found.append(
+            Declared(
+                "with no identity it runs single-tenant",
+                "a call naming no identity reads every tenant's data: safe only if every call"
+                " carries an identity",
+                honoured=application,
+            )
+        )
+    elif no_identity == "default-user":
+        found.append(
+            Declared(
+                "a call naming no identity is one shared default user",
+                "every caller that names none reads and writes the same data",
+                honoured=application,
+            )
+        )
+    if manifest.get("recordSchema") == "looser":
+        found.append(
+            Declared(
+                "its own record schema is looser than the kit's",
+                "a strictness note: the contract tests (L0) fail and bar no higher level, never an"
+                " isolation level",
+            )
+        )
+    return tuple(found)
 
 
 def _no_design(manifest: Mapping[str, Any]) -> tuple[str, ...]:
@@ -75,6 +145,10 @@ def placeholders(manifest: Mapping[str, Any]) -> tuple[str, ...]:
             if isinstance(value, str) and value.startswith(PLACEHOLDER)
         )
     )
+
+
+def _no_declarations(manifest: Mapping[str, Any]) -> tuple[Declared, ...]:
+    return ()
 
 
 def feature_declined(manifest: Mapping[str, Any], feature: str) -> str | None:
@@ -131,17 +205,18 @@ class Profile:
     of its operations names when it crosses the wire (None: the operation's own name).
     ``design(manifest)`` says, one phrase each, the policy choices the manifest declares where
     the contract lets a design choose (a report shows them beside the level: the backend is
-    judged against them). ``probes`` are the capabilities the kit needs to observe a rule rather
-    than features a design may lack (``fault-injection``: without a store that can fail on cue,
-    failing closed cannot be seen): a test skipped for a declined probe counts against its
-    level, while a test skipped for any other declined capability is reported beside the level
-    and never caps it. ``levels`` says in a few words what each level of this profile asks
-    (shown after a run). ``skeleton`` is what a new backend's manifest declares for this profile
-    beside its ``manifestVersion``, ``adapter`` and ``backend`` (every optional feature
-    declined, with a reason): the scaffolds (``kbconform new-adapter``, ``kbconform
-    new-harness``) write it. ``rule`` and ``guide`` are the spec section (``DOC.md#anchor``) and
-    the adapter guide's section the shared suite's tests (iso-01 to iso-03) name for this
-    profile (None: they name none).
+    judged against them); ``declarations(manifest)`` says them as :class:`Declared` records,
+    each with its price (:meth:`declared` reads either). ``probes`` are the capabilities the kit
+    needs to observe a rule rather than features a design may lack (``fault-injection``: without
+    a store that can fail on cue, failing closed cannot be seen): a test skipped for a declined
+    probe counts against its level, while a test skipped for any other declined capability is
+    reported beside the level and never caps it. ``levels`` says in a few words what each level
+    of this profile asks (shown after a run). ``skeleton`` is what a new backend's manifest
+    declares for this profile beside its ``manifestVersion``, ``adapter`` and ``backend`` (every
+    optional feature declined, with a reason): the scaffolds (``kbconform new-adapter``,
+    ``kbconform new-harness``) write it. ``rule`` and ``guide`` are the spec section
+    (``DOC.md#anchor``) and the adapter guide's section the shared suite's tests (iso-01 to
+    iso-03) name for this profile (None: they name none).
     """
 
     name: str
@@ -152,11 +227,18 @@ class Profile:
     facade_ids: Mapping[str, str] = field(default_factory=dict)
     contract: str | None = None
     design: Callable[[Mapping[str, Any]], tuple[str, ...]] = _no_design
+    declarations: Callable[[Mapping[str, Any]], tuple[Declared, ...]] = _no_declarations
     probes: tuple[str, ...] = ("fault-injection",)
     levels: Mapping[str, str] = field(default_factory=lambda: LEVEL_MEANINGS)
     skeleton: Mapping[str, Any] = field(default_factory=dict)
     rule: str | None = None
     guide: str | None = None
+
+    def declared(self, manifest: Mapping[str, Any]) -> tuple[Declared, ...]:
+        """The design choices ``manifest`` declares, each with its price: the profile's
+        ``declarations``, or, for a profile that gives only ``design``, each phrase unpriced."""
+        found = self.declarations(manifest)
+        return found if found else tuple(Declared(phrase) for phrase in self.design(manifest))
 
     def parts(self) -> Implementation:
         """The profile's implementation, imported on first use."""
@@ -261,5 +343,7 @@ def profile_of(manifest: Mapping[str, Any]) -> str:
 
 
 def capabilities() -> tuple[str, ...]:
-    """Every capability a registered profile's suite test may require, each once."""
-    return tuple(dict.fromkeys(c for name in names() for c in profile(name).capabilities))
+    """Every capability a registered profile's suite test may require, each once (the shared
+    ones last)."""
+    own = (c for name in names() for c in profile(name).capabilities)
+    return tuple(dict.fromkeys((*own, *SHARED_CAPABILITIES)))

@@ -14,7 +14,7 @@ from kbconform.errors import ContractViolation, Problem
 from kbconform.report._catalogue import catalogue, expected, list_hash, suite_version, unknown_ids
 from kbconform.report._causes import causes
 from kbconform.report._messages import _with_message, redact, secrets_of
-from kbconform.report._verdicts import _verdict, halted, levels, selection, stopped
+from kbconform.report._verdicts import _verdict, declared_design, halted, levels, selection, stopped
 
 
 def build(
@@ -68,6 +68,7 @@ def build(
         },
         "execution": {**execution, "selection": None if chosen is None else sorted(set(chosen))},
         "levels": levels(listed, manifest, partial=chosen is not None),
+        "declared": declared_design(manifest),
         "completeness": {"missing": missing, "unknown": sorted(set(tests) - known)},
         "tests": listed,
     }
@@ -175,5 +176,8 @@ def verify(report: object) -> None:
             "the verdicts its tests give: " + "; ".join(_verdict(lv, earned[lv]) for lv in changed),
             "the report claims: " + "; ".join(_verdict(lv, report["levels"].get(lv)) for lv in changed),
         )
+    said = declared_design(report["manifest"])
+    if "declared" in report and report["declared"] != said:
+        differs("/declared", "declared", f"the manifest's declared design: {said}", str(report["declared"]))
     if problems:
         raise ContractViolation(contract="report-v1", problems=tuple(problems), code="KB_REPORT_INVALID")

@@ -12,7 +12,16 @@ from typing import Any
 from kbconform.profiles import placeholders
 from kbconform.report._causes import Cause, causes, causes_line
 from kbconform.report._messages import first_line
-from kbconform.report._verdicts import _SHOWN, _word, design, design_line, earned, halted, selection
+from kbconform.report._verdicts import (
+    _SHOWN,
+    _word,
+    design,
+    design_line,
+    earned,
+    halted,
+    price_line,
+    selection,
+)
 
 
 def _rows(report: Mapping[str, Any]) -> tuple[list[tuple[str, str]], Counter[tuple[str, str, str]]]:
@@ -49,6 +58,8 @@ def table(report: Mapping[str, Any]) -> str:
             "the manifest still declines with a scaffold's placeholder reason (offer each, or give the "
             f"real reason): {', '.join(waiting)}"
         )
+    if price_line(report):
+        lines.append(price_line(report))
     missing = report["completeness"]["missing"]
     if halted(report):
         lines.append(

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kbconform._capabilities import caps, declined
-from kbconform._levels import LEVELS
-from kbconform.profiles import LEVEL_MEANINGS, names, profile, profile_of
+from kbconform._levels import LEVELS, bars_higher
+from kbconform.profiles import LEVEL_MEANINGS, Declared, names, profile, profile_of
 from kbconform.report._catalogue import expected
 
 FAILED = ("fail", "error")
@@ -24,7 +24,8 @@ def levels(
     Such a capability never caps a level: the level names it (``declined``), for the verdict
     rests on that design. A skip for a declined probe (``Profile.probes``) or for no declined
     capability counts against the level (:func:`kbconform._capabilities.caps`). A ``partial``
-    run (of a selection of tests) earns no level."""
+    run (of a selection of tests) earns no level. An L0 not earned bars no higher level of a
+    manifest declaring its own looser record schema (:func:`kbconform._levels.bars_higher`)."""
     counts: dict[str, Counter[str]] = {level: Counter() for level in LEVELS}
     designed: dict[str, set[str]] = {level: set() for level in LEVELS}
     for test in tests:
@@ -43,7 +44,7 @@ def levels(
             **{status: count[status] for status in ("pass", "fail", "error", "skip")},
             "declined": sorted(designed[level]),
         }
-        clean_below = clean_below and clean
+        clean_below = clean_below and (clean or not bars_higher(level, manifest))
     return verdicts
 
 
@@ -161,6 +162,25 @@ def design(report: Mapping[str, Any]) -> tuple[str, ...]:
     manifest = report["manifest"]
     name = profile_of(manifest)
     return profile(name).design(manifest) if name in names() else ()
+
+
+def declared_design(manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each design choice ``manifest`` declares (``Profile.declared``), as report-v1's
+    ``declared`` says it: ``{design, price, honoured}``."""
+    name = profile_of(manifest)
+    found = profile(name).declared(manifest) if name in names() else ()
+    return [{"design": d.design, "price": d.price, "honoured": d.honoured} for d in found]
+
+
+def price_line(report: Mapping[str, Any]) -> str:
+    """``its declared design's price: ...``, each priced declaration in one phrase (empty when
+    none is priced): what the level rests on, beside it."""
+    said = [
+        Declared(**d).line()
+        for d in declared_design(report["manifest"])
+        if d["price"] is not None or not d["honoured"]
+    ]
+    return f"its declared design's price: {'; '.join(said)}" if said else ""
 
 
 def design_line(report: Mapping[str, Any]) -> str:

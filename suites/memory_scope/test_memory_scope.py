@@ -104,7 +104,7 @@ def test_a_memory_is_read_under_its_scope_and_every_scope_it_matches(
     assert d.check()
 
 
-@pytest.mark.kbconform(id="mem-02", rule="memory-scope.md#m1", guide=GUIDE, level="L1")
+@pytest.mark.kbconform(id="mem-02", rule="memory-scope.md#m1", guide=GUIDE, level="L1", requires="caller-identity")
 @pytest.mark.parametrize("kind", list(NO_SCOPE_KINDS))
 def test_a_call_with_no_scope_is_refused_and_changes_nothing(
     kind: str, kbconform_run: Run, kbconform_backend: Any
@@ -358,7 +358,8 @@ def test_a_small_scopes_searches_are_exact_and_limited_within_it(
 ) -> None:
     """M3: in a scope of three memories, beside two scopes of thirty whose texts are nearer
     the query, a search with any limit returns that many memories of the scope (or all of it),
-    and a memory's own text finds it first."""
+    and a memory's own text finds it first (under ``searchOrder: recency``, the scope's newest
+    memory comes first whatever the query: the design it declares)."""
     d = _driver(kbconform_run, kbconform_backend, "mem-10")
     query = "what was said about the release plan and the deploy keys"
     small = d.scope("small")
@@ -371,7 +372,7 @@ def test_a_small_scopes_searches_are_exact_and_limited_within_it(
     for memory in own:
         found = d.attempt_read("search", small, text=d.policy.stored[memory], limit=1)
         assert isinstance(found, list)
-        assert [hit.id for hit in found] == [memory]
+        assert [hit.id for hit in found] == [d.policy.first_hit(small, d.policy.stored[memory])]
     assert d.check()
 
 
@@ -492,7 +493,9 @@ class ScopeMachine(DriverMachine[ScopeDriver]):
             d.refuse_read("search", caller)
 
     def _caller(self, pick: int, second: int = -1) -> object:
-        return self.program.scope(pick, second) if pick >= 0 else self.no_scopes[-pick % len(self.no_scopes)]
+        if pick >= 0 or not self.no_scopes:  # none when the application supplies the identity
+            return self.program.scope(abs(pick), second)
+        return self.no_scopes[-pick % len(self.no_scopes)]
 
     def _target(self, pick: int) -> str:
         memories = sorted(self.d.policy.memories)

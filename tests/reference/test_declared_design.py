@@ -166,3 +166,67 @@ def test_a_declared_write_limit_is_honoured_and_an_undeclared_one_fails(
     code, report = _run("capped:undeclared", *BIG_WRITES)
     assert code != 0
     assert set(_statuses(report).values()) == {"fail"}, _statuses(report)
+
+
+#: The memory-scope reference declaring that its caller's identity is the application's (and,
+#: as LangGraph's store does, that an empty scope reads everything), or the same empty scope
+#: with the identity its own.
+APPLICATION = textwrap.dedent(
+    """
+    from kbconform_reference.memory.adapter import MemoryAdapter
+
+
+    class Declares(MemoryAdapter):
+        def __init__(self, **declared):
+            super().__init__()
+            self.declared = declared
+
+        @property
+        def manifest(self):
+            return {**super().manifest, **self.declared}
+
+
+    def application():
+        return Declares(callerIdentity="application", emptyScope="everything")
+
+
+    def library():
+        return Declares(emptyScope="everything")
+    """
+)
+#: The tests of a caller naming no identity, and a read of a caller naming one (control).
+NO_IDENTITY = ("iso-02[search-memories]", "mem-02[None]", "mem-02[empty scope]")
+
+
+def test_an_identity_the_application_supplies_declines_the_tests_of_no_identity_and_is_priced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The memory-scope reference declaring ``callerIdentity: application`` skips iso-02 and
+    mem-02 with the declaration as the reason, passes the reads of a named scope, and the report
+    (``declared``) and the terminal carry each declaration with its price. Control: declaring an
+    empty scope that reads everything with the identity its own is not honoured: the tests of no
+    identity run (and pass: the reference refuses), and the price line says so."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "declares.py").write_text(APPLICATION, encoding="utf-8")
+    code, report = _run("declares:application", *NO_IDENTITY, "iso-01[search-memories]")
+    statuses = _statuses(report)
+    assert code == 0, statuses
+    assert {statuses[stable] for stable in NO_IDENTITY} == {"skip"}
+    assert statuses["iso-01[search-memories]"] == "pass"
+    reasons = {test["id"]: test.get("reason", "") for test in report["tests"]}
+    assert all("callerIdentity: application" in reasons[stable] for stable in NO_IDENTITY), reasons
+    priced = {d["design"]: d for d in report["declared"]}
+    assert priced["identity supplied by the application, not the backend"]["honoured"] is True
+    assert (
+        "reads every user's memories"
+        in priced["an empty scope (an empty namespace prefix) reads every memory"]["price"]
+    )
+    out = capsys.readouterr().out
+    assert "its declared design's price: identity supplied by the application" in out
+
+    code, report = _run("declares:library", *NO_IDENTITY)
+    assert code == 0, _statuses(report)
+    assert set(_statuses(report).values()) == {"pass"}
+    assert [d["honoured"] for d in report["declared"] if "empty scope" in d["design"]] == [False]
+    assert "(not honoured: judged a failure)" in capsys.readouterr().out

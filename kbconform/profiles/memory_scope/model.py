@@ -59,6 +59,15 @@ class ScopePolicy:
     #: A search returns only memories above the backend's relevance threshold (``searchReturns:
     #: relevant``): its hits are judged in scope, and at most ``limit`` of them, not counted.
     relevant: bool = False
+    #: Under ``by_id`` checked, the keys a by-id call checks (``byIdKeys``: a subset, such as the
+    #: user alone); empty: every key the scope names.
+    by_id_keys: tuple[str, ...] = ()
+    #: A search orders the scope's memories most recently written first, whatever the query
+    #: (``searchOrder: recency``).
+    recency: bool = False
+    #: The caller's identity is the application's (``callerIdentity: application``): the kit
+    #: sends no caller that names no scope (:func:`~kbconform.profiles.memory_scope.world.no_scopes`).
+    application_identity: bool = False
     memories: dict[str, Memory] = field(default_factory=dict)
 
     @classmethod
@@ -70,6 +79,9 @@ class ScopePolicy:
             reserved=str(manifest.get("reservedCharacters", "")),
             by_id=str(manifest["byIdScope"]),
             relevant=manifest.get("searchReturns") == "relevant",
+            by_id_keys=tuple(manifest.get("byIdKeys", ())),
+            recency=manifest.get("searchOrder") == "recency",
+            application_identity=manifest.get("callerIdentity") == "application",
         )
 
     # -- identity (M1) ---------------------------------------------------------------------------
@@ -134,11 +146,18 @@ class ScopePolicy:
         found = self.memories.get(memory) if isinstance(memory, str) else None
         if found is None:
             return Refused(NotFound, f"no memory {memory!r}")
-        if self.by_id == "checked" and not found.within(scope):  # type: ignore[arg-type]  # identified
+        if self.by_id == "checked" and not found.within(self._checked(scope)):  # type: ignore[arg-type]
             return Refused(NotFound, f"the memory {memory!r} is outside the scope")
         if self.by_id == "exact" and found.scope != scope:
             return Refused(NotFound, f"the memory {memory!r} was not written under exactly the scope")
         return found
+
+    def _checked(self, scope: Scope) -> Scope:
+        """The part of an identified ``scope`` a by-id call checks: the ``byIdKeys`` it names
+        (every key when none are declared)."""
+        if not self.by_id_keys:
+            return scope
+        return {key: value for key, value in scope.items() if key in self.by_id_keys}
 
     def get(self, scope: object, memory: object) -> Refused | dict[str, str]:
         """M5: the memory, as ``{id: text}``."""
@@ -202,6 +221,15 @@ class ScopePolicy:
             return refused
         assert isinstance(scope, Mapping)  # identified
         return {i: m.text for i, m in self.matching(scope).items()}
+
+    def first_hit(self, scope: Scope, text: str) -> str | None:
+        """The memory a search under ``scope`` for ``text`` returns first, when the model knows
+        it: under ``searchOrder: recency`` the scope's memory written last, else the memory whose
+        own text ``text`` is (the nearest); None when the scope holds no such memory."""
+        matched = self.matching(scope)
+        if self.recency:
+            return next(reversed(matched), None)
+        return next((i for i, m in matched.items() if m.text == text), None)
 
     @property
     def stored(self) -> dict[str, str]:

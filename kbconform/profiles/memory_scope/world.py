@@ -273,7 +273,11 @@ class ScopeDriver(Driver):
 def no_scopes(policy: ScopePolicy) -> dict[str, object]:
     """Callers that name no scope (M1), by what they are: None, values that are not scopes, and
     scopes that name nothing (empty, an undeclared key, an empty or non-string value, a value
-    with a reserved character, under prefix a key set that is no leading run)."""
+    with a reserved character, under prefix a key set that is no leading run). None when the
+    caller's identity is the application's (``callerIdentity: application``): what a call naming
+    no scope means is then the application's choice, and no test sends one."""
+    if policy.application_identity:
+        return {}
     first = policy.keys[0]
     undeclared = next(
         key for key in ("tenant", "tenant_id", "kbconform_undeclared") if key not in policy.keys

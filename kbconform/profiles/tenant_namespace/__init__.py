@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kbconform.profiles import Profile, feature_declined
+from kbconform.profiles import Declared, Profile, feature_declined, identity_declarations
 
 
 def _declines(manifest: Mapping[str, Any], capability: str) -> str | None:
@@ -35,14 +35,36 @@ def _declines(manifest: Mapping[str, Any], capability: str) -> str | None:
     return feature_declined(manifest, capability)
 
 
-def _design(manifest: Mapping[str, Any]) -> tuple[str, ...]:
+def _declarations(manifest: Mapping[str, Any]) -> tuple[Declared, ...]:
+    """The design choices a tenant-namespace manifest declares, each priced
+    (``schemas/declared-design.md``)."""
     shared, limit = manifest.get("sharedNamespace"), manifest.get("maxWriteBatch")
-    batches = (f"at most {limit} records a write",) if limit is not None else ()
-    if not shared:
-        return batches
-    if manifest.get("sharedNamespaceReaders") == "every-tenant":
-        return (f"shared namespace {shared} readable by every tenant", *batches)
-    return (f"shared namespace {shared} readable by the principals granted it", *batches)
+    chosen: list[Declared] = []
+    if shared and manifest.get("sharedNamespaceReaders") == "every-tenant":
+        chosen.append(
+            Declared(
+                f"shared namespace {shared} readable by every tenant",
+                "nothing written there can be withheld from a tenant",
+            )
+        )
+    elif shared:
+        chosen.append(Declared(f"shared namespace {shared} readable by the principals granted it"))
+    if limit is not None:
+        chosen.append(Declared(f"at most {limit} records a write", "a bigger write is refused whole"))
+    chosen.extend(identity_declarations(manifest))
+    if manifest.get("operatorPaths") == "command-line":
+        chosen.append(
+            Declared(
+                "export and restore are reached only from an operator's command line",
+                "reachability, not a pass: the backup tests judge the operator's tool, which no"
+                " tenant reaches",
+            )
+        )
+    return tuple(chosen)
+
+
+def _design(manifest: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(declared.design for declared in _declarations(manifest))
 
 
 PROFILE = Profile(
@@ -81,6 +103,7 @@ PROFILE = Profile(
     ),
     implementation="kbconform.profiles.tenant_namespace.implementation:IMPLEMENTATION",
     design=_design,
+    declarations=_declarations,
     skeleton={
         "isolationProfile": "tenant-namespace",
         "readFacades": ["query", "get", "list"],

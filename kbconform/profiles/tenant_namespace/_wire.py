@@ -193,7 +193,9 @@ class TenantHarnessBackend(HarnessBackend):
         /,
     ) -> SyncResult:
         sent = _sent("sync", envelope)
-        result = self._call("sync", principal, repoSlug=repo_slug, records=list(records), **sent)
+        # No repository (None) is the key absent, as a client that names none sends it; never null.
+        repo = {} if repo_slug is None else {"repoSlug": repo_slug}
+        result = self._call("sync", principal, **repo, records=list(records), **sent)
         warnings = [SpoofWarning(w["field"], w["chunkId"]) for w in result["warnings"]]
         return SyncResult(list(result["ids"]), warnings, list(result["deletedIds"]))
 
@@ -296,7 +298,9 @@ WIRE = WireTable(
         "export": _as_principal(lambda b, p, a: {"records": [dict(r) for r in b.export(p)]}),
         "restore": _as_principal(lambda b, p, a: {"restored": b.restore(p, a["records"])}),
         "scan": _scan,
-        "sync": _as_principal(lambda b, p, a: _synced(b.sync(p, a["repoSlug"], a["records"], *_envelope(a)))),
+        "sync": _as_principal(
+            lambda b, p, a: _synced(b.sync(p, a.get("repoSlug"), a["records"], *_envelope(a)))
+        ),
         "maintain": _as_principal(lambda b, p, a: _maintained(b, p, a["operation"])),
     },
     backend=TenantHarnessBackend,
