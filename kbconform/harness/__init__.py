@@ -22,7 +22,7 @@ from kbconform.harness._client import (
 from kbconform.harness._openapi import render as render_openapi
 from kbconform.harness._server import Dispatcher, protocol_stdout, serve_http, serve_stdio
 from kbconform.harness._table import Handler, Served, WireTable, done
-from kbconform.harness._transcript import Step, Transcript, replay, to_jsonl
+from kbconform.harness._transcript import CannotReplay, Step, Transcript, placeless, replay, to_jsonl
 from kbconform.harness._wire import OPERATIONS, PROTOCOL, HarnessBroken, RemoteError, json_form
 
 __all__ = [
@@ -46,7 +46,9 @@ __all__ = [
     "Served",
     "WireTable",
     "done",
+    "CannotReplay",
     "Step",
+    "placeless",
     "Transcript",
     "replay",
     "to_jsonl",
