@@ -78,7 +78,9 @@ def test_a_failing_tests_transcript_replays_as_recorded_and_names_what_differs(
     assert code == 0, out
     assert "reproduced: every response is as recorded" in out
     assert "ingest by None was accepted" in out
-    assert len(saved.read_text(encoding="utf-8").splitlines()) == len(failing["transcript"])
+    head, *exchanges = saved.read_text(encoding="utf-8").splitlines()
+    assert json.loads(head) == {"test": "closed-01[ingest by None]", "message": failing["message"]}
+    assert len(exchanges) == len(failing["transcript"])
 
     code = main(["replay", str(saved), "--adapter", REFERENCE])
     out = capsys.readouterr().out
