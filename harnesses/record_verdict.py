@@ -130,7 +130,8 @@ def _fresh(name: str, seed: int) -> dict[str, Any]:
 
 def write_transcripts(name: str, report: dict[str, Any]) -> list[str]:
     """Each cause's transcript from ``report``: the transcript of the test causes.json names for
-    it, as JSON Lines (what ``kbconform replay`` reads). Returns the causes written."""
+    it, as JSON Lines (what ``kbconform replay`` reads), its first line the test and its message.
+    Returns the causes written."""
     from kbconform.harness import to_jsonl
 
     transcripts = HERE / name / "transcripts"
@@ -147,7 +148,9 @@ def write_transcripts(name: str, report: dict[str, Any]) -> list[str]:
             "not failing, or not run over harness-v1"
         )
     for cause, stable in causes.items():
-        (transcripts / f"{cause}.jsonl").write_text(to_jsonl(tests[stable]["transcript"]), encoding="utf-8")
+        entry = tests[stable]
+        text = to_jsonl(entry["transcript"], test=stable, message=entry.get("message"))
+        (transcripts / f"{cause}.jsonl").write_text(text, encoding="utf-8")
     return sorted(causes)
 
 

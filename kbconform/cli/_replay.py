@@ -1,14 +1,19 @@
 """``kbconform replay``: a failing test's transcript sent to a backend again, response by response.
 
 A transcript comes from a report (a failing test's ``transcript``, chosen with ``--test``) or
-from a JSON Lines file (``--save`` writes one). The requests go to a harness (``--harness``), a
-harness-v1 server (``--url``) or a Python adapter served over harness-v1 (``--adapter``); each
-response is compared with the recorded one (:func:`kbconform.harness.replay`). The same
-responses mean the failure reproduces: the recorded message says what the contract expected.
+from a JSON Lines file (``--save`` writes one, its first line naming the test and its message).
+The requests go to a harness (``--harness``), a harness-v1 server (``--url``) or a Python
+adapter served over harness-v1 (``--adapter``); each response is compared with the recorded one
+(:func:`kbconform.harness.replay`). The same responses mean the failure reproduces: the recorded
+message says what the contract expected. A backend that cannot be put where the recording was
+(the harness does not start, a backend does not open) is no verdict: :class:`Unreplayable`.
+``--standalone DIR`` writes the requests and a standard-library script that replays them with the
+harness alone (:mod:`kbconform.cli._standalone`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 from collections.abc import Mapping, Sequence
@@ -36,6 +41,11 @@ class Recorded:
     lines: list[dict[str, Any]]
     test: str | None = None
     message: str | None = None
+
+
+class Unreplayable(Exception):
+    """The replay cannot run: the harness does not start or answer, or a backend the recording
+    opened does not open now. Its one line says why; exit 2, never "did not reproduce"."""
 
 
 def _checked(lines: Sequence[object], where: str) -> list[dict[str, Any]]:
@@ -90,7 +100,13 @@ def load(path: str, test: str | None) -> Recorded:
             lines.append(_strict(raw))
         except ValueError:
             raise _invalid(f"/{number}", "a JSON object on each line", raw) from None
-    return Recorded(_checked(lines, ""))
+    head = lines[0] if lines and isinstance(lines[0], Mapping) and "request" not in lines[0] else None
+    if head is None:
+        return Recorded(_checked(lines, ""))
+    test, message = head.get("test"), head.get("message")
+    if not isinstance(test, str) or not isinstance(message, (str, type(None))):
+        raise _invalid("/1", 'an exchange, or {"test": ID, "message": TEXT} first', head)
+    return Recorded(_checked(lines[1:], ""), test, message)
 
 
 def harness_command(harness: str | None, adapter: str | None) -> str | None:
@@ -107,16 +123,35 @@ def harness_command(harness: str | None, adapter: str | None) -> str | None:
 def replay(
     recorded: Recorded, *, command: str | None, url: str | None, call_timeout: float
 ) -> tuple[list[Any], str]:
-    """Send ``recorded`` to the backend; every step, and the backend as its hello names it."""
-    from kbconform.harness import connect, replay
+    """Send ``recorded`` to the backend; every step, and the backend as its hello names it.
+    Raises :class:`Unreplayable` when the harness does not start or a backend does not open."""
+    from kbconform.harness import CannotReplay, HarnessBroken, connect, replay
 
-    adapter, manifest = connect(command=command, url=url, call_timeout=call_timeout)
+    try:
+        adapter, manifest = connect(command=command, url=url, call_timeout=call_timeout)
+    except HarnessBroken as error:
+        raise Unreplayable(f"the harness did not start: {_first_line(error.what)}") from None
+    except ContractViolation as error:
+        first = error.problems[0] if error.problems else None
+        said = f" ({first.pointer or '/'}: {_first_line(first.expected)})" if first else ""
+        raise Unreplayable(f"the harness declares no usable manifest: {error.code}{said}") from None
     try:
         steps = replay(recorded.lines, adapter.send_raw)
+    except CannotReplay as error:
+        raise Unreplayable(f"the backend did not open: {_first_line(str(error))}") from None
+    except HarnessBroken as error:
+        raise Unreplayable(f"the harness broke: {error.call}: {_first_line(error.what)}") from None
     finally:
-        adapter.shutdown()
+        with contextlib.suppress(HarnessBroken):  # a broken harness is already said
+            adapter.shutdown()
     versions = manifest.versions
     return steps, f"{versions['adapter']} on {versions['backend']}"
+
+
+def _first_line(text: str) -> str:
+    """A message's first line, within 300 characters: one line, never a stack."""
+    line = text.strip().splitlines()[0] if text.strip() else "no message"
+    return line if len(line) <= 300 else line[:300] + "..."
 
 
 def render(recorded: Recorded, steps: Sequence[Any], backend: str) -> tuple[str, bool]:
@@ -132,8 +167,14 @@ def render(recorded: Recorded, steps: Sequence[Any], backend: str) -> tuple[str,
         said = "as recorded" if step.difference is None else f"DIFFERS: {step.difference}"
         lines.append(f"  {step.number:>4} {step.op}: {said}")
     last = steps[-1] if steps else None
-    reproduced = last is not None and last.difference is None
-    if not differing:
+    stale = [step for step in steps if step.stale]
+    reproduced = last is not None and last.difference is None and not stale
+    if stale:
+        lines.append(
+            f"not reproduced: exchange {stale[0].number} ({stale[0].op}) names an object by the id "
+            "the recording's backend gave it, and this backend gave it none: the ids name other objects"
+        )
+    elif not differing:
         lines.append("reproduced: every response is as recorded")
     else:
         first = differing[0]
@@ -149,4 +190,44 @@ def render(recorded: Recorded, steps: Sequence[Any], backend: str) -> tuple[str,
             lines.append(f"not reproduced: {counted}, and the last")
     if recorded.message:
         lines.append(f"the recorded test failed with: {recorded.message}")
+    elif recorded.test is None:
+        lines.append("the transcript names no failing test (its first line holds none): no message to show")
+    else:
+        lines.append(f"the transcript holds no message of test {recorded.test}")
     return "\n".join(lines), reproduced
+
+
+def standalone(recorded: Recorded, directory: str) -> list[str]:
+    """Write ``recorded`` into ``directory`` as a reproduction a maintainer runs with the harness
+    alone: ``requests.jsonl`` (the harness-v1 requests, ``hello`` first), ``expected.jsonl``
+    (the recorded responses), ``failure.json`` (the test and its message) and ``replay.py``
+    (``kbconform/_harness_runtime/kbreplay.py``: standard library only, ``python3 replay.py
+    HARNESS``). Returns the files written."""
+    from importlib import resources
+
+    from kbconform import report as reports
+    from kbconform.harness import PROTOCOL
+
+    lines = [line for line in recorded.lines if line["request"]["op"] != "hello"]
+    hello = {"request": {"op": "hello", "params": {"protocol": PROTOCOL}}, "response": None}
+    requests, expected = [], []
+    for number, line in enumerate([hello, *lines], start=1):
+        requests.append(
+            {"id": number, "op": line["request"]["op"], "params": line["request"].get("params", {})}
+        )
+        expected.append(line.get("response"))
+    folder = Path(directory)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise _invalid("", "a folder to write into", f"{directory}: {error.strerror or error}") from None
+    script = resources.files("kbconform").joinpath("_harness_runtime").joinpath("kbreplay.py")
+    files = {
+        "requests.jsonl": "".join(json.dumps(r) + "\n" for r in requests),
+        "expected.jsonl": "".join(json.dumps(r) + "\n" for r in expected),
+        "failure.json": json.dumps({"test": recorded.test, "message": recorded.message}, indent=2) + "\n",
+        "replay.py": script.read_text(encoding="utf-8"),
+    }
+    for name, text in files.items():
+        reports.write(str(folder / name), text)
+    return sorted(files)

@@ -51,10 +51,15 @@ def add(commands: Any) -> None:
         "(--test ID chooses the test; a report with one failing test with a transcript needs none) "
         "or a JSON Lines file (--save writes one). Sends each request to the backend again, with "
         "the backend handles it gives now, and compares each response with the recorded one "
-        "(server clock stamps aside), naming each that differs. Exit 0 when the failure "
+        "(server clock stamps aside), naming each that differs. The ids the backend assigns (backend "
+        "handles, created objects' ids) are mapped by their order of creation; a request naming an "
+        "object this replay did not create does not reproduce. --standalone DIR writes the requests, "
+        "the recorded responses and a standard-library script that replays them with the harness "
+        "alone. Exit 0 when the failure "
         "reproduces: the last response, the one the failing test's check rests on, is as recorded "
-        "(the recorded message says what the contract expected); 1 when it differs; 2 when the "
-        "transcript or the command line is unusable.",
+        "(the recorded message says what the contract expected); 1 when it does not; 2 when the "
+        "transcript or the command line is unusable, or the replay cannot run (the harness does not "
+        "start, a backend does not open).",
     )
     replay.add_argument(
         "transcript", metavar="TRANSCRIPT", help="a report (JSON) or a transcript (JSON Lines)"
@@ -63,6 +68,11 @@ def add(commands: Any) -> None:
         "--test", metavar="ID", help="the failing test of the report whose transcript to replay"
     )
     replay.add_argument("--save", metavar="PATH", help="write the transcript as JSON Lines here")
+    replay.add_argument(
+        "--standalone",
+        metavar="DIR",
+        help="write a reproduction to run with the harness alone (python3 DIR/replay.py HARNESS)",
+    )
     target = replay.add_mutually_exclusive_group()
     target.add_argument("--harness", metavar="CMD", help="the harness-v1 harness to start (stdio)")
     target.add_argument("--url", metavar="URL", help="a harness-v1 server on http://127.0.0.1:PORT")
@@ -106,7 +116,7 @@ def _verify(arguments: argparse.Namespace) -> int:
 
 def _replay_transcript(arguments: argparse.Namespace) -> int:
     from kbconform.cli import _replay as replaying
-    from kbconform.harness import HarnessBroken, to_jsonl
+    from kbconform.harness import to_jsonl
 
     try:
         recorded = replaying.load(arguments.transcript, arguments.test)
@@ -117,11 +127,21 @@ def _replay_transcript(arguments: argparse.Namespace) -> int:
     if arguments.save:
         from kbconform import report as reports
 
-        reports.write(arguments.save, to_jsonl(recorded.lines))
+        reports.write(arguments.save, to_jsonl(recorded.lines, test=recorded.test, message=recorded.message))
         print(f"{arguments.save}: {len(recorded.lines)} exchanges")
+    if arguments.standalone:
+        try:
+            written = replaying.standalone(recorded, arguments.standalone)
+        except ContractViolation as error:
+            print(f"{arguments.standalone}: {error.code}: cannot write", file=sys.stderr)
+            _print_problems(error.problems)
+            return EXIT_USAGE
+        print(
+            f"{arguments.standalone}: {', '.join(written)} (python3 {arguments.standalone}/replay.py HARNESS)"
+        )
     command = replaying.harness_command(arguments.harness, arguments.adapter)
     if command is None and arguments.url is None:
-        if arguments.save:
+        if arguments.save or arguments.standalone:
             return EXIT_OK
         raise UsageError(
             "give the backend to replay against: --harness CMD, --url URL or --adapter MODULE:FACTORY"
@@ -130,9 +150,9 @@ def _replay_transcript(arguments: argparse.Namespace) -> int:
         steps, backend = replaying.replay(
             recorded, command=command, url=arguments.url, call_timeout=arguments.call_timeout
         )
-    except (HarnessBroken, ContractViolation) as error:
-        print(f"kbconform replay: the backend broke: {error}", file=sys.stderr)
-        return EXIT_INVALID
+    except replaying.Unreplayable as error:
+        print(f"kbconform replay: KB_REPLAY_CANNOT_RUN: {error}", file=sys.stderr)
+        return EXIT_USAGE
     text, reproduced = replaying.render(recorded, steps, backend)
     print(text)
     return EXIT_OK if reproduced else EXIT_INVALID

@@ -23,7 +23,7 @@ from kbconform.harness._openapi import render as render_openapi
 from kbconform.harness._operations import markdown as render_operations
 from kbconform.harness._server import Dispatcher, protocol_stdout, serve_http, serve_stdio
 from kbconform.harness._table import Handler, Served, WireTable, done
-from kbconform.harness._transcript import Step, Transcript, replay, to_jsonl
+from kbconform.harness._transcript import CannotReplay, Step, Transcript, placeless, replay, to_jsonl
 from kbconform.harness._wire import OPERATIONS, PROTOCOL, HarnessBroken, RemoteError, json_form
 
 __all__ = [
@@ -47,7 +47,9 @@ __all__ = [
     "Served",
     "WireTable",
     "done",
+    "CannotReplay",
     "Step",
+    "placeless",
     "Transcript",
     "replay",
     "to_jsonl",

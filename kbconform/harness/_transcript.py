@@ -5,10 +5,13 @@ The plugin starts it afresh for each test; a test whose examples Hypothesis draw
 example (``Run``), so a failing test keeps its set-up and the last example only: the shrunk
 program Hypothesis reports. A transcript is JSON lines, one exchange each
 (``{"request": ..., "response": ...}``), the harness's ``hello`` first: a maintainer replays it
-with ``kbconform replay`` or, with nothing but the harness, by sending each ``request`` line.
+with ``kbconform replay`` or, with nothing but the harness, by sending each ``request`` line. A
+transcript holds no path of the machine that recorded it: the hello's absolute paths (a
+harness's manifest may name its binaries) keep their last part only.
 
-:func:`replay` sends a transcript's requests to a harness again, with the backend handles the
-harness gives now, and compares each response with the recorded one (server clocks aside).
+:func:`replay` sends a transcript's requests to a harness again, with the backend handles and
+the ids the backend assigns now (mapped by their order of creation), and compares each response
+with the recorded one (server clocks aside).
 """
 
 from __future__ import annotations
@@ -16,9 +19,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from kbconform.harness._wire import HarnessBroken
 
 #: The most exchanges a test's transcript keeps (its set-up first, then the last ones).
 MOST_EXCHANGES = 1000
@@ -26,6 +32,8 @@ MOST_EXCHANGES = 1000
 LARGEST_RESPONSE = 20_000
 #: Values a backend stamps from its clock: never compared.
 VOLATILE = frozenset({"ingestedAt"})
+#: An absolute path of the recording machine (POSIX, or a Windows drive): two parts or more.
+_PATH = re.compile(r"(?<![\w.~-])(?:/[^\s/\"'(),;:]+){2,}/?|\b[A-Za-z]:\\[^\s\"'(),;]+")
 
 
 def _canonical(value: object) -> str:
@@ -56,6 +64,18 @@ def digest(response: Mapping[str, Any]) -> str:
     its request id left out (a replay numbers its requests afresh)."""
     kept = {key: value for key, value in response.items() if key != "id"}
     return hashlib.sha256(_canonical(comparable(kept)).encode()).hexdigest()
+
+
+def placeless(value: Any) -> Any:
+    """``value`` with every absolute path in its strings cut to its last part
+    (``/home/ci/.venv/bin/chroma`` becomes ``.../chroma``): what a manifest says of a machine."""
+    if isinstance(value, str):
+        return _PATH.sub(lambda m: ".../" + re.split(r"[/\\]", m.group(0).rstrip("/\\"))[-1], value)
+    if isinstance(value, Mapping):
+        return {key: placeless(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [placeless(item) for item in value]
+    return value
 
 
 def _line(entry: Mapping[str, Any]) -> dict[str, Any]:
@@ -91,8 +111,8 @@ class Transcript:
         }
         if broke:
             entry["broke"] = broke
-        if request.get("op") == "hello":
-            self.hello = entry
+        if request.get("op") == "hello":  # the manifest: no path of this machine
+            self.hello = {**entry, "response": entry["response"] and _canonical(placeless(response))}
             return
         self.exchanges.append(entry)
 
@@ -124,32 +144,73 @@ class Transcript:
         return ([_line(self.hello)] if self.hello else []) + kept
 
 
-def to_jsonl(lines: Iterable[Mapping[str, Any]]) -> str:
+def to_jsonl(
+    lines: Iterable[Mapping[str, Any]], *, test: str | None = None, message: str | None = None
+) -> str:
     """JSON Lines, ASCII only: a line-by-line reader that also splits on Unicode line separators
     (U+2028, U+0085, ...) still reads one exchange per line. Keys keep their order: a request
-    is written as it was sent."""
-    return "".join(json.dumps(line) + "\n" for line in lines)
+    is written as it was sent. With ``test``, a first line ``{"test": ..., "message": ...}``
+    names the failing test and its message (what the contract expected), which a replay prints."""
+    head = [] if test is None else [{"test": test, "message": message}]
+    return "".join(json.dumps(line) + "\n" for line in [*head, *lines])
 
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """One replayed exchange: what was sent, what came back, and how it differs, if it does."""
+    """One replayed exchange: what was sent, what came back, and how it differs, if it does.
+    ``stale`` when the request names an object the recording created and this replay did not
+    (its recorded id names nothing now): such a replay reproduces nothing."""
 
     number: int
     op: str
     difference: str | None
+    stale: bool = False
 
 
-def _renamed(value: Any, handles: Mapping[str, str]) -> Any:
-    """``value`` with every recorded backend handle (``params.backend``) replaced by today's."""
+class CannotReplay(Exception):
+    """The backend cannot be put where the recording was: a backend the recording opened does
+    not open now (a program it needs is missing, a store that will not start). Not a verdict."""
+
+    def __init__(self, number: int, what: str) -> None:
+        super().__init__(number, what)
+        self.number, self.what = number, what
+
+    def __str__(self) -> str:
+        return f"exchange {self.number} (open) answered {self.what}"
+
+
+def _renamed(value: Any, ids: Mapping[str, str]) -> Any:
+    """``value`` with every recorded id the backend assigned (a ``backend`` handle, a created
+    object's id) replaced by the one it assigned now."""
+    if isinstance(value, str):
+        return ids.get(value, value)
     if isinstance(value, Mapping):
-        return {
-            k: (handles.get(v, v) if k == "backend" and isinstance(v, str) else _renamed(v, handles))
-            for k, v in value.items()
-        }
+        return {k: _renamed(v, ids) for k, v in value.items()}
     if isinstance(value, list):
-        return [_renamed(v, handles) for v in value]
+        return [_renamed(v, ids) for v in value]
     return value
+
+
+def _strings(value: Any) -> set[str]:
+    """Every string in ``value`` (a request's params): the ids it may name."""
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, Mapping):
+        return {n for v in value.values() for n in _strings(v)}
+    if isinstance(value, list):
+        return {n for v in value for n in _strings(v)}
+    return set()
+
+
+def _created(params: Any, response: Any) -> str | None:
+    """The id a response says the backend assigned: a result that is that id alone
+    (``open``'s handle, ``addMemory``'s or ``createKb``'s id), unless the request named it."""
+    result = response.get("result") if isinstance(response, Mapping) else None
+    if isinstance(result, Mapping) and len(result) == 1:
+        made = result.get("backend", result.get("id"))
+        if isinstance(made, str) and made not in _strings(params):
+            return made
+    return None
 
 
 def _differs(recorded: Any, now: Mapping[str, Any]) -> str | None:
@@ -201,9 +262,14 @@ def replay(
 ) -> list[Step]:
     """Send each recorded request again through ``send(op, params)`` (which returns the
     harness's whole response: ``{"result": ...}`` or ``{"error": ...}``) and compare. ``hello``
-    is the caller's to send; a recorded one is skipped. Backend handles are mapped from the
-    recorded ``open`` results to today's."""
-    handles: dict[str, str] = {}
+    is the caller's to send; a recorded one is skipped. The ids the backend assigned (each
+    ``open``'s handle, each created object's ``id``) are mapped by their order of creation, the
+    recorded one to today's, in the requests sent and the responses compared; a request naming a
+    recorded id this replay did not create is ``stale``. Raises :class:`CannotReplay` when a
+    recorded ``open`` succeeded and fails now; a harness that breaks where the recorded one
+    broke ends the replay there, as recorded (anywhere else, HarnessBroken escapes)."""
+    ids: dict[str, str] = {}
+    lost: set[str] = set()  # created in the recording, not in this replay
     steps = []
     for number, line in enumerate(lines, start=1):
         request = line["request"]
@@ -212,11 +278,33 @@ def replay(
             continue
         if line.get("cut"):
             steps.append(Step(number, "cut", f"the transcript leaves out {line['cut']} exchanges here"))
-        response = send(op, _renamed(request.get("params", {}), handles))
+        params = request.get("params", {})
+        stale = sorted(_strings(params) & lost)
+        try:
+            response = send(op, _renamed(params, ids))
+        except HarnessBroken:
+            if not line.get("broke"):
+                raise
+            steps.append(Step(number, op, None))  # it broke as it did when recorded
+            return steps
         recorded = line.get("response")
-        if op == "open" and isinstance(recorded, Mapping) and "result" in recorded and "result" in response:
-            handles[str(recorded["result"]["backend"])] = str(response["result"]["backend"])
+        then, now = _created(params, recorded), _created(_renamed(params, ids), response)
+        if op == "open" and then is not None and now is None:
+            error = response.get("error") if isinstance(response, Mapping) else None
+            said = (
+                f"{error.get('code')}: {error.get('message')}" if isinstance(error, Mapping) else "no backend"
+            )
+            raise CannotReplay(number, said)
+        if then is not None and then not in ids:
+            if now is None:
+                lost.add(then)
+            else:
+                ids[then] = now
+        if stale:
+            what = f"names {', '.join(map(repr, stale))}, which the recording created and this replay did not"
+            steps.append(Step(number, op, what, stale=True))
+        elif op == "open" and then is not None:
             steps.append(Step(number, op, None))
-            continue
-        steps.append(Step(number, op, _differs(recorded, response)))
+        else:
+            steps.append(Step(number, op, _differs(_renamed(recorded, ids), response)))
     return steps

@@ -5,18 +5,24 @@ from __future__ import annotations
 
 import importlib.util
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 
-def run_install(script: Path, timeout: float, cwd: Path | None = None) -> None:
-    """``bash script``; a failure or an overrun fails the test with the script's output."""
-    label = f"{script.parent.name}/{script.name}"
+def run_install(script: Path, timeout: float, cwd: Path | None = None, arguments: Sequence[str] = ()) -> None:
+    """``bash script ARGUMENTS``; a failure or an overrun fails the test with the script's output."""
+    label = " ".join([f"{script.parent.name}/{script.name}", *arguments])
     try:
         done = subprocess.run(
-            ["bash", str(script)], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+            ["bash", str(script), *arguments],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
         )
     except subprocess.TimeoutExpired as overrun:
         output = "".join(str(part or "") for part in (overrun.stdout, overrun.stderr))

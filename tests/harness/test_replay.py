@@ -1,22 +1,32 @@
 """Every failing test of a run over harness-v1 carries its transcript, and ``kbconform replay``
 reproduces the failure from it: against the broken backend every response is as recorded;
 against the reference the first response that differs is named. A state machine's transcript
-is its last (shrunk) program alone, and replays as recorded too."""
+is its last (shrunk) program alone, and replays as recorded too. A replay prints the failure's
+message, maps the ids a backend assigns by their order of creation, and one that cannot run
+says so in one line (exit 2); a standalone reproduction runs with the harness alone."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kbconform.cli import main
-from kbconform.harness import Transcript, to_jsonl
+from kbconform.cli._replay import Recorded, load, render
+from kbconform.harness import Transcript, placeless, to_jsonl
 from kbconform.harness._transcript import MOST_EXCHANGES, Step, replay
 
-#: Each test here runs the suites or a served adapter in child processes: the slow tier.
-pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+#: A memory-scope harness giving every memory a random id (``no-store``: no backend opens).
+UUID_HARNESS = f"{sys.executable} {Path(__file__).resolve().parent / 'uuid_memory_harness.py'}"
+#: An absolute path of a machine, as a transcript must not hold one.
+MACHINE_PATH = re.compile(r'"(?:/(?:home|tmp|work|root|Users|var|opt|usr|srv)/|[A-Za-z]:\\\\)')
 
 ANONYMOUS = "kbconform_reference.mutants:by_name.anonymous_writes_as_shared"
 REFERENCE = "kbconform_reference.adapter:memory"
@@ -30,6 +40,7 @@ def _run(tmp_path: Path, adapter: str, *selected: str) -> dict[str, Any]:
     return report
 
 
+@pytest.mark.slow  # the suites or a served adapter in child processes
 def test_a_failing_tests_transcript_replays_as_recorded_and_names_what_differs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -67,7 +78,9 @@ def test_a_failing_tests_transcript_replays_as_recorded_and_names_what_differs(
     assert code == 0, out
     assert "reproduced: every response is as recorded" in out
     assert "ingest by None was accepted" in out
-    assert len(saved.read_text(encoding="utf-8").splitlines()) == len(failing["transcript"])
+    head, *exchanges = saved.read_text(encoding="utf-8").splitlines()
+    assert json.loads(head) == {"test": "closed-01[ingest by None]", "message": failing["message"]}
+    assert len(exchanges) == len(failing["transcript"])
 
     code = main(["replay", str(saved), "--adapter", REFERENCE])
     out = capsys.readouterr().out
@@ -84,6 +97,7 @@ def test_a_failing_tests_transcript_replays_as_recorded_and_names_what_differs(
     assert "now error KB_UNAUTHENTICATED" in out
 
 
+@pytest.mark.slow  # the suites or a served adapter in child processes
 def test_a_state_machines_transcript_is_its_last_program_and_replays_as_recorded(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -112,6 +126,7 @@ def test_a_state_machines_transcript_is_its_last_program_and_replays_as_recorded
     assert code == 0, out
 
 
+@pytest.mark.slow  # the suites or a served adapter in child processes
 def test_a_transcript_that_is_not_one_is_refused_with_its_code(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -178,8 +193,6 @@ def test_a_replay_reproduces_when_the_last_response_is_as_recorded() -> None:
     """Unit: an earlier response that differs (a tie in a ranking) is named but the failure
     reproduces when the last one, the one the test failed on, is as recorded; a differing last
     response does not reproduce it."""
-    from kbconform.cli._replay import Recorded, render
-
     recorded = Recorded([], "leak-15", "the message")
     text, reproduced = render(recorded, [Step(2, "query", "at /hits/4: tie"), Step(3, "query", None)], "neo")
     assert reproduced
@@ -193,3 +206,185 @@ def test_a_replay_reproduces_when_the_last_response_is_as_recorded() -> None:
         "not reproduced: 1 responses differ from the recording, the first at exchange 3 (query), and the last"
         in text
     )
+
+
+def _leak(test: str | None = "mem-04[get]") -> str:
+    """A recorded failure on a backend that gives each memory a random id: alice adds a memory,
+    bob reads it by the id the backend gave it (the recording's ids are not today's)."""
+    made = "0b1e5c2a-0000-4000-8000-000000000001"
+    lines = [
+        {"request": {"id": 1, "op": "hello", "params": {"protocol": "harness-v1"}}, "response": None},
+        {
+            "request": {
+                "id": 2,
+                "op": "open",
+                "params": {"spoofMode": "overwrite", "revisionMap": None, "faults": False},
+            },
+            "response": {"id": 2, "result": {"backend": "b9"}},
+        },
+        {
+            "request": {
+                "id": 3,
+                "op": "addMemory",
+                "params": {"backend": "b9", "scope": {"user_id": "alice"}, "text": "alice's", "metadata": {}},
+            },
+            "response": {"id": 3, "result": {"id": made}},
+        },
+        {
+            "request": {
+                "id": 4,
+                "op": "getMemory",
+                "params": {"backend": "b9", "scope": {"user_id": "bob"}, "id": made},
+            },
+            "response": {"id": 4, "result": {"hit": {"id": made, "text": "alice's"}}},
+        },
+    ]
+    return to_jsonl(lines, test=test, message=None if test is None else "bob read alice's memory by its id")
+
+
+def test_a_jsonl_transcript_names_its_test_and_a_replay_prints_the_failure_as_the_run_did(
+    tmp_path: Path,
+) -> None:
+    """A transcript saved as JSON Lines starts with its test and message, and a replay of it
+    prints the message as a replay of the report does; control: JSON Lines without that line
+    still replay, and say that they name no failing test."""
+    path = tmp_path / "leak.jsonl"
+    path.write_text(_leak(), encoding="utf-8")
+    recorded = load(str(path), None)
+    assert (recorded.test, recorded.message) == ("mem-04[get]", "bob read alice's memory by its id")
+    assert [line["request"]["op"] for line in recorded.lines] == ["hello", "open", "addMemory", "getMemory"]
+    text, _ = render(recorded, [Step(4, "getMemory", None)], "x")
+    assert "the recorded test failed with: bob read alice's memory by its id" in text
+    assert "(test mem-04[get])" in text
+    path.write_text(_leak(test=None), encoding="utf-8")
+    bare = load(str(path), None)
+    assert (bare.test, bare.message, len(bare.lines)) == (None, None, 4)
+    assert "names no failing test" in render(bare, [Step(4, "getMemory", None)], "x")[0]
+
+
+def test_ids_the_backend_assigns_are_mapped_by_their_order_of_creation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Replayed on a harness that gives each memory a fresh random id, bob's read by id reaches
+    the memory alice added now and the failure reproduces (exit 0); control, in the unit: a
+    backend that creates no memory now leaves the recorded id naming nothing, and the replay
+    says it did not reproduce, although the read's last response (a not-found both times, had
+    the recording been one) could compare equal; a read naming a known id creates none."""
+    path = tmp_path / "leak.jsonl"
+    path.write_text(_leak(), encoding="utf-8")
+    assert main(["replay", str(path), "--harness", UUID_HARNESS]) == 0, capsys.readouterr()
+    assert "reproduced: every response is as recorded" in capsys.readouterr().out
+
+    recorded = load(str(path), None)
+
+    def refusing(op: str, params: Any) -> Any:
+        if op == "open":
+            return {"result": {"backend": "b1"}}
+        if op == "addMemory":
+            return {"error": {"code": "KB_MEMORY_INVALID", "message": "no"}}
+        return {"result": {"hit": {"id": params["id"], "text": "alice's"}}}
+
+    steps = replay(recorded.lines, refusing)
+    assert steps[-1].stale
+    assert "0b1e5c2a-0000-4000-8000-000000000001" in str(steps[-1].difference)
+    text, reproduced = render(recorded, steps, "x")
+    assert not reproduced
+    assert "not reproduced: exchange 4 (getMemory) names an object by the id" in text
+
+    read = [
+        {"request": {"op": "get", "params": {"id": "m1"}}, "response": {"result": {"id": "m2", "text": "t"}}},
+        {"request": {"op": "addMemory", "params": {"id": "m2"}}, "response": {"result": {"id": "m2"}}},
+        {"request": {"op": "get", "params": {"id": "m2"}}, "response": {"result": {"id": "m2", "text": "t"}}},
+    ]
+    sent: list[Any] = []
+    replay(read, lambda op, params: sent.append(params) or {"result": {"id": "m3"}})
+    assert sent == [{"id": "m1"}, {"id": "m2"}, {"id": "m2"}], "a read's answer was taken for a created id"
+
+
+def test_a_replay_that_cannot_run_exits_2_with_one_line_and_no_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A missing program and a backend that does not open (its store will not start) each end
+    the replay with exit 2 and one line naming why, never "did not reproduce" (exit 1) nor a
+    traceback; control: the same transcript on the same harness with its store replays (0)."""
+    path = tmp_path / "leak.jsonl"
+    path.write_text(_leak(), encoding="utf-8")
+    for harness, why in (
+        (str(tmp_path / "no-such-program"), "the harness did not start: "),
+        (
+            f"{UUID_HARNESS} no-store",
+            "the backend did not open: exchange 2 (open) answered KB_BACKEND_UNAVAILABLE",
+        ),
+    ):
+        assert main(["replay", str(path), "--harness", harness]) == 2
+        captured = capsys.readouterr()
+        assert captured.err.count("\n") == 1, captured.err
+        assert captured.err.startswith(f"kbconform replay: KB_REPLAY_CANNOT_RUN: {why}"), captured.err
+        assert "Traceback" not in captured.err + captured.out
+    assert main(["replay", str(path), "--harness", UUID_HARNESS]) == 0
+
+
+def test_a_standalone_reproduction_runs_with_the_harness_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--standalone writes the requests, the recorded responses, the failure and a script that
+    a Python without kbconform runs (isolated mode, outside the repository) against the
+    harness: the failure reproduces (exit 0), with its message; control: a recorded answer
+    changed makes it say "not reproduced" (exit 1) and show the recorded answer beside today's;
+    a store that will not start is exit 2."""
+    path = tmp_path / "leak.jsonl"
+    path.write_text(_leak(), encoding="utf-8")
+    folder = tmp_path / "repro"
+    assert main(["replay", str(path), "--standalone", str(folder)]) == 0
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "expected.jsonl",
+        "failure.json",
+        "replay.py",
+        "requests.jsonl",
+    ]
+    requests = [json.loads(line) for line in (folder / "requests.jsonl").read_text().splitlines()]
+    assert [r["op"] for r in requests] == ["hello", "open", "addMemory", "getMemory"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+
+    def standalone(*extra: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-I", str(folder / "replay.py"), *UUID_HARNESS.split(), *extra]
+        return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+
+    done = standalone()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "test mem-04[get]: bob read alice's memory by its id" in done.stdout
+    assert "reproduced: the last answer is as recorded" in done.stdout
+    expected = (folder / "expected.jsonl").read_text().splitlines()
+    expected[-1] = expected[-1].replace("alice's", "nobody's")
+    (folder / "expected.jsonl").write_text("\n".join(expected) + "\n")
+    done = standalone()
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "not reproduced" in done.stdout
+    assert 'recorded: {"hit": {"id": "0b1e5c2a' in done.stdout
+    assert standalone("no-store").returncode == 2
+
+
+def test_a_transcript_holds_no_path_of_the_machine_that_recorded_it() -> None:
+    """A harness's hello naming its binaries by absolute path is recorded with their last part
+    only, and the repository's recorded transcripts hold none; control: relative paths, URLs
+    and the requests and responses of the test are kept as they were."""
+    transcript = Transcript()
+    config = {"chroma": "/home/ci/.venv/bin/chroma", "root": "chroma 1.4 (C:\\ci\\neo)", "rel": "docs/a/b.md"}
+    transcript.record(
+        {"op": "hello"}, {"result": {"manifest": {"config": {**config, "url": "http://127.0.0.1:8/a/b"}}}}
+    )
+    transcript.record({"op": "get", "params": {"path": "/etc/passwd"}}, {"result": {"path": "/home/x/y"}})
+    hello, get = transcript.lines()
+    assert hello["response"]["result"]["manifest"]["config"] == {
+        "chroma": ".../chroma",
+        "root": "chroma 1.4 (.../neo)",
+        "rel": "docs/a/b.md",
+        "url": "http://127.0.0.1:8/a/b",
+    }
+    assert get["request"]["params"] == {"path": "/etc/passwd"}  # what the test sent, as sent
+    assert placeless("src/kb/x.py") == "src/kb/x.py"
+    recorded = sorted((ROOT / "harnesses").glob("*/transcripts/*.jsonl"))
+    assert recorded
+    for path in recorded:
+        hello_line = path.read_text(encoding="utf-8").splitlines()[:2]
+        assert not MACHINE_PATH.search("".join(hello_line)), path
