@@ -8,7 +8,7 @@ import random
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import hypothesis
 from hypothesis import HealthCheck
@@ -20,6 +20,7 @@ from kbconform.conformance._deadline import DEFAULT_CALL_TIMEOUT, Caller, Guarde
 if TYPE_CHECKING:  # what a fixture of the default profile declares it opens
     from kbconform.adapter import Backend
 
+T = TypeVar("T")
 ProfileName = Literal["quick", "thorough"]
 PROFILES: dict[str, hypothesis.settings] = {
     # quick: for every CI run; thorough: for a nightly job.
@@ -72,7 +73,9 @@ class Run:
 
     Every call into the adapter and its backends (loading, open, close, shutdown and each
     facade) has a deadline of ``call_timeout`` seconds: a hang fails the test that made the
-    call, naming it (:class:`~kbconform.conformance.DeadlineExceeded`).
+    call, naming it (:class:`~kbconform.conformance.DeadlineExceeded`), and from then on the
+    backend is taken as broken: every later call ends at once
+    (:class:`~kbconform.conformance.BackendBroken`), and only the adapter's shutdown is tried.
     """
 
     adapter: Adapter
@@ -164,6 +167,8 @@ class Run:
         return opened
 
     def close(self, backend: Any) -> None:
+        """Close a backend :meth:`open` gave (none is closed once the backend is taken as
+        broken: the call would wait out its deadline too)."""
         for guarded in self._open:
             if guarded is backend:
                 self._close(guarded)
@@ -171,15 +176,36 @@ class Run:
 
     def _close(self, guarded: Guarded) -> None:
         self._open.remove(guarded)
-        self._caller.call("adapter.close()", self.adapter.close, guarded.inner)
+        if self.broken is None:
+            self._caller.call("adapter.close()", self.adapter.close, guarded.inner)
 
     def shutdown(self) -> None:
         try:
             for guarded in list(self._open):
                 self._close(guarded)
-            self._caller.call("adapter.shutdown()", self.adapter.shutdown)
+            self._caller.last("adapter.shutdown()", self.adapter.shutdown)
         finally:
             self._caller.close()
+
+    @property
+    def broken(self) -> str | None:
+        """The call that hung, once one did: the backend is taken as broken from then on."""
+        return self._caller.tripped
+
+    def trip(self, cause: str) -> None:
+        """Take the backend as broken (a call behind it overran a deadline of its own, as a
+        harness's request does): ``cause`` names the call."""
+        self._caller.trip(cause)
+
+    @property
+    def calls(self) -> int:
+        """How many calls into the adapter and its backends the run has made so far."""
+        return self._caller.calls
+
+    def batched(self, block: Callable[[], T]) -> T:
+        """``block()``, its calls into the backends made in one hand-off, each within its own
+        deadline (:meth:`~kbconform.conformance.Caller.batch`): for many reads in a row."""
+        return self._caller.batch(block)
 
     def probe(self) -> str | None:
         """After a call overran its deadline: whether the adapter still answers. A fresh backend

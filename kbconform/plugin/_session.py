@@ -31,7 +31,8 @@ def finish(session: pytest.Session) -> None:
         chosen = _applicable(run, config.stash[SELECTION])
         for entry in reports.expected(run.manifest.raw, run.level, chosen):
             if entry["id"] not in ran:
-                results[f"not run: {entry['id']}"] = {**entry, "status": "error", "message": stopped}
+                unrun = {**entry, "status": "error", "reason": stopped, "message": stopped}
+                results[f"not run: {entry['id']}"] = unrun
     report = reports.build(
         adapter=config.stash[SPEC],
         harness=config.stash[HARNESS],

@@ -13,6 +13,7 @@ import pytest
 
 from kbconform._levels import RANK
 from kbconform.plugin._collection import entry_of
+from kbconform.plugin._fixtures import unanswered
 from kbconform.plugin._stash import (
     DECLINED,
     MISSING_CATEGORY,
@@ -119,6 +120,9 @@ def judge(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestRep
     _hold_honest(item, report, entry["id"])
     unimplemented = _not_implemented(report, call)
     entry["status"] = _status(report)
+    broken = _broken(report, call)
+    if broken is not None:  # not judged: the backend was taken as broken before the test
+        entry["status"], entry["reason"] = "error", broken
     if entry["status"] == "skip":
         entry["reason"] = item.config.stash[DECLINED][item.nodeid]
     elif entry["status"] in ("fail", "error"):
@@ -154,6 +158,18 @@ def _not_implemented(report: pytest.TestReport, call: pytest.CallInfo[None]) -> 
     return missing.call
 
 
+def _broken(report: pytest.TestReport, call: pytest.CallInfo[None]) -> str | None:
+    """The one cause of a test that ended because the backend was taken as broken (an earlier
+    call hung; :class:`~kbconform.conformance.BackendBroken`), its failure that line alone."""
+    from kbconform.conformance import BackendBroken
+
+    error = unanswered(call.excinfo.value) if call.excinfo is not None else None
+    if not report.failed or not isinstance(error, BackendBroken):
+        return None
+    report.longrepr = str(error)
+    return report.longrepr
+
+
 def teststatus(report: pytest.TestReport) -> Any:
     """A test that ended at a facade not implemented yet is counted apart from the failures
     (the run still fails): the terminal prints one line for each facade, not a traceback for
@@ -167,24 +183,32 @@ def teststatus(report: pytest.TestReport) -> Any:
 
 
 def _stop_if_dead(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
-    """A test ended by a call past its deadline (or a harness that broke): probe the adapter
-    (:meth:`~kbconform.conformance.Run.probe`). When it does not answer either, the run stops
-    here, and every test that did not run is an error saying why: a dead backend costs two
-    deadlines, not one per test."""
+    """A test ended by a call past its deadline: the backend is taken as broken (a circuit
+    breaker, :meth:`~kbconform.conformance.Run.trip`), so every later test that needs it ends
+    at once with one cause, the call that hung; a hang costs the run one deadline, not one per
+    test. A harness that broke otherwise (it exited, or broke the protocol) is started again:
+    probe it (:meth:`~kbconform.conformance.Run.probe`); when it does not answer either, the
+    run stops here, and every test that did not run is an error saying why."""
     from kbconform.conformance import DeadlineExceeded
     from kbconform.harness import HarnessBroken
 
-    if call.excinfo is None or not call.excinfo.errisinstance((DeadlineExceeded, HarnessBroken)):
+    error = unanswered(call.excinfo.value) if call.excinfo is not None else None
+    if not isinstance(error, DeadlineExceeded | HarnessBroken):
+        return
+    run = item.config.stash[RUN]
+    if isinstance(error, DeadlineExceeded) or getattr(error, "deadline", None) is not None:
+        seconds = error.seconds if isinstance(error, DeadlineExceeded) else error.deadline
+        run.trip(f"{error.call} did not return within its deadline of {seconds:g} s")
         return
     if STOPPED in item.config.stash:
         return
-    silent = item.config.stash[RUN].probe()
+    silent = run.probe()
     if silent is None:
         return
     mark = case(item)
     after = stable_id(item, mark) if mark is not None else item.nodeid
     why = (
-        f"not run: the backend stopped answering ({call.excinfo.value}; then opening a fresh "
+        f"not run: the backend stopped answering ({error}; then opening a fresh "
         f"backend failed too: {silent}), so the run ended after {after}"
     )
     item.config.stash[STOPPED] = why
