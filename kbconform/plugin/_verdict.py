@@ -173,44 +173,48 @@ def _broken(report: pytest.TestReport, call: pytest.CallInfo[None]) -> str | Non
 def teststatus(report: pytest.TestReport) -> Any:
     """A test that ended at a facade not implemented yet is counted apart from the failures
     (the run still fails): the terminal prints one line for each facade, not a traceback for
-    each test."""
-    if report.failed and any(
-        name == PROPERTY and isinstance(entry, dict) and "notImplemented" in entry
+    each test. A test not judged because the backend was taken as broken is an error, as its
+    result says, wherever it ended."""
+    entries = [
+        entry
         for name, entry in getattr(report, "user_properties", ())  # a CollectReport has none
-    ):
+        if name == PROPERTY and isinstance(entry, dict)
+    ]
+    if report.failed and any("notImplemented" in entry for entry in entries):
         return MISSING_CATEGORY, "N", ("NOT IMPLEMENTED", {"red": True})
+    if report.failed and any(entry["status"] == "error" and "reason" in entry for entry in entries):
+        return "error", "E", "ERROR"
     return None
 
 
 def _stop_if_dead(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
     """A test ended by a call past its deadline: the backend is taken as broken (a circuit
-    breaker, :meth:`~kbconform.conformance.Run.trip`), so every later test that needs it ends
-    at once with one cause, the call that hung; a hang costs the run one deadline, not one per
-    test. A harness that broke otherwise (it exited, or broke the protocol) is started again:
-    probe it (:meth:`~kbconform.conformance.Run.probe`); when it does not answer either, the
-    run stops here, and every test that did not run is an error saying why."""
-    from kbconform.conformance import DeadlineExceeded
+    breaker, :meth:`~kbconform.conformance.Run.trip`) and the run stops here; every test it did
+    not reach is an error with one reason, the call that hung, so a hang costs the run one
+    deadline, not one per test. A harness that broke otherwise (it exited, or broke the
+    protocol) is started again: probe it (:meth:`~kbconform.conformance.Run.probe`), and stop
+    the run the same way only when it does not answer either."""
+    from kbconform.conformance import BackendBroken, DeadlineExceeded
     from kbconform.harness import HarnessBroken
 
     error = unanswered(call.excinfo.value) if call.excinfo is not None else None
-    if not isinstance(error, DeadlineExceeded | HarnessBroken):
+    if not isinstance(error, DeadlineExceeded | HarnessBroken) or STOPPED in item.config.stash:
         return
     run = item.config.stash[RUN]
-    if isinstance(error, DeadlineExceeded) or getattr(error, "deadline", None) is not None:
+    if isinstance(error, DeadlineExceeded) or error.deadline is not None:
         seconds = error.seconds if isinstance(error, DeadlineExceeded) else error.deadline
         run.trip(f"{error.call} did not return within its deadline of {seconds:g} s")
-        return
-    if STOPPED in item.config.stash:
-        return
-    silent = run.probe()
-    if silent is None:
-        return
-    mark = case(item)
-    after = stable_id(item, mark) if mark is not None else item.nodeid
-    why = (
-        f"not run: the backend stopped answering ({error}; then opening a fresh "
-        f"backend failed too: {silent}), so the run ended after {after}"
-    )
+        why = str(BackendBroken(str(run.broken)))
+    else:
+        silent = run.probe()
+        if silent is None:
+            return
+        mark = case(item)
+        after = stable_id(item, mark) if mark is not None else item.nodeid
+        why = (
+            f"not run: the backend stopped answering ({error}; then opening a fresh "
+            f"backend failed too: {silent}), so the run ended after {after}"
+        )
     item.config.stash[STOPPED] = why
     item.session.shouldstop = f"kbconform: {why}"
 
