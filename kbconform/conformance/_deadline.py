@@ -258,6 +258,17 @@ class Caller:
         context = contextvars.copy_context()
         return self._handoff(None, lambda: context.run(block))
 
+    def within(self, seconds: float, name: str, function: Callable[[], T]) -> T:
+        """``function()`` with a deadline of ``seconds`` instead of the caller's (loading an
+        adapter, which imports it: its start, not a call)."""
+        if self.tripped is not None:
+            raise BackendBroken(self.tripped)
+        usual, self.seconds = self.seconds, max(seconds, self.seconds)
+        try:
+            return self._handoff(name, function)
+        finally:
+            self.seconds = usual
+
     def last(self, name: str, function: Callable[..., T], *args: Any) -> T:
         """A call made even when the backend is taken as broken (the adapter's shutdown, which
         may release what it started), within the deadline as any call."""

@@ -107,6 +107,7 @@ class Run:
         level: str,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         start_timeout: float = 0.0,
+        load_timeout: float = 0.0,
         shrink: bool = True,
         shrink_budget: float = DEFAULT_SHRINK_BUDGET,
     ) -> Run:
@@ -114,9 +115,10 @@ class Run:
         deadline's message): loaded in this process (:func:`~kbconform.adapter.load_adapter`)
         or reached over harness-v1 (:func:`~kbconform.harness.connect`), as the caller chose.
         Every call has the deadline ``call_timeout``; ``start_timeout`` more is allowed for a
-        call that may start the backend's process again."""
+        call that may start the backend's process again, and ``load_timeout`` more for
+        ``make()`` itself (an adapter loaded in process imports its backend's libraries)."""
         caller = Caller(call_timeout + start_timeout)
-        adapter, manifest = caller.call(what, make)
+        adapter, manifest = caller.within(call_timeout + start_timeout + load_timeout, what, make)
         return cls(
             adapter,
             manifest,

@@ -201,16 +201,16 @@ def _stop_if_dead(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
     if not isinstance(error, DeadlineExceeded | HarnessBroken) or STOPPED in item.config.stash:
         return
     run = item.config.stash[RUN]
+    mark = case(item)
+    after = stable_id(item, mark) if mark is not None else item.nodeid
     if isinstance(error, DeadlineExceeded) or error.deadline is not None:
         seconds = error.seconds if isinstance(error, DeadlineExceeded) else error.deadline
         run.trip(f"{error.call} did not return within its deadline of {seconds:g} s")
-        why = str(BackendBroken(str(run.broken)))
+        why = f"{BackendBroken(str(run.broken))}; the run ended after {after}"
     else:
         silent = run.probe()
         if silent is None:
             return
-        mark = case(item)
-        after = stable_id(item, mark) if mark is not None else item.nodeid
         why = (
             f"not run: the backend stopped answering ({error}; then opening a fresh "
             f"backend failed too: {silent}), so the run ended after {after}"
