@@ -195,6 +195,9 @@ def test_a_backend_whose_query_never_returns_costs_the_run_one_deadline(
     assert "within its deadline of 2 s" in reason, reason
     assert all(t["message"] == reason for t in broken)
     assert reason.endswith(f"the run ended after {hung[0]['id']}"), reason
+    declined = [t for t in tests if t["status"] == "skip"]  # what the manifest declines stays skipped
+    assert declined, "the tiny adapter declines tests"
+    assert all("taken as broken" not in t["reason"] for t in declined)
 
 
 def test_a_backend_that_is_slow_but_answers_is_not_taken_as_broken(project: Path) -> None:
