@@ -187,3 +187,26 @@ def test_a_call_s_output_goes_to_the_tail_whatever_writes_it() -> None:
     printed = caller.output.take()
     assert all(text in printed for text in ("from print", "from fd 2", "from a child")), printed
     caller.close()
+
+
+def test_a_fixture_ended_by_a_call_not_answered_fails_its_set_up_as_pytest_expects() -> None:
+    """In a fixture's set-up, a deadline, a broken harness or a backend taken as broken becomes
+    pytest's failure (an outcome pytest tears fixtures down after), carrying the error as its
+    cause and its message; a skip, a failure and a plain error pass unchanged (controls)."""
+    from kbconform.harness import HarnessBroken
+    from kbconform.plugin._fixtures import NotAnswered, answered, unanswered
+
+    for error in (
+        DeadlineExceeded("backend.get()", 1),
+        HarnessBroken("harness get (request 3)", "got no answer within its deadline of 1 s", deadline=1),
+        BackendBroken("backend.get() did not return within its deadline of 1 s"),
+    ):
+        with pytest.raises(NotAnswered) as raised, answered():
+            raise error
+        assert unanswered(raised.value) is error
+        assert str(error) in str(raised.value)
+    for kept in (pytest.skip.Exception("declined"), pytest.fail.Exception("failed"), NotFound("c1")):
+        with pytest.raises(type(kept)) as raised, answered():
+            raise kept
+        assert raised.value is kept
+        assert unanswered(kept) is kept
