@@ -19,6 +19,7 @@ import pytest
 
 from kbconform.plugin import _collection, _options, _session, _verdict
 from kbconform.plugin._fixtures import (
+    answered,
     kbconform_backend,
     kbconform_canaries,
     kbconform_isolation,
@@ -88,6 +89,12 @@ def pytest_report_collectionfinish(config: pytest.Config) -> list[str]:
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     _verdict.begin(item)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef: Any, request: pytest.FixtureRequest) -> Generator[None, Any, Any]:
+    with answered():
+        return (yield)
 
 
 @pytest.hookimpl(wrapper=True)

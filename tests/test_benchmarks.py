@@ -54,6 +54,16 @@ def test_the_state_machine_benchmark_runs_and_writes_its_figures(tmp_path: Path)
     assert (tmp_path / "s.json").exists()
 
 
+def test_the_handoff_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
+    """A tiny run times a get three ways (direct, a hand-off per call, one per batch) and counts
+    every guarded call: two guarded ways, each the calls asked, every round."""
+    module = _benchmark("handoff.py")
+    figures = module.main(["--calls", "20", "--rounds", "3", "--json", str(tmp_path / "h.json")])
+    assert {"per_call_cpu_us", "batched_cpu_us", "handoff_ratio", "cpu_overhead_ratio"} <= set(figures)
+    assert figures["calls_counted"] == 2 * 20 * 3
+    assert (tmp_path / "h.json").exists()
+
+
 def test_the_grant_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
     """A tiny run of the kb-grant reference's search against the stores' own queries writes every
     figure (medians and ratios, plain and with a simulated store latency)."""

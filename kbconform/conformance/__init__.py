@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from kbconform.conformance._deadline import (
     DEFAULT_CALL_TIMEOUT,
+    BackendBroken,
     DeadlineExceeded,
     NotImplementedFacade,
     Tail,
     Unimplemented,
+    batched,
     ending_tests,
 )
 from kbconform.conformance._effects import (
@@ -108,7 +110,9 @@ __all__ = [
     "ENVELOPE_CLAIMS",
     "ENVELOPE_REFUSALS",
     "PROFILES",
+    "BackendBroken",
     "DeadlineExceeded",
+    "batched",
     "NotImplementedFacade",
     "Tail",
     "Unimplemented",

@@ -131,6 +131,7 @@ class DriverMachine(RuleBasedStateMachine, Generic[_D]):
 
     @invariant()
     def every_read_equals_the_model(self) -> None:
-        """After every step (once a backend is open), :meth:`check`."""
+        """After every step (once a backend is open), :meth:`check`, its reads in one hand-off
+        (:meth:`~kbconform.conformance.Run.batched`)."""
         if self.backend is not None:
-            self.compared[0] += self.check()
+            self.compared[0] += self.run.batched(self.check)

@@ -8,7 +8,7 @@ import random
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import hypothesis
 from hypothesis import HealthCheck
@@ -20,6 +20,7 @@ from kbconform.conformance._deadline import DEFAULT_CALL_TIMEOUT, Caller, Guarde
 if TYPE_CHECKING:  # what a fixture of the default profile declares it opens
     from kbconform.adapter import Backend
 
+T = TypeVar("T")
 ProfileName = Literal["quick", "thorough"]
 PROFILES: dict[str, hypothesis.settings] = {
     # quick: for every CI run; thorough: for a nightly job.
@@ -72,7 +73,9 @@ class Run:
 
     Every call into the adapter and its backends (loading, open, close, shutdown and each
     facade) has a deadline of ``call_timeout`` seconds: a hang fails the test that made the
-    call, naming it (:class:`~kbconform.conformance.DeadlineExceeded`).
+    call, naming it (:class:`~kbconform.conformance.DeadlineExceeded`), and from then on the
+    backend is taken as broken: every later call ends at once
+    (:class:`~kbconform.conformance.BackendBroken`), and only the adapter's shutdown is tried.
     """
 
     adapter: Adapter
@@ -104,6 +107,7 @@ class Run:
         level: str,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         start_timeout: float = 0.0,
+        load_timeout: float = 0.0,
         shrink: bool = True,
         shrink_budget: float = DEFAULT_SHRINK_BUDGET,
     ) -> Run:
@@ -111,9 +115,10 @@ class Run:
         deadline's message): loaded in this process (:func:`~kbconform.adapter.load_adapter`)
         or reached over harness-v1 (:func:`~kbconform.harness.connect`), as the caller chose.
         Every call has the deadline ``call_timeout``; ``start_timeout`` more is allowed for a
-        call that may start the backend's process again."""
+        call that may start the backend's process again, and ``load_timeout`` more for
+        ``make()`` itself (an adapter loaded in process imports its backend's libraries)."""
         caller = Caller(call_timeout + start_timeout)
-        adapter, manifest = caller.call(what, make)
+        adapter, manifest = caller.within(call_timeout + start_timeout + load_timeout, what, make)
         return cls(
             adapter,
             manifest,
@@ -164,6 +169,8 @@ class Run:
         return opened
 
     def close(self, backend: Any) -> None:
+        """Close a backend :meth:`open` gave (none is closed once the backend is taken as
+        broken: the call would wait out its deadline too)."""
         for guarded in self._open:
             if guarded is backend:
                 self._close(guarded)
@@ -171,15 +178,36 @@ class Run:
 
     def _close(self, guarded: Guarded) -> None:
         self._open.remove(guarded)
-        self._caller.call("adapter.close()", self.adapter.close, guarded.inner)
+        if self.broken is None:
+            self._caller.call("adapter.close()", self.adapter.close, guarded.inner)
 
     def shutdown(self) -> None:
         try:
             for guarded in list(self._open):
                 self._close(guarded)
-            self._caller.call("adapter.shutdown()", self.adapter.shutdown)
+            self._caller.last("adapter.shutdown()", self.adapter.shutdown)
         finally:
             self._caller.close()
+
+    @property
+    def broken(self) -> str | None:
+        """The call that hung, once one did: the backend is taken as broken from then on."""
+        return self._caller.tripped
+
+    def trip(self, cause: str) -> None:
+        """Take the backend as broken (a call behind it overran a deadline of its own, as a
+        harness's request does): ``cause`` names the call."""
+        self._caller.trip(cause)
+
+    @property
+    def calls(self) -> int:
+        """How many calls into the adapter and its backends the run has made so far."""
+        return self._caller.calls
+
+    def batched(self, block: Callable[[], T]) -> T:
+        """``block()``, its calls into the backends made in one hand-off, each within its own
+        deadline (:meth:`~kbconform.conformance.Caller.batch`): for many reads in a row."""
+        return self._caller.batch(block)
 
     def probe(self) -> str | None:
         """After a call overran its deadline: whether the adapter still answers. A fresh backend
@@ -208,11 +236,6 @@ class Run:
             if self.profile == "thorough":
                 sizes |= {max(1, page - 1), 2 * page + 1}
         return tuple(sorted(sizes))
-
-    @property
-    def calls(self) -> int:
-        """How many calls into the adapter and its backends the run has made so far."""
-        return self._caller.calls
 
     def take_output(self) -> str:
         """What the adapter printed since the last take, cut to a bounded head and tail."""

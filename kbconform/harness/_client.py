@@ -3,7 +3,8 @@ another process, reached over the harness's stdio or over HTTP on 127.0.0.1.
 
 Every request has a deadline. A harness that exits, hangs, answers another request, or writes
 anything but a harness-v1 response breaks the call with :class:`HarnessBroken`, naming the
-call; the harness is then stopped, and every later call fails the same way.
+call (and, for a hang, the deadline it overran: a run then takes the backend as broken); the
+harness is then stopped, and every later call fails the same way.
 """
 
 from __future__ import annotations
@@ -199,7 +200,7 @@ class StdioTransport:
             try:
                 raw = self._lines.get(timeout=timeout)
             except queue.Empty:
-                self._break(call, f"got no answer within its deadline of {timeout:g} s")
+                self._break(call, f"got no answer within its deadline of {timeout:g} s", timeout)
             if raw is None:
                 code = self.process.wait(timeout=_STOP_GRACE)
                 self._break(call, f"got no answer: the harness exited with code {code}")
@@ -211,8 +212,8 @@ class StdioTransport:
         finally:
             self._lock.release()
 
-    def _break(self, call: str, what: str) -> NoReturn:
-        error = HarnessBroken(call, what, "")
+    def _break(self, call: str, what: str, deadline: float | None = None) -> NoReturn:
+        error = HarnessBroken(call, what, "", deadline=deadline)
         self._stop(error)
         error.log = self.log_tail()
         raise error
@@ -286,7 +287,7 @@ class HttpTransport:
                 answer = connection.getresponse()
                 body = answer.read()
             except TimeoutError:
-                self._fail(call, f"got no answer within its deadline of {timeout:g} s")
+                self._fail(call, f"got no answer within its deadline of {timeout:g} s", timeout)
             except (OSError, http.client.HTTPException) as error:
                 self._fail(call, f"got no answer: {error}")
             finally:
@@ -301,8 +302,8 @@ class HttpTransport:
         finally:
             self._lock.release()
 
-    def _fail(self, call: str, what: str) -> NoReturn:
-        self._broken = HarnessBroken(call, what)
+    def _fail(self, call: str, what: str, deadline: float | None = None) -> NoReturn:
+        self._broken = HarnessBroken(call, what, deadline=deadline)
         raise self._broken
 
     def stop(self) -> None:

@@ -59,9 +59,11 @@ class HarnessBroken(BaseException):  # named for what it reports, like DeadlineE
 
     code = BROKEN
 
-    def __init__(self, call: str, what: str, log: str = "") -> None:
+    def __init__(self, call: str, what: str, log: str = "", *, deadline: float | None = None) -> None:
         super().__init__(call, what)
         self.call, self.what, self.log = call, what, log
+        #: The deadline the call overran, in seconds (None: the harness broke otherwise).
+        self.deadline = deadline
 
     def __str__(self) -> str:
         tail = f"\nthe harness's log ends with:\n{self.log}" if self.log else ""

@@ -1,8 +1,12 @@
 """The fixtures the suites get: the run, fresh backends, the principals, the canaries and each
-isolation profile's world. A suite test gets only these (the collection checks it)."""
+isolation profile's world. A suite test gets only these (the collection checks it). A call
+into the backend that does not answer while a fixture sets up (a deadline, a broken harness,
+a backend taken as broken) fails that set-up as pytest expects of a fixture (:func:`answered`)."""
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +17,44 @@ from kbconform.plugin._stash import RUN, case, stable_id
 if TYPE_CHECKING:
     from kbconform.adapter import Backend
     from kbconform.conformance import Canaries, Isolation, Principals, Run, World
+
+
+class NotAnswered(pytest.fail.Exception):  # type: ignore[misc,name-defined]  # pytest's Failed
+    """A fixture's set-up ended by a call the backend did not answer; the error that ended it
+    (a ``BaseException``, which pytest's set-up does not expect of a fixture) is its cause."""
+
+
+def unanswered(error: BaseException) -> BaseException:
+    """The error behind a :class:`NotAnswered` set-up, else ``error`` itself."""
+    cause = error.__cause__
+    return cause if isinstance(error, NotAnswered) and cause is not None else error
+
+
+@contextlib.contextmanager
+def answered() -> Iterator[None]:
+    """Around a fixture's set-up: a call past its deadline, a broken harness or a backend taken
+    as broken fails the set-up (:class:`NotAnswered`, carrying the error and its message), so
+    pytest tears the fixtures down and goes on to the next test; any other outcome passes."""
+    try:
+        yield
+    except BaseException as error:
+        if isinstance(error, Exception) or not _stopping(error):
+            raise
+        raise NotAnswered(str(error), pytrace=False) from error
+
+
+def _stopping(error: BaseException) -> bool:
+    """Whether ``error`` is a call the backend did not answer. Asked of every fixture's
+    ``BaseException`` (a skip too), in any session: nothing is imported for it (none of these
+    can be raised before the kit's modules that define them are loaded)."""
+    conformance = sys.modules.get("kbconform.conformance")
+    harness = sys.modules.get("kbconform.harness")
+    kinds = (
+        getattr(conformance, "BackendBroken", None),
+        getattr(conformance, "DeadlineExceeded", None),
+        getattr(harness, "HarnessBroken", None),
+    )
+    return any(kind is not None and isinstance(error, kind) for kind in kinds)
 
 
 @pytest.fixture(scope="session")

@@ -168,7 +168,12 @@ def start(config: pytest.Config) -> None:
     label = f"--kbconform-{given[0]}={spec or command or url}"
     try:
         if spec:
-            run = Run.start(f"loading the adapter {spec}", partial(load_adapter, spec), **settings)
+            run = Run.start(
+                f"loading the adapter {spec}",
+                partial(load_adapter, spec),
+                load_timeout=START_TIMEOUT,  # importing the backend's libraries is no call
+                **settings,
+            )
         else:
             log = config.getoption("kbconform_harness_log")
             reach = partial(

@@ -10,7 +10,18 @@ from typing import Any
 import pytest
 
 from kbconform.plugin._options import shrink_budget
-from kbconform.plugin._stash import HARNESS, REPORT, RESULTS, RUN, SELECTION, SPEC, STOPPED
+from kbconform.plugin._stash import (
+    DECLINED,
+    HARNESS,
+    REPORT,
+    RESULTS,
+    RUN,
+    SELECTION,
+    SPEC,
+    STOPPED,
+    case,
+    stable_id,
+)
 
 #: The plugin's hooks module, as pytest loads it: the one plugin the report does not list.
 _HOOKS = "kbconform.pytest_plugin"
@@ -29,9 +40,14 @@ def finish(session: pytest.Session) -> None:
         results = config.stash[RESULTS]
         ran = {result["id"] for result in results.values()}
         chosen = _applicable(run, config.stash[SELECTION])
+        declined = _declined(session)
         for entry in reports.expected(run.manifest.raw, run.level, chosen):
+            if entry["id"] in declined:  # skipped all the same: the manifest declines it
+                unrun = {**entry, "status": "skip", "reason": declined[entry["id"]]}
+            else:
+                unrun = {**entry, "status": "error", "reason": stopped, "message": stopped}
             if entry["id"] not in ran:
-                results[f"not run: {entry['id']}"] = {**entry, "status": "error", "message": stopped}
+                results[f"not run: {entry['id']}"] = unrun
     report = reports.build(
         adapter=config.stash[SPEC],
         harness=config.stash[HARNESS],
@@ -51,6 +67,17 @@ def finish(session: pytest.Session) -> None:
         reports.write(
             path, json.dumps(report, indent=2) + "\n"
         )  # keys in order: a transcript's requests as sent
+
+
+def _declined(session: pytest.Session) -> dict[str, str]:
+    """The stable ids of the collected suite tests the manifest declines, with the reason."""
+    reasons = session.config.stash[DECLINED]
+    found: dict[str, str] = {}
+    for item in session.items:
+        mark = case(item)
+        if mark is not None and item.nodeid in reasons:
+            found[stable_id(item, mark)] = reasons[item.nodeid]
+    return found
 
 
 def _applicable(run: Any, chosen: frozenset[str] | None) -> frozenset[str] | None:

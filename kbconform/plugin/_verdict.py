@@ -15,6 +15,7 @@ import pytest
 
 from kbconform._levels import RANK
 from kbconform.plugin._collection import entry_of
+from kbconform.plugin._fixtures import unanswered
 from kbconform.plugin._stash import (
     DECLINED,
     MISSING_CATEGORY,
@@ -159,6 +160,9 @@ def judge(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestRep
     unimplemented = _not_implemented(report, call)
     entry["status"] = _status(report)
     entry.update(_spent(item))
+    broken = _broken(report, call)
+    if broken is not None:  # not judged: the backend was taken as broken before the test
+        entry["status"], entry["reason"] = "error", broken
     if entry["status"] == "skip":
         entry["reason"] = item.config.stash[DECLINED][item.nodeid]
     elif entry["status"] in ("fail", "error"):
@@ -195,39 +199,63 @@ def _not_implemented(report: pytest.TestReport, call: pytest.CallInfo[None]) -> 
     return missing.call
 
 
+def _broken(report: pytest.TestReport, call: pytest.CallInfo[None]) -> str | None:
+    """The one cause of a test that ended because the backend was taken as broken (an earlier
+    call hung; :class:`~kbconform.conformance.BackendBroken`), its failure that line alone."""
+    from kbconform.conformance import BackendBroken
+
+    error = unanswered(call.excinfo.value) if call.excinfo is not None else None
+    if not report.failed or not isinstance(error, BackendBroken):
+        return None
+    report.longrepr = str(error)
+    return report.longrepr
+
+
 def teststatus(report: pytest.TestReport) -> Any:
     """A test that ended at a facade not implemented yet is counted apart from the failures
     (the run still fails): the terminal prints one line for each facade, not a traceback for
-    each test."""
-    if report.failed and any(
-        name == PROPERTY and isinstance(entry, dict) and "notImplemented" in entry
+    each test. A test not judged because the backend was taken as broken is an error, as its
+    result says, wherever it ended."""
+    entries = [
+        entry
         for name, entry in getattr(report, "user_properties", ())  # a CollectReport has none
-    ):
+        if name == PROPERTY and isinstance(entry, dict)
+    ]
+    if report.failed and any("notImplemented" in entry for entry in entries):
         return MISSING_CATEGORY, "N", ("NOT IMPLEMENTED", {"red": True})
+    if report.failed and any(entry["status"] == "error" and "reason" in entry for entry in entries):
+        return "error", "E", "ERROR"
     return None
 
 
 def _stop_if_dead(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
-    """A test ended by a call past its deadline (or a harness that broke): probe the adapter
-    (:meth:`~kbconform.conformance.Run.probe`). When it does not answer either, the run stops
-    here, and every test that did not run is an error saying why: a dead backend costs two
-    deadlines, not one per test."""
-    from kbconform.conformance import DeadlineExceeded
+    """A test ended by a call past its deadline: the backend is taken as broken (a circuit
+    breaker, :meth:`~kbconform.conformance.Run.trip`) and the run stops here; every test it did
+    not reach is an error with one reason, the call that hung, so a hang costs the run one
+    deadline, not one per test. A harness that broke otherwise (it exited, or broke the
+    protocol) is started again: probe it (:meth:`~kbconform.conformance.Run.probe`), and stop
+    the run the same way only when it does not answer either."""
+    from kbconform.conformance import BackendBroken, DeadlineExceeded
     from kbconform.harness import HarnessBroken
 
-    if call.excinfo is None or not call.excinfo.errisinstance((DeadlineExceeded, HarnessBroken)):
+    error = unanswered(call.excinfo.value) if call.excinfo is not None else None
+    if not isinstance(error, DeadlineExceeded | HarnessBroken) or STOPPED in item.config.stash:
         return
-    if STOPPED in item.config.stash:
-        return
-    silent = item.config.stash[RUN].probe()
-    if silent is None:
-        return
+    run = item.config.stash[RUN]
     mark = case(item)
     after = stable_id(item, mark) if mark is not None else item.nodeid
-    why = (
-        f"not run: the backend stopped answering ({call.excinfo.value}; then opening a fresh "
-        f"backend failed too: {silent}), so the run ended after {after}"
-    )
+    if isinstance(error, DeadlineExceeded) or error.deadline is not None:
+        seconds = error.seconds if isinstance(error, DeadlineExceeded) else error.deadline
+        run.trip(f"{error.call} did not return within its deadline of {seconds:g} s")
+        why = f"{BackendBroken(str(run.broken))}; the run ended after {after}"
+    else:
+        silent = run.probe()
+        if silent is None:
+            return
+        why = (
+            f"not run: the backend stopped answering ({error}; then opening a fresh "
+            f"backend failed too: {silent}), so the run ended after {after}"
+        )
     item.config.stash[STOPPED] = why
     item.session.shouldstop = f"kbconform: {why}"
 

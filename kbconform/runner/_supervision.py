@@ -31,14 +31,29 @@ def environment() -> dict[str, str]:
     """The environment of a run's processes: the caller's directory importable (as with
     ``python -m pytest`` there, so an adapter module beside the caller is found although the
     run happens elsewhere) and named as the place :func:`kbconform.adapter.load_adapter` looks
-    first, the caller's pytest settings removed."""
+    first, the caller's pytest settings removed; Hypothesis's storage in this machine's cache
+    unless the caller names one (a run happens in a fresh directory: what Hypothesis derives
+    once, its Unicode table, is kept between runs there; a run keeps no examples)."""
     from kbconform.adapter import ADAPTER_DIR
 
     here = str(Path.cwd())
     path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
     env = {k: v for k, v in os.environ.items() if k not in _SANITIZED}
     env.update({"PYTHONPATH": path, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", ADAPTER_DIR: here})
+    env.setdefault(_HYPOTHESIS_STORAGE, str(_cache() / "hypothesis"))
     return env
+
+
+_HYPOTHESIS_STORAGE = "HYPOTHESIS_STORAGE_DIRECTORY"
+
+
+def _cache() -> Path:
+    """This machine's cache for the kit (as the harnesses' installs find it): ``$KBCONFORM_CACHE``,
+    else ``$XDG_CACHE_HOME/kbconform``, else ``~/.cache/kbconform``."""
+    named = os.environ.get("KBCONFORM_CACHE")
+    if named:
+        return Path(named)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kbconform"
 
 
 def tail(log: Path, limit: int = OUTPUT_TAIL) -> str:

@@ -75,6 +75,10 @@ def main(preload: list[str]) -> None:
             importlib.import_module(name)
         except Exception:  # the child imports it again, and its run reports the failure
             continue
+    with contextlib.suppress(Exception):  # Hypothesis's Unicode table, derived once for every run
+        from hypothesis.internal.charmap import charmap
+
+        charmap()
     answers = sys.stdout
     for line in sys.stdin:
         request = json.loads(line)

@@ -188,7 +188,8 @@ def test_a_harness_that_breaks_the_protocol_fails_the_call_naming_it(
     mode: str, says: str, tmp_path: Path
 ) -> None:
     """The call fails with KB_HARNESS_BROKEN naming it and what went wrong (with the harness's
-    log); the harness is stopped, and every later call fails too. A sound hello first (control)."""
+    log), and the deadline it overran when it hung (a run then takes the backend as broken);
+    the harness is stopped, and every later call fails too. A sound hello first (control)."""
     transport = StdioTransport([sys.executable, str(BROKEN), mode], tmp_path / "harness.log")
     adapter = HarnessAdapter(transport, timeout=2)
     assert adapter.manifest["adapter"]["name"] == "broken harness"
@@ -197,6 +198,7 @@ def test_a_harness_that_breaks_the_protocol_fails_the_call_naming_it(
     text = str(broken.value)
     assert text.startswith("KB_HARNESS_BROKEN: harness open (request 2): ")
     assert says in text
+    assert broken.value.deadline == (2 if mode == "hang" else None)
     assert f"broken harness: {mode} on open" in text + transport.log_tail()
     assert transport.process.poll() is not None, "the broken harness was left running"
     with pytest.raises(HarnessBroken, match="harness close"):

@@ -9,8 +9,9 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tiny_adapter import Broken, LeakyList, Tiny
 
@@ -45,6 +46,27 @@ class ExitsInClose(Broken):
 class HangingDeletion(KnowledgeBase):
     def apply_deletion_signal(self, principal: Any, signal: Any) -> Any:
         threading.Event().wait()
+
+
+class HangingQuery(KnowledgeBase):
+    """Its query never returns (a store that stopped answering searches); every other facade
+    answers."""
+
+    def query(self, *args: Any, **kwargs: Any) -> Any:
+        threading.Event().wait()
+
+
+class SlowQuery(KnowledgeBase):
+    """Slow but answering: the first three queries the process serves take 1.5 s each, within a
+    2 s deadline; then it answers as the reference does."""
+
+    slow: ClassVar[list[int]] = [3]  # how many slow queries are left, in this process
+
+    def query(self, *args: Any, **kwargs: Any) -> Any:
+        if self.slow[0] > 0:
+            self.slow[0] -= 1
+            time.sleep(1.5)
+        return super().query(*args, **kwargs)
 
 
 class StopsAnswering(KnowledgeBase):
@@ -103,6 +125,14 @@ def exits_in_close() -> ExitsInClose:
 
 def hangs_in_deletion() -> Broken:
     return Broken(HangingDeletion)
+
+
+def hangs_in_query() -> Broken:
+    return Broken(HangingQuery)
+
+
+def slow_query() -> Broken:
+    return Broken(SlowQuery)
 
 
 def stops_answering() -> Dies:

@@ -92,8 +92,8 @@ def _every_test_failing_once(candidates: tuple[MutantSpec, ...]) -> tuple[Mutant
 #: What harness-v1 is held to: the sweep above runs every mutant in process; a mutant's bug is
 #: the same bug behind the harness, so what a harness run must show is that every test's failure
 #: crosses it. (Stdio and HTTP carry the same messages, each facade and error of which
-#: tests/harness/test_harness.py holds equal on both; the chroma-server reference runs every
-#: suite over HTTP.)
+#: tests/harness/test_harness.py holds equal on both; the project-pool reference runs every
+#: suite over HTTP: tests/plugin/test_reference_conformance.py.)
 ACROSS = _every_test_failing_once(MUTANTS)
 
 

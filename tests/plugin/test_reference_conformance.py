@@ -19,13 +19,17 @@ from kbconform._resources import data_dir
 pytestmark = pytest.mark.slow
 
 #: Each store mode, and how the suites reach it: in process (the pytest plugin's
-#: --kbconform-adapter), or served over harness-v1 on stdio or HTTP (kbconform run's way).
+#: --kbconform-adapter), or served over harness-v1 on stdio or HTTP (kbconform run's way). Each
+#: transport carries a whole suite on a store that costs little (tenant-namespace's in memory on
+#: stdio, project-pool's on HTTP, memory-scope's on stdio); the costly stores run in process,
+#: where the calls are the stores' own (serving doubles a run's CPU, and the same messages cross
+#: either transport: tests/harness/test_harness.py holds them equal facade by facade).
 MODES = {
-    "memory": ("kbconform_reference.adapter:memory", "in-process"),
-    "chroma-embedded": ("kbconform_reference.adapter:chroma_embedded", "stdio"),
-    "chroma-server": ("kbconform_reference.adapter:chroma_server", "http"),
+    "memory": ("kbconform_reference.adapter:memory", "stdio"),
+    "chroma-embedded": ("kbconform_reference.adapter:chroma_embedded", "in-process"),
+    "chroma-server": ("kbconform_reference.adapter:chroma_server", "in-process"),
     "postgres": ("kbconform_reference.adapter:postgres", "in-process"),
-    "qdrant-local": ("kbconform_reference.pool.adapter:qdrant_local", "stdio"),
+    "qdrant-local": ("kbconform_reference.pool.adapter:qdrant_local", "http"),
     "grant-multi-store": ("kbconform_reference.grant.adapter:multi_store", "in-process"),
     "memory-scope-qdrant": ("kbconform_reference.memory.adapter:qdrant_local", "stdio"),
 }

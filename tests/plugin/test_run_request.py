@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -45,3 +46,20 @@ def test_run_suites_takes_a_request_or_its_fields_but_not_both() -> None:
         run_suites(RunRequest("a:b"), seed=3)
     with pytest.raises(RunError, match="the transport must be one of"):
         run_suites("a:b", transport="carrier-pigeon")
+
+
+def test_a_runs_hypothesis_storage_is_the_machines_cache_unless_the_caller_names_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A run happens in a fresh directory: Hypothesis keeps what it derives once (its Unicode
+    table) in the machine's cache instead; a storage directory the caller names is kept."""
+    from kbconform.runner._supervision import environment
+
+    monkeypatch.delenv("HYPOTHESIS_STORAGE_DIRECTORY", raising=False)
+    monkeypatch.setenv("KBCONFORM_CACHE", str(tmp_path / "cache"))
+    assert environment()["HYPOTHESIS_STORAGE_DIRECTORY"] == str(tmp_path / "cache" / "hypothesis")
+    monkeypatch.delenv("KBCONFORM_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert environment()["HYPOTHESIS_STORAGE_DIRECTORY"] == str(tmp_path / "xdg" / "kbconform" / "hypothesis")
+    monkeypatch.setenv("HYPOTHESIS_STORAGE_DIRECTORY", str(tmp_path / "mine"))
+    assert environment()["HYPOTHESIS_STORAGE_DIRECTORY"] == str(tmp_path / "mine")

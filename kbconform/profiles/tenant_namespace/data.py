@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbconform.adapter import Manifest
-from kbconform.conformance import TOPIC, Refused
+from kbconform.conformance import TOPIC, Refused, batched
 from kbconform.identity import Principal
 from kbconform.profiles.tenant_namespace.model import Policy
 from kbconform.profiles.tenant_namespace.protocol import Backend
@@ -200,11 +200,16 @@ def seed_canaries(backend: Backend, principals: Principals, rng: random.Random) 
         model.policy.commit_ingest(plan, ids)
         for chunk_id, token, rec in zip(ids, tokens, records, strict=True):
             model.chunks[chunk_id] = Canary(tenant, rec, token, chunk_id)
-    for canary in model.chunks.values():  # setup asserts too: a seed that wrote nothing fails here
+    batched(backend, lambda: _read_back(backend, principals, model))  # one hand-off for every get
+    return model
+
+
+def _read_back(backend: Backend, principals: Principals, model: Canaries) -> None:
+    """Setup asserts too: a seed that wrote nothing fails here."""
+    for canary in model.chunks.values():
         owner = principals.shared_writer if canary.tenant == principals.shared else None
         owner = owner or next(p for p in principals.members if p.tenant_id == canary.tenant)
         hit = backend.get(owner, canary.id)
         assert (hit.id, hit.document) == (canary.id, canary.record["content"]), (
             f"the seeded chunk {canary.id} does not read back as written"
         )
-    return model
