@@ -11,7 +11,8 @@ every backend call logged (facade, principal, arguments, what came back), and pr
 * reads: the calls of query, get, list, count and ask;
 * exact_repeats: reads that ask the same principal the same question as an earlier read, with
   no change of state between them (every call that is not a read, every read that failed, and
-  every read whose store fault fired changes the state);
+  every read whose store fault fired changes the state; a read made with a store fault armed
+  asks its own question: what the backend answers when its store fails at that call);
 * answered_before: reads of another principal's question whose answer equals one already given
   at that state (the cache probes: the same query from every principal back to back).
 
@@ -25,7 +26,6 @@ import importlib.util
 import json
 import random
 import sys
-from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -52,10 +52,18 @@ def _plain(value: Any) -> Any:
 
 class _Fired:
     """A backend's ``store_fails`` switch, recording whether it failed a store call since
-    :meth:`take` was last asked."""
+    :meth:`take` was last asked, and whether a plan is set (``armed``)."""
 
-    def __init__(self, switch: Callable[..., bool]) -> None:
-        self.switch, self.fired = switch, False
+    def __init__(self, switch: Any) -> None:
+        self.switch, self.fired, self.armed = switch, False, ""
+        planned = switch.set
+
+        def set_plan(plan: Any) -> int:
+            self.armed = "" if plan is None else repr(plan)
+            consulted: int = planned(plan)
+            return consulted
+
+        switch.set = set_plan  # the suite arms the switch it made; this one hears of it
 
     def __call__(self, *args: Any) -> bool:
         fails = bool(self.switch(*args))
@@ -95,7 +103,8 @@ class Logged:
                 shown = type(answer).__name__ if isinstance(answer, KbconformError) else _answer(answer)
                 principal, rest = (args[0], args[1:]) if args else (None, ())
                 changed = name not in READS or failed or fired
-                self._log.append((name, repr(principal), _plain(rest), shown, changed))
+                armed = self._fired.armed if self._fired is not None else ""
+                self._log.append((name, repr(principal), (*_plain(rest), armed), shown, changed))
             return answer
 
         return logged
