@@ -24,6 +24,7 @@ effect, as the control does, read with a get of every id.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -134,14 +135,7 @@ class View:
         own = {str(r["id"]): dict(r) for r in rows}
         if set(own) != set(control.exported) or not set(ids) <= set(control.gets):
             return None
-        if any(_unstamped(row) != _unstamped(control.exported[i]) for i, row in own.items()):
-            return None
-        shown = all(
-            i in control.exported and entry == _listing(control.exported[i])
-            for listed in control.lists.values()
-            for i, entry in listed.items()
-        ) and all(hit is None or hit == _got(i, control.exported[i]) for i, hit in control.gets.items())
-        if not shown:
+        if not control.shows_export or any(_unstamped(row) != control.unstamped[i] for i, row in own.items()):
             return None
         view = cls.__new__(cls)
         view.lists = {
@@ -151,6 +145,20 @@ class View:
         view.gets = {i: None if control.gets[i] is None else _got(i, own[i]) for i in ids}
         view.exported, view.export = own, {i: _canonical(r) for i, r in own.items()}
         return view
+
+    @functools.cached_property
+    def unstamped(self) -> dict[str, Any]:
+        """Each exported row without its stamp of time (:func:`_unstamped`)."""
+        return {i: _unstamped(row) for i, row in self.exported.items()}
+
+    @functools.cached_property
+    def shows_export(self) -> bool:
+        """Whether list and get show each row as the export does."""
+        return all(
+            i in self.exported and entry == _listing(self.exported[i])
+            for listed in self.lists.values()
+            for i, entry in listed.items()
+        ) and all(hit is None or hit == _got(i, self.exported[i]) for i, hit in self.gets.items())
 
     def differences(self, other: View) -> list[str]:
         """What reads differently in ``other``, named (empty when everything reads alike)."""

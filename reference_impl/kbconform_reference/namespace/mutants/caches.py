@@ -149,7 +149,7 @@ class GetCacheKeyedById(KnowledgeBase):
 
 
 #: How many facade calls an answer of :class:`QueryCacheExpiresAfterCalls` is served for.
-EXPIRY = 24
+EXPIRY = 1000
 
 
 class QueryCacheExpiresAfterCalls(KnowledgeBase):
@@ -212,6 +212,6 @@ MUTANTS: tuple[Mutant, ...] = (
         "query-cache-expires-after-calls",
         QueryCacheExpiresAfterCalls,
         f"query and ask answer from a cache that expires after {EXPIRY} calls, not at a write",
-        ("state-01[overwrite]", "state-01[reject]"),
+        ("delete-15[query]", "delete-15[ask]"),
     ),
 )
