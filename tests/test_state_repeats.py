@@ -61,3 +61,15 @@ def test_the_count_tells_a_repeat_from_a_read_after_a_change() -> None:
     assert count([get, ("count", "acme", (), "BackendUnavailable", True), get])["exact_repeats"] == 0
     figures = count([get, ("get", "beta", ("c1",), "hit", False)])
     assert (figures["exact_repeats"], figures["answered_before"]) == (0, 1)
+
+
+def test_the_query_scope_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
+    """A tiny run (Chroma embedded) writes the probe's figures for a large and a small tenant."""
+    spec = importlib.util.spec_from_file_location("benchmark_query_scope", BENCHMARKS / "query_scope.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    figures = module.main(["--rows", "60", "--repeat", "1", "--json", str(tmp_path / "q.json")])
+    assert {"big_probe_ratio", "small_probe_ratio", "big_query_ms"} <= set(figures)
+    assert (tmp_path / "q.json").exists()
