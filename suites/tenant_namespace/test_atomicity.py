@@ -14,13 +14,17 @@ rollback the backend tries at once fails too), and comes back only after the cal
 KB_BACKEND_UNAVAILABLE, and once the store is back everything must read exactly as before it:
 list (every page) and count for every principal, the operator's export, and get of every id
 the control's write changed and of ids spread over the rest (:data:`GETS`; every stored id
-when a fresh backend's ids are not the control's). A faulted write that succeeds all the same
-(it retried, or did without the failed call) must have its whole effect, as the control does,
-read with a get of every id.
+when a fresh backend's ids are not the control's). What a faulted attempt read before its write
+is known, not read again: the seed fixes it, so it is the control's view before its write with
+the attempt's own stamps, from the export the attempt is seeded with (:meth:`View.known`; read
+in full when that export differs from the control's in more than its stamps). A faulted write
+that succeeds all the same (it retried, or did without the failed call) must have its whole
+effect, as the control does, read with a get of every id.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,6 +86,22 @@ def _listed(backend: Any, principal: Any) -> dict[str, Any]:
         assert offset < 100_000, "list never ends"
 
 
+def _listing(row: dict[str, Any]) -> Any:
+    """An exported row as list shows it (canonical)."""
+    return _canonical([row.get("document"), dict(row.get("metadata") or {})])
+
+
+def _got(chunk_id: str, row: dict[str, Any]) -> Any:
+    """An exported row as get shows it (canonical)."""
+    return _canonical([chunk_id, row.get("document"), dict(row.get("metadata") or {})])
+
+
+def _unstamped(row: dict[str, Any]) -> Any:
+    """An exported row without the time its backend stamped it with (canonical)."""
+    metadata = {k: v for k, v in (row.get("metadata") or {}).items() if k != "ingestedAt"}
+    return _canonical({**row, "metadata": metadata})
+
+
 class View:
     """What the suite's principals read: the state a failed write must leave untouched."""
 
@@ -101,7 +121,44 @@ class View:
                 self.gets[chunk_id] = None
             else:
                 self.gets[chunk_id] = _canonical([hit.id, hit.document, dict(hit.metadata)])
-        self.export = {str(r["id"]): _canonical(dict(r)) for r in backend.export(principals.operator)}
+        self.exported = {str(r["id"]): dict(r) for r in backend.export(principals.operator)}
+        self.export = {i: _canonical(r) for i, r in self.exported.items()}
+
+    @classmethod
+    def known(cls, control: View, rows: list[dict[str, Any]], ids: dict[str, Any]) -> View | None:
+        """What a fresh backend seeded as the control was reads before its write, told without
+        reading it: from its own export (``rows``) and the control's view before the write, each
+        row listed, counted and got as the control's was, with its own stamps (``ids``: the ids
+        to get). None when that cannot be told: its export holds other ids, or rows that differ
+        from the control's in more than ``ingestedAt``, or the control's lists and gets do not
+        show its rows as its export does (then the suite reads the backend)."""
+        own = {str(r["id"]): dict(r) for r in rows}
+        if set(own) != set(control.exported) or not set(ids) <= set(control.gets):
+            return None
+        if not control.shows_export or any(_unstamped(row) != control.unstamped[i] for i, row in own.items()):
+            return None
+        view = cls.__new__(cls)
+        view.lists = {
+            tenant: {i: _listing(own[i]) for i in listed} for tenant, listed in control.lists.items()
+        }
+        view.counts = dict(control.counts)
+        view.gets = {i: None if control.gets[i] is None else _got(i, own[i]) for i in ids}
+        view.exported, view.export = own, {i: _canonical(r) for i, r in own.items()}
+        return view
+
+    @functools.cached_property
+    def unstamped(self) -> dict[str, Any]:
+        """Each exported row without its stamp of time (:func:`_unstamped`)."""
+        return {i: _unstamped(row) for i, row in self.exported.items()}
+
+    @functools.cached_property
+    def shows_export(self) -> bool:
+        """Whether list and get show each row as the export does."""
+        return all(
+            i in self.exported and entry == _listing(self.exported[i])
+            for listed in self.lists.values()
+            for i, entry in listed.items()
+        ) and all(hit is None or hit == _got(i, self.exported[i]) for i, hit in self.gets.items())
 
     def differences(self, other: View) -> list[str]:
         """What reads differently in ``other``, named (empty when everything reads alike)."""
@@ -131,6 +188,8 @@ class Attempt:
     owners: dict[str, Any]
     write: Callable[[], Any]
     data: dict[str, Any] = field(default_factory=dict)
+    #: The operator's export of the seeded backend, before the write.
+    exported: list[dict[str, Any]] = field(default_factory=list)
 
 
 #: Of the stored ids a write leaves as they were, how many a faulted attempt reads back with
@@ -191,7 +250,9 @@ def _every_fault(
         fault = Fault(kind)
         attempt = opened(fault)
         compared = _compared(attempt.owners, changed)
-        before = View(run, attempt.backend, principals, compared)
+        before = View.known(unfaulted, attempt.exported, compared) or View(
+            run, attempt.backend, principals, compared
+        )
         fault.open_at(k)
         try:
             result = attempt.write()
@@ -219,10 +280,20 @@ def _every_fault(
     run.close(control.backend)
 
 
-def _owners(backend: Any, principals: Principals) -> dict[str, Any]:
-    """Every stored id with the principal that owns it (from the operator's export)."""
+def _seeded(
+    backend: Any,
+    principals: Principals,
+    write: Callable[[], Any],
+    data: dict[str, Any] | None = None,
+    rows: list[dict[str, Any]] | None = None,
+    owners: dict[str, Any] | None = None,
+) -> Attempt:
+    """The attempt of ``write`` on a seeded ``backend``: its export (``rows``, else the operator's
+    export now), and every stored id with the principal that owns it (and ``owners``)."""
+    rows = [dict(r) for r in backend.export(principals.operator)] if rows is None else rows
     by_tenant = {p.tenant_id: p for p in _readers(principals)}
-    return {str(r["id"]): by_tenant[r["metadata"]["tenantId"]] for r in backend.export(principals.operator)}
+    stored = {str(r["id"]): by_tenant[r["metadata"]["tenantId"]] for r in rows}
+    return Attempt(backend, stored | (owners or {}), write, data or {}, rows)
 
 
 @pytest.mark.kbconform(
@@ -257,7 +328,7 @@ def test_an_ingest_the_store_fails_part_way_writes_nothing(
     def prepare(backend: Any) -> Attempt:
         seed_canaries(backend, principals, kbconform_run.rng(f"atomic-01[{kind}]"))
         ingest_batches(backend, acme, stored, limit)
-        return Attempt(backend, _owners(backend, principals), lambda: backend.ingest(acme, batch))
+        return _seeded(backend, principals, lambda: backend.ingest(acme, batch))
 
     def check(attempt: Attempt, result: Any, before: View, after: View) -> None:
         ids = list(result.ids)
@@ -297,13 +368,16 @@ def test_a_restore_the_store_fails_part_way_writes_nothing(
 
     def prepare(backend: Any) -> Attempt:
         seed_canaries(backend, principals, kbconform_run.rng(f"atomic-02[{kind}]"))
+        rows = [dict(r) for r in backend.export(operator)]
         changed = [
             {**r, "document": f"changed {r['document']}", "embedding": list(r["embedding"])[::-1]}
-            for r in backend.export(operator)
+            for r in rows
         ]
         batch = [*changed, *new]
-        owners = _owners(backend, principals) | {str(r["id"]): principals.acme for r in new}
-        return Attempt(backend, owners, lambda: backend.restore(operator, batch), {"batch": batch})
+        owners = {str(r["id"]): principals.acme for r in new}
+        return _seeded(
+            backend, principals, lambda: backend.restore(operator, batch), {"batch": batch}, rows, owners
+        )
 
     def check(attempt: Attempt, result: Any, before: View, after: View) -> None:
         batch = attempt.data["batch"]
@@ -340,9 +414,9 @@ def test_a_deletion_signal_the_store_fails_part_way_deletes_nothing(
         twin = list(backend.ingest(principals.beta, [record("docs/old-0.md", "old 0", tenant="beta")]).ids)
         kept = sorted(str(c.record["sourcePath"]) for c in canaries.chunks.values() if c.tenant == "acme")
         signal = {"manifestSnapshot": {"repoSlug": "app", "pathsAfterPush": kept}}
-        return Attempt(
+        return _seeded(
             backend,
-            _owners(backend, principals),
+            principals,
             lambda: backend.apply_deletion_signal(acme, signal),
             {"dropped": set(dropped), "twin": twin[0]},
         )
@@ -390,9 +464,9 @@ def test_a_sync_the_store_fails_part_way_writes_and_deletes_nothing(
         seed_canaries(backend, principals, kbconform_run.rng(f"atomic-04[{kind}]"))
         stale = ingest_batches(backend, acme, [old(n, f"first {n}") for n in range(BATCH)], limit)[half:]
         twin = list(backend.ingest(principals.beta, [old(BATCH - 1, "beta's", tenant="beta")]).ids)
-        return Attempt(
+        return _seeded(
             backend,
-            _owners(backend, principals),
+            principals,
             lambda: backend.sync(acme, "bulk", batch),
             {"stale": set(stale), "twin": twin[0]},
         )

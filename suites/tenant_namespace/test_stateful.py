@@ -154,9 +154,15 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         self.seen: set[str] = set()
         self.bulk: set[str] = set()
         self.checks = 0  # invariant passes so far
-        #: Ids a step wrote, deleted or restored, or all when rights changed: get reads them as
-        #: every principal after the step; every other id in turn, a third of them per step.
-        self.touched: set[str] = set()  # ids of big batches: get reads a few of them per step
+        #: Ids a step wrote or restored: get reads them as every principal after the step; every
+        #: other id in turn, a third of them per step (ids of big batches: a few of them).
+        self.touched: set[str] = set()
+        #: Ids a step changed for some principals only (deleted, or their visibility changed with
+        #: a principal's rights or agent): get reads them as those principals after the step.
+        self.regard: dict[Principal, set[str]] = {}
+        #: The reads asked since the state last changed (every write, and every call that failed,
+        #: changes it), each as (principal, question): none is asked twice of one state.
+        self.asked: set[tuple[Any, ...]] = set()
         self.exported: list[Mapping[str, Any]] = []
         #: The principal and record each landed id was last written by and from.
         self.written: dict[str, tuple[Principal, dict[str, Any]]] = {}
@@ -278,15 +284,55 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
     def _principal(self, index: int) -> Principal:
         return self.users[index % len(self.users)].principal(self.shared)
 
-    def _call(self, principal: Principal, fault: int | None, inputs: object, call: Callable[[], Any]) -> Any:
+    def _call(
+        self,
+        principal: Principal,
+        fault: int | None,
+        inputs: object,
+        call: Callable[[], Any],
+        read: bool = False,
+    ) -> Any:
         """Call the backend; a KbconformError comes back as the value, checked for foreign data
-        beyond what the caller sent (``inputs``)."""
+        beyond what the caller sent (``inputs``). Unless the call is a ``read`` that answered
+        (a hit, or NotFound) with no store fault firing, the state changed (:attr:`asked`)."""
         with self._armed(fault):  # the (fault+1)th store call of this call and every later one fail
             try:
-                return call()
+                outcome = call()
             except KbconformError as error:
                 self._clean(error, principal, json.dumps(inputs, ensure_ascii=False, default=str))
-                return error
+                outcome = error
+        fired = fault is not None and self.consulted > fault
+        if not read or fired or (isinstance(outcome, KbconformError) and not isinstance(outcome, NotFound)):
+            self.asked.clear()
+        return outcome
+
+    def _fresh(self, principal: Principal, *question: Any, fault: int | None = None) -> bool:
+        """True, once per state, for ``question`` asked of ``principal`` (with the store failing
+        at its call ``fault``): a read asked again of an unchanged state would tell nothing new."""
+        key = (principal, fault, *question)
+        if key in self.asked:
+            return False
+        self.asked.add(key)
+        return True
+
+    def _readers_of(self, ids: Iterable[str]) -> None:
+        """Before the model forgets ``ids``: get reads each, after the step, as every principal
+        that could read it."""
+        for index in range(len(self.users)):
+            principal = self._principal(index)
+            readable = set(ids) & set(self.policy.scope(principal))
+            if readable:
+                self.regard.setdefault(principal, set()).update(readable)
+
+    def _rights_changed(self, user: User, change: Callable[[], None]) -> None:
+        """Change ``user``'s rights or agent: get reads, as its new principal after the step, each
+        id whose visibility to it changed."""
+        before = self.policy.scope(user.principal(self.shared))
+        change()
+        principal = user.principal(self.shared)
+        after = self.policy.scope(principal)
+        changed = {i for i in set(before) | set(after) if before.get(i) != after.get(i)}
+        self.regard.setdefault(principal, set()).update(changed)
 
     def _clean(self, error: KbconformError, principal: Principal, inputs: str) -> None:
         """No error text carries a chunk the caller may not read: its id, its text, its path;
@@ -561,8 +607,8 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
             f"deleted {sorted(deleted - expected)} it must not, "
             f"kept {sorted(expected - deleted)} it must delete"
         )
+        self._readers_of(expected)
         self.policy.commit_deletion(expected)
-        self.touched |= expected
 
     def _collide(self, operator: int) -> None:
         """An aimed id collision: the operator restores a chunk's id as another tenant's chunk,
@@ -639,9 +685,10 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
             f"the sync of {slug} deleted {sorted(deleted - doomed)} it must not, "
             f"kept {sorted(doomed - deleted)} it must delete"
         )
+        self._readers_of(doomed)
         self.policy.commit_ingest(plan, ids)
         self.policy.commit_deletion(doomed)
-        self.touched |= set(ids) | doomed
+        self.touched |= set(ids)
         self.seen |= set(ids)
 
     @rule(user=st.integers(0, 11), probe=st.integers(0, 10_000))
@@ -657,11 +704,14 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         scope = self.policy.scope(principal)
         who = f"{principal.tenant_id}/{principal.agent_identity}"
         n = len(scope) + 3
-        got = self._call(principal, None, text, lambda: self.backend.query(principal, text, n, None))
-        assert not isinstance(got, KbconformError), f"{who} query about {text!r} failed: {got!r}"
-        self._same(scope, got, who, f"query about {text!r}")
-        if "ask" in self.facades:
-            answer = self._call(principal, None, text, lambda: self.backend.ask(principal, text, n))
+        if self._fresh(principal, "query", text, n, None):
+            got = self._call(
+                principal, None, text, lambda: self.backend.query(principal, text, n, None), True
+            )
+            assert not isinstance(got, KbconformError), f"{who} query about {text!r} failed: {got!r}"
+            self._same(scope, got, who, f"query about {text!r}")
+        if "ask" in self.facades and self._fresh(principal, "ask", text, n):
+            answer = self._call(principal, None, text, lambda: self.backend.ask(principal, text, n), True)
             assert not isinstance(answer, KbconformError), f"{who} ask about {text!r} failed: {answer!r}"
             self._same(scope, answer.sources, who, f"ask about {text!r}, its sources")
 
@@ -725,8 +775,11 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
     def toggle_shared(self, user: int) -> None:
         """A right granted or revoked takes effect on the next call."""
         chosen = self.users[user % len(self.users)]
-        chosen.reads_shared = not chosen.reads_shared
-        self.touched |= set(self.policy.rows)
+
+        def toggle() -> None:
+            chosen.reads_shared = not chosen.reads_shared
+
+        self._rights_changed(chosen, toggle)
 
     @rule(user=st.integers(0, 11), agent=st.integers(0, 3))
     def change_agent(self, user: int, agent: int) -> None:
@@ -735,8 +788,9 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         assert self.world is not None
         chosen = self.users[user % len(self.users)]
         if chosen.role == "member":
-            chosen.agent = (*self.world.agents, "agent-3", None)[agent]
-            self.touched |= set(self.policy.rows)
+            self._rights_changed(
+                chosen, partial(setattr, chosen, "agent", (*self.world.agents, "agent-3", None)[agent])
+            )
 
     @rule(user=st.integers(0, 11), path=st.integers(0, 10), fault=st.none() | st.integers(0, 2))
     def query_where(self, user: int, path: int, fault: int | None) -> None:
@@ -750,8 +804,14 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         scope = self.policy.scope(principal)
         expected = {i for i, row in scope.items() if row.path == value}
         where = {"sourcePath": {"$in": [value]}}
+        if not self._fresh(principal, "query", WORDS, len(scope) + 3, value, fault=fault):
+            return
         outcome = self._call(
-            principal, fault, value, lambda: self.backend.query(principal, WORDS, len(scope) + 3, where)
+            principal,
+            fault,
+            value,
+            lambda: self.backend.query(principal, WORDS, len(scope) + 3, where),
+            read=True,
         )
         if self._failed(outcome, fault, None):
             return
@@ -769,19 +829,23 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         each reads its scope exactly."""
         readers = (self._principal(first), self._principal(second))
         found: tuple[list[Any], list[Any]] = ([], [])
-        done: set[int] = set()
+        # a reader that paged by this size since the state last changed (or the first reader
+        # again) would ask each page again: the other pages alone
+        done = {n for n, principal in enumerate(readers) if not self._fresh(principal, "list", page)}
+        paging = [n for n in (0, 1) if n not in done]
         for offset in itertools.count(0, page):
             for n, principal in enumerate(readers):
                 if n not in done:
-                    got = self._call(principal, None, "", partial(self.backend.list, principal, page, offset))
+                    listed = partial(self.backend.list, principal, page, offset)
+                    got = self._call(principal, None, "", listed, read=True)
                     assert not isinstance(got, KbconformError), f"{principal.tenant_id} list failed: {got!r}"
                     found[n].extend(got)
                     if len(got) < page:
                         done.add(n)
             if len(done) == 2 or offset > 10 * (len(self.policy.rows) + 1):
                 break
-        for n, principal in enumerate(readers):
-            other = readers[1 - n]
+        for n in paging:
+            principal, other = readers[n], readers[1 - n]
             who = f"{principal.tenant_id}/{principal.agent_identity}"
             turns = f"list in pages of {page}, in turns with {other.tenant_id}/{other.agent_identity}"
             self._same(self.policy.scope(principal), found[n], who, turns, exact=True)
@@ -821,6 +885,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
                 self._where(principal, paths[(self.checks + index) % len(paths)], None)
         self.checks += 1
         self.touched = set()
+        self.regard = {}
         return informative
 
     def _read(self, principal: Principal, facade: str, fault: int | None, n: int | None = None) -> None:
@@ -831,8 +896,11 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         if facade == "get":
             known = sorted(self.seen | (set(self.policy.rows) - self.bulk))
             turn = [c for n, c in enumerate(known) if fault is not None or n % 3 == self.checks % 3]
-            for chunk in sorted({*turn, *(self.touched & set(known))}):
-                got = self._call(principal, fault, chunk, partial(self.backend.get, principal, chunk))
+            changed = (self.touched | self.regard.get(principal, set())) & set(known)
+            for chunk in sorted({*turn, *changed}):
+                if not self._fresh(principal, "get", chunk, fault=fault):
+                    continue
+                got = self._call(principal, fault, chunk, partial(self.backend.get, principal, chunk), True)
                 if fault is not None and isinstance(got, BackendUnavailable):
                     continue
                 if chunk in scope:
@@ -844,8 +912,11 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         if facade == "list":
             found: list[Any] = []
             page = max(1, len(scope) // 2 + 1)
+            if not self._fresh(principal, "list", page, fault=fault):
+                return
             for offset in itertools.count(0, page):
-                got = self._call(principal, fault, "", partial(self.backend.list, principal, page, offset))
+                listed = partial(self.backend.list, principal, page, offset)
+                got = self._call(principal, fault, "", listed, read=True)
                 if fault is not None and isinstance(got, BackendUnavailable):
                     return
                 assert not isinstance(got, KbconformError), f"{who} list failed: {got!r}"
@@ -855,18 +926,25 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
             self._same(scope, found, who, "list", exact=True)
             return
         if facade == "count":
-            got = self._call(principal, fault, "", lambda: self.backend.count(principal))
+            if not self._fresh(principal, "count", fault=fault):
+                return
+            got = self._call(principal, fault, "", lambda: self.backend.count(principal), read=True)
             if not (fault is not None and isinstance(got, BackendUnavailable)):
                 assert got == len(scope), f"{who} counts {got}, its scope holds {len(scope)}"
             return
         n = len(scope) + 3 if n is None else n
+        question = (WORDS, n, None) if facade == "query" else (WORDS, n)
+        if not self._fresh(principal, facade, *question, fault=fault):
+            return
         if facade == "query":
-            got = self._call(principal, fault, "", lambda: self.backend.query(principal, WORDS, n, None))
+            got = self._call(
+                principal, fault, "", lambda: self.backend.query(principal, WORDS, n, None), True
+            )
             if not (fault is not None and isinstance(got, BackendUnavailable)):
                 assert not isinstance(got, KbconformError), f"{who} query failed: {got!r}"
                 self._same(scope, got, who, "query", exact=True)
             return
-        got = self._call(principal, fault, "", lambda: self.backend.ask(principal, WORDS, n))
+        got = self._call(principal, fault, "", lambda: self.backend.ask(principal, WORDS, n), read=True)
         if fault is not None and isinstance(got, BackendUnavailable):
             return
         assert not isinstance(got, KbconformError), f"{who} ask failed: {got!r}"

@@ -206,3 +206,50 @@ def test_list_pages_through_the_scope_and_rejects_bad_pages(kb: KnowledgeBase) -
     assert len({h.id for page in pages for h in page}) == 5
     with pytest.raises(ContractViolation):
         kb.list(ACME, limit=0)
+
+
+class _CountedStore(MemoryStore):
+    """A memory store recording what each read asked for: ids alone, or whole rows."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[str] = []
+
+    def ids(self, *, where: Any = None, limit: int | None = None) -> tuple[str, ...]:
+        self.reads.append("ids")
+        return super().ids(where=where, limit=limit)
+
+    def get(self, **kwargs: Any) -> Any:
+        self.reads.append("rows" if kwargs.get("ids") is None else "rows by id")
+        return super().get(**kwargs)
+
+
+class _FilteringStore(MemoryStore):
+    """A store whose get of a scope (no ids) keeps no row: a subclass that changes get, not ids."""
+
+    def get(self, **kwargs: Any) -> Any:
+        rows = super().get(**kwargs)
+        if kwargs.get("ids") is not None:
+            return rows
+        return type(rows)((), (), (), None if rows.embeddings is None else rows.embeddings[:0])
+
+
+def test_a_query_counts_its_scope_by_ids_alone_then_reads_those_rows_once() -> None:
+    """A small scope's query asks the store for its ids alone, then for those rows by id (one
+    read of rows, never the scope's rows twice), and ranks them exactly."""
+    store = _CountedStore()
+    kb = KnowledgeBase(store)
+    kb.ingest(ACME, [chunk(path=f"docs/{n}.md", content=f"deploy notes {n}") for n in range(5)])
+    store.reads.clear()
+    hits = kb.query(ACME, "deploy notes", 3)
+    assert len(hits) == 3
+    assert store.reads == ["ids", "rows by id"]
+
+
+def test_a_store_that_changes_get_alone_is_probed_through_its_get() -> None:
+    """A store subclass that overrides get but not ids is counted through its get, so what its
+    get keeps is what the query sees (control: the plain memory store finds the rows)."""
+    for store, found in ((_FilteringStore(), 0), (MemoryStore(), 2)):
+        kb = KnowledgeBase(store)
+        kb.ingest(ACME, [chunk(path=f"docs/{n}.md", content=f"deploy notes {n}") for n in range(2)])
+        assert len(kb.query(ACME, "deploy notes", 5)) == found

@@ -14,8 +14,8 @@ from kbconform.identity import Principal
 from kbconform_reference.namespace import read_filter
 from kbconform_reference.namespace._core import Core
 from kbconform_reference.namespace.records import Answer, Hit, as_hit, as_hits
-from kbconform_reference.namespace.stores import exact_top_k
-from kbconform_reference.namespace.stores._protocol import exact_scopes
+from kbconform_reference.namespace.stores import Rows, exact_top_k
+from kbconform_reference.namespace.stores._protocol import exact_scopes, scope_ids
 
 LOG = logging.getLogger("kbconform_reference")
 
@@ -56,9 +56,9 @@ class Reads(Core):
             with self._store_call("query"):
                 if exact_scopes(self.store) >= limit:  # the store ranks a small scope exactly itself
                     matches = self.store.query(embedding, n_results, scoped)
-                elif len((allowed := self.store.get(where=scoped, limit=limit + 1)).ids) <= limit:
-                    # a small allowed set: exact top-k over exactly those rows
-                    rows = self.store.get(ids=allowed.ids, embeddings=True) if allowed.ids else allowed
+                elif len(allowed := scope_ids(self.store, scoped, limit + 1)) <= limit:
+                    # a small allowed set, counted by its ids alone: exact top-k over those rows
+                    rows = self.store.get(ids=allowed, embeddings=True) if allowed else Rows((), (), ())
                     matches = exact_top_k(rows, embedding, n_results)
                 else:
                     matches = self.store.query(embedding, n_results, scoped)

@@ -24,7 +24,13 @@ from kbconform.adapter import BackendOptions
 from kbconform_reference._adapter import OpenBackends, version
 from kbconform_reference.namespace.service import MAINTENANCE, KnowledgeBase, Settings
 from kbconform_reference.namespace.stores import Match, MemoryStore, Rows, VectorStore
-from kbconform_reference.namespace.stores._protocol import Metadata, Where, exact_scopes, scopes_reads
+from kbconform_reference.namespace.stores._protocol import (
+    Metadata,
+    Where,
+    exact_scopes,
+    scope_ids,
+    scopes_reads,
+)
 from kbconform_reference.namespace.stores.memory import MEMORY_MAX_BATCH
 
 #: PostgreSQL's page: the most rows one store call writes or deletes (declared as ``pageSizes``).
@@ -76,6 +82,10 @@ class SwitchedStore:
     ) -> Rows:
         self._check()
         return self._store.get(ids=ids, where=where, limit=limit, offset=offset, embeddings=embeddings)
+
+    def ids(self, *, where: Where | None = None, limit: int | None = None) -> tuple[str, ...]:
+        self._check()
+        return scope_ids(self._store, where, limit)
 
     def query(self, embedding: npt.NDArray[np.float32], n_results: int, where: Where | None) -> list[Match]:
         self._check()

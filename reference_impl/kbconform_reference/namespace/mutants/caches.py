@@ -1,5 +1,6 @@
-"""Mutants of the tenant-namespace reference whose index or cache a delete forgets: a deleted
-chunk still found by query, get, count or list."""
+"""Mutants of the tenant-namespace reference whose index or cache a delete forgets (a deleted
+chunk still found by query, get, count or list), whose cache is keyed by less than the request
+and its reader, or whose cache lives a number of calls, not until the next write."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from kbconform.errors import NotFound
 from kbconform.identity import Principal
 from kbconform_reference.namespace import read_filter
 from kbconform_reference.namespace.mutants._base import Mutant
-from kbconform_reference.namespace.service import Hit, IngestResult, KnowledgeBase
-from kbconform_reference.namespace.stores import MemoryStore
+from kbconform_reference.namespace.service import Hit, IngestResult, KnowledgeBase, _Undo
+from kbconform_reference.namespace.stores import MemoryStore, Rows
 
 
 class QueryIndexOutlivesDelete(KnowledgeBase):
@@ -114,6 +116,67 @@ class ListCacheOutlivesDelete(_CacheForgottenByDelete):
         return builtins.list(cached)
 
 
+class GetCacheKeyedById(KnowledgeBase):
+    """get reads through a cache keyed by the chunk id alone (every write clears it): the first
+    reader's answer, a hit or NotFound, is every later reader's until the next write."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cache: dict[str, Hit | NotFound] = {}
+
+    def _apply(
+        self, operation: str, prior: Rows, write: Rows | None = None, delete: Sequence[str] = ()
+    ) -> None:
+        self.cache.clear()
+        super()._apply(operation, prior, write, delete)
+
+    def _undo(self, undo: _Undo) -> None:
+        self.cache.clear()
+        super()._undo(undo)
+
+    def get(self, principal: Any, chunk_id: str) -> Hit:
+        if not isinstance(principal, Principal) or not isinstance(chunk_id, str):
+            return super().get(principal, chunk_id)
+        if chunk_id not in self.cache:
+            try:
+                self.cache[chunk_id] = super().get(principal, chunk_id)
+            except NotFound as missing:
+                self.cache[chunk_id] = missing
+        cached = self.cache[chunk_id]
+        if isinstance(cached, NotFound):
+            raise NotFound(chunk_id)
+        return cached
+
+
+#: How many facade calls an answer of :class:`QueryCacheExpiresAfterCalls` is served for.
+EXPIRY = 1000
+
+
+class QueryCacheExpiresAfterCalls(KnowledgeBase):
+    """query (and ask through it) answers from a cache keyed by the reader and the request whose
+    entries expire after :data:`EXPIRY` facade calls; writes do not clear it, so a read right
+    after a write is the answer from before it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.calls = 0
+        self.cache: dict[Any, tuple[int, builtins.list[Hit]]] = {}
+
+    def _settle(self, operation: str) -> None:
+        self.calls += 1  # every facade settles first: a clock of calls
+        super()._settle(operation)
+
+    def query(self, principal: Any, text: str, n_results: int = 10, where: Any = None) -> builtins.list[Hit]:
+        if not isinstance(principal, Principal):
+            return super().query(principal, text, n_results, where)
+        key = (principal, text, n_results, json.dumps(where, sort_keys=True, default=str))
+        stamped = self.cache.get(key)
+        if stamped is None or self.calls - stamped[0] > EXPIRY:
+            stamped = (self.calls, super().query(principal, text, n_results, where))
+            self.cache[key] = stamped
+        return builtins.list(stamped[1])
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "query-index-outlives-delete",
@@ -138,5 +201,17 @@ MUTANTS: tuple[Mutant, ...] = (
         ListCacheOutlivesDelete,
         "list pages are cached, and deletion signals do not clear the cache",
         ("delete-15[list]", "iso-03[list]"),
+    ),
+    Mutant(
+        "get-cache-keyed-by-id",
+        GetCacheKeyedById,
+        "get answers from a cache keyed by the chunk id alone: the first reader's answer is the next one's",
+        ("state-01[overwrite]", "state-01[reject]"),
+    ),
+    Mutant(
+        "query-cache-expires-after-calls",
+        QueryCacheExpiresAfterCalls,
+        f"query and ask answer from a cache that expires after {EXPIRY} calls, not at a write",
+        ("delete-15[query]", "delete-15[ask]"),
     ),
 )

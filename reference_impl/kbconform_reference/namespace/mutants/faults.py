@@ -47,6 +47,17 @@ class RollbackKeepsNewRows(KnowledgeBase):
         self._upsert(undo.prior)
 
 
+class RollbackRestampsIngestedAt(KnowledgeBase):
+    """A rollback writes the prior rows back stamped anew: every row the failed write touched
+    reads as ingested at the rollback."""
+
+    def _undo(self, undo: _Undo) -> None:
+        stamp = self.now()
+        metadatas = tuple({**m, "ingestedAt": stamp} for m in undo.prior.metadatas)
+        prior = Rows(undo.prior.ids, undo.prior.documents, metadatas, undo.prior.embeddings)
+        super()._undo(_Undo(undo.operation, undo.added, prior, undo.acts))
+
+
 class ReadsDuringPendingRollback(KnowledgeBase):
     """Reads skip the pending rollback (only writes replay it): a half-written batch is readable
     until the next write."""
@@ -94,6 +105,12 @@ MUTANTS: tuple[Mutant, ...] = (
         RollbackKeepsNewRows,
         "the rollback of a failed write restores overwritten rows but keeps the new ones",
         (*_INGEST, *_RESTORE, *_SYNC),
+    ),
+    Mutant(
+        "rollback-restamps-ingested-at",
+        RollbackRestampsIngestedAt,
+        "the rollback of a failed write writes the prior rows back with a new ingestedAt",
+        (*_INGEST, *_RESTORE, *_DELETE, *_SYNC),
     ),
     Mutant(
         "reads-during-pending-rollback",

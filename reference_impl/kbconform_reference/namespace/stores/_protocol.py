@@ -83,6 +83,20 @@ def exact_scopes(store: object) -> int:
     return int(getattr(store, "exact_scopes", 0))
 
 
+def scope_ids(store: object, where: Where | None, limit: int | None) -> tuple[str, ...]:
+    """The ids of at most ``limit`` rows matching ``where``, in the store's order: the store's
+    own ``ids``, which reads ids alone (no text or metadata), where the class that defines it
+    also defines the store's ``get`` or derives from the one that does; else the ids of its
+    :meth:`VectorStore.get` (a wrapper or subclass that changes ``get`` stays in the path)."""
+    order = type(store).__mro__
+    counts = next((n for n, kind in enumerate(order) if "ids" in vars(kind)), None)
+    gets = next((n for n, kind in enumerate(order) if "get" in vars(kind)), len(order))
+    if counts is not None and counts <= gets:
+        found: tuple[str, ...] = store.ids(where=where, limit=limit)  # type: ignore[attr-defined]
+        return found
+    return tuple(store.get(where=where, limit=limit).ids)  # type: ignore[attr-defined]
+
+
 @runtime_checkable
 class VectorStore(Protocol):
     """One collection of rows (id, float32 embedding, document, flat metadata)."""

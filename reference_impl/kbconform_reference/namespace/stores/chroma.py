@@ -234,6 +234,21 @@ class ChromaStore:
                     break
         return _concat(parts, embeddings)
 
+    def ids(self, *, where: Where | None = None, limit: int | None = None) -> tuple[str, ...]:
+        """The ids of the rows matching ``where`` (at most ``limit``), as :meth:`get` orders
+        them, read with no document or metadata (in pages, as :meth:`get` reads)."""
+        found: list[str] = []
+        while limit is None or len(found) < limit:
+            size = _PAGE if limit is None else min(_PAGE, limit - len(found))
+            with self._bounded():
+                result = self._collection.get(
+                    where=dict(where) if where else None, limit=size, offset=len(found) or None, include=[]
+                )
+            found += result["ids"]
+            if len(result["ids"]) < size:
+                break
+        return tuple(found)
+
     def _get_page(
         self, ids: list[str] | None, where: Where | None, limit: int | None, offset: int, embeddings: bool
     ) -> Rows:

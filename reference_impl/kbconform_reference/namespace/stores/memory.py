@@ -73,6 +73,10 @@ class MemoryStore:
             vectors if embeddings else None,
         )
 
+    def ids(self, *, where: Where | None = None, limit: int | None = None) -> tuple[str, ...]:
+        """The ids of the rows matching ``where`` (at most ``limit``), as :meth:`get` orders them."""
+        return tuple(self._select(None, where)[:limit])
+
     def query(self, embedding: npt.NDArray[np.float32], n_results: int, where: Where | None) -> list[Match]:
         rows = self.get(where=where, embeddings=True)
         return exact_top_k(rows, embedding, n_results)

@@ -273,6 +273,15 @@ class PostgresStore:
             vectors,
         )
 
+    def ids(self, *, where: Where | None = None, limit: int | None = None) -> tuple[str, ...]:
+        """The ids of the rows matching ``where`` (at most ``limit``), as :meth:`get` orders them."""
+        clause, params = _where_sql(where)
+        page = "" if limit is None else f" LIMIT {int(limit)}"
+        sql = f"SELECT id FROM {self.schema}.readable WHERE {clause} ORDER BY seq{page}"
+        with self._database.transaction() as connection:
+            found = connection.execute(sql, params).fetchall()
+        return tuple(row[0] for row in found)
+
     def query(self, embedding: npt.NDArray[np.float32], n_results: int, where: Where | None) -> list[Match]:
         """Nearest first: a scope of at most :attr:`exact_scopes` rows sorted exactly (its rows
         found through the tenant index the policy's condition uses, every distance computed),

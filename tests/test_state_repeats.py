@@ -1,0 +1,75 @@
+"""state-01 asks no principal the same question of one state (benchmarks/repeats.py counts)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import hypothesis
+import pytest
+
+from kbconform.adapter import load_adapter
+from kbconform.conformance._run import PROFILES
+from suites.tenant_namespace.test_stateful import machine_for
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+#: A short program: three examples of ten steps.
+SHORT = hypothesis.settings(max_examples=3, stateful_step_count=10)
+
+
+def _repeats() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("benchmark_repeats", BENCHMARKS / "repeats.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("mode", ["overwrite", "reject"])
+def test_state_01_asks_no_principal_the_same_question_of_one_state(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every read of state-01 at one seed, logged: none asks a principal a question it asked since
+    the last write or failed call; reads answered as another principal's were (the same query
+    from every principal back to back, which probes caches) are still made (control)."""
+    monkeypatch.setitem(PROFILES, "quick", SHORT)
+    module = _repeats()
+    adapter, manifest = load_adapter("kbconform_reference.adapter:memory")
+    run = module.LoggedRun(adapter, manifest, 1)
+    run.log = []
+    try:
+        run.run_machine(machine_for(run, mode))
+    finally:
+        run.shutdown()
+    figures = module.repeats(run.log)
+    assert figures["reads"] > 200, figures
+    assert figures["exact_repeats"] == 0, figures
+    assert figures["answered_before"] > 0, figures
+
+
+def test_the_count_tells_a_repeat_from_a_read_after_a_change() -> None:
+    """The same get twice of one state is a repeat; again after a write or a failed read is not;
+    another principal's same question is not, and is counted as answered before."""
+    count = _repeats().repeats
+    get = ("get", "acme", ("c1",), "hit", False)
+    assert count([get, get])["exact_repeats"] == 1
+    assert count([get, ("ingest", "acme", (), "ok", True), get])["exact_repeats"] == 0
+    assert count([get, ("count", "acme", (), "BackendUnavailable", True), get])["exact_repeats"] == 0
+    figures = count([get, ("get", "beta", ("c1",), "hit", False)])
+    assert (figures["exact_repeats"], figures["answered_before"]) == (0, 1)
+
+
+def test_the_query_scope_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
+    """A tiny run (Chroma embedded) writes the probe's figures for a large and a small tenant."""
+    spec = importlib.util.spec_from_file_location("benchmark_query_scope", BENCHMARKS / "query_scope.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    figures = module.main(["--rows", "60", "--repeat", "1", "--json", str(tmp_path / "q.json")])
+    assert {"big_probe_ratio", "small_probe_ratio", "big_query_ms"} <= set(figures)
+    assert (tmp_path / "q.json").exists()
