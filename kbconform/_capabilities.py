@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from kbconform._levels import LEVELS
-from kbconform.profiles import DEFAULT, names, profile, profile_of
+from kbconform.profiles import DEFAULT, SHARED_CAPABILITIES, names, profile, profile_of
 
 Feature = Literal[
     "client-where",
@@ -45,6 +45,7 @@ Capability = Literal[
     "delete",
     "delete-all",
     "filter",
+    "concurrency",
 ]
 CAPABILITIES: tuple[Capability, ...] = get_args(Capability)
 
@@ -95,11 +96,25 @@ def declines(manifest: Mapping[str, Any], capability: str) -> str | None:
     profile ``multi-store`` and ``multi-model`` by a manifest listing fewer than two stores
     (models). A capability the manifest's profile does not define is declined.
     """
+    if capability in SHARED_CAPABILITIES:
+        return concurrency_declined(manifest)
     name = profile_of(manifest)
     declared = profile(name)
     if capability not in declared.capabilities:
         return f"not part of the {name} profile"
     return declared.declines(manifest, capability)
+
+
+def concurrency_declined(manifest: Mapping[str, Any]) -> str | None:
+    """Why ``manifest`` does not offer callers at once (``schemas/concurrency.md``): the reason
+    of ``{"serial": REASON}``, or that it declares nothing (a declaration added after the first
+    manifests); None for ``"threads"``."""
+    declared = manifest.get("concurrency")
+    if declared == "threads":
+        return None
+    if isinstance(declared, Mapping) and isinstance(declared.get("serial"), str):
+        return f"serial: {declared['serial']}"
+    return "the manifest does not declare concurrency"
 
 
 def skip_reason(manifest: Mapping[str, Any], required: Iterable[str]) -> str | None:

@@ -6,6 +6,14 @@ tenant-namespace names this module offered before they moved there are still fou
 
 from typing import TYPE_CHECKING, Any
 
+from kbconform.conformance._concurrency import (
+    ROUNDS,
+    ConcurrentCaller,
+    Storm,
+    concurrent_callers,
+    concurrently,
+    overlapping,
+)
 from kbconform.conformance._deadline import (
     DEFAULT_CALL_TIMEOUT,
     DeadlineExceeded,
@@ -83,6 +91,12 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ROUNDS",
+    "ConcurrentCaller",
+    "Storm",
+    "concurrent_callers",
+    "concurrently",
+    "overlapping",
     "ATTEMPTS",
     "COUNTING",
     "FAULT_KINDS",

@@ -47,6 +47,10 @@ BUILT_IN = (
 )
 
 
+#: The capabilities every profile shares, each declared by a manifest of any profile at its top
+#: (``concurrency``: whether the backend serves callers at once; ``schemas/concurrency.md``).
+SHARED_CAPABILITIES = ("concurrency",)
+
 #: What each level asks, in words any profile's levels fit (a profile says its own).
 LEVEL_MEANINGS: Mapping[str, str] = {
     "L0": "contract (invalid calls refused)",
@@ -246,4 +250,6 @@ def profile_of(manifest: Mapping[str, Any]) -> str:
 
 def capabilities() -> tuple[str, ...]:
     """Every capability a registered profile's suite test may require, each once."""
-    return tuple(dict.fromkeys(c for name in names() for c in profile(name).capabilities))
+    return tuple(
+        dict.fromkeys((*(c for name in names() for c in profile(name).capabilities), *SHARED_CAPABILITIES))
+    )
