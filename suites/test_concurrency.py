@@ -41,10 +41,10 @@ def _assert_each_caller_answered_as_itself(
     overlapped = overlapping(run.adapter)
     found = concurrently(world, backend, facade, crowd, overlapped=overlapped, deadline=run.call_timeout)
     how = "at once" if overlapped else "in turns (the transport carries one request at a time)"
+    assert not found.problems, f"{facade}, {len(crowd)} callers {how}:\n{found.summary()}"
     assert found.calls == len(crowd) * found.rounds, (
         f"{facade}: {found.calls} of {len(crowd) * found.rounds} calls were made ({how})"
     )
-    assert not found.problems, f"{facade}, {len(crowd)} callers {how}:\n{found.summary()}"
 
 
 @pytest.mark.kbconform(

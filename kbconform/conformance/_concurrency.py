@@ -136,7 +136,8 @@ def concurrently(
     """Every caller of ``crowd`` reads ``backend`` through ``facade`` ``rounds`` times, all at
     once (each round started together), and each answer is judged for its own caller. With
     ``overlapped`` False the callers take turns. A caller still running ``deadline`` seconds
-    per round after the start is a problem (its thread, a daemon, is left behind)."""
+    per round after the start is a problem (its thread, a daemon, is left behind). The first
+    problem found ends the storm after the round it was found in."""
     target = unguarded(backend)
     result = Storm(overlapped, rounds)
     start = threading.Barrier(len(crowd))
@@ -152,12 +153,16 @@ def concurrently(
             try:
                 start.wait(deadline)
             except threading.BrokenBarrierError:
-                result.found(caller.label, "its round never started: another caller did not return")
+                if not result.problems:  # broken by a caller that found a problem: it is told
+                    result.found(caller.label, "its round never started: another caller did not return")
                 return
             with turns:
                 _judge(world, result, caller, lambda: read(caller))
             with result.lock:
                 result.calls += 1
+            if result.problems:  # one is enough: the others stop at the next round
+                start.abort()
+                return
 
     threads = [
         threading.Thread(target=run, args=(c,), name=f"kbconform-caller-{i}", daemon=True)

@@ -31,6 +31,14 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+#: Why a concurrency mutant's run is in process: its race needs two requests in the backend at
+#: once, and a harness-v1 run on stdio carries one at a time (served over HTTP, whose requests
+#: overlap, it is reached too: tests/plugin/test_concurrency.py).
+OVERLAP_ONLY = (
+    "its race needs two requests at once: harness-v1 on stdio carries one at a time "
+    "(over HTTP the requests overlap and it is killed too)"
+)
+
 #: How long a request's I/O between taking its state and using it lasts, in seconds.
 IO_SECONDS = 0.0005
 #: How long a coalesced call waits for the call it joined, in seconds.

@@ -30,6 +30,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "conc-02[search-memories]",
             "conc-02[list-memories]",
         ),
+        in_process_only=_races.OVERLAP_ONLY,
     ),
     Mutant(
         "mem-caller-in-context-default",
@@ -42,6 +43,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "conc-02[search-memories]",
             "conc-02[list-memories]",
         ),
+        in_process_only=_races.OVERLAP_ONLY,
     ),
     Mutant(
         "mem-shared-results",
@@ -53,6 +55,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "conc-02[search-memories]",
             "conc-02[list-memories]",
         ),
+        in_process_only=_races.OVERLAP_ONLY,
     ),
     Mutant(
         "mem-coalesced-without-caller",
@@ -64,5 +67,6 @@ MUTANTS: tuple[Mutant, ...] = (
             "conc-02[search-memories]",
             "conc-02[list-memories]",
         ),
+        in_process_only=_races.OVERLAP_ONLY,
     ),
 )

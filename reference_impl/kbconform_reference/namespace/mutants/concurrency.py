@@ -36,6 +36,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "conc-02[count]",
             "conc-02[ask]",
         ),
+        in_process_only=_races.OVERLAP_ONLY,
     ),
     Mutant(
         "caller-in-context-default",
@@ -54,12 +55,14 @@ MUTANTS: tuple[Mutant, ...] = (
             "conc-02[count]",
             "conc-02[ask]",
         ),
+        in_process_only=_races.OVERLAP_ONLY,
     ),
     Mutant(
         "shared-results",
         SharedResults,
         "each read gathers its results in one buffer on the service object, cleared at each call",
         ("conc-01[query]", "conc-01[list]", "conc-02[query]", "conc-02[list]"),
+        in_process_only=_races.OVERLAP_ONLY,
     ),
     Mutant(
         "coalesced-without-caller",
@@ -77,5 +80,6 @@ MUTANTS: tuple[Mutant, ...] = (
             "conc-02[count]",
             "conc-02[ask]",
         ),
+        in_process_only=_races.OVERLAP_ONLY,
     ),
 )

@@ -30,6 +30,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "conc-02[search-episodes]",
             "conc-02[search-entities]",
         ),
+        in_process_only=_races.OVERLAP_ONLY,
     ),
     Mutant(
         "pool-caller-in-context-default",
@@ -42,6 +43,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "conc-02[search-episodes]",
             "conc-02[search-entities]",
         ),
+        in_process_only=_races.OVERLAP_ONLY,
     ),
     Mutant(
         "pool-shared-results",
@@ -53,6 +55,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "conc-02[search-episodes]",
             "conc-02[search-entities]",
         ),
+        in_process_only=_races.OVERLAP_ONLY,
     ),
     Mutant(
         "pool-coalesced-without-caller",
@@ -64,5 +67,6 @@ MUTANTS: tuple[Mutant, ...] = (
             "conc-02[search-episodes]",
             "conc-02[search-entities]",
         ),
+        in_process_only=_races.OVERLAP_ONLY,
     ),
 )
