@@ -61,7 +61,7 @@ def measure(profile: str, seed: int, rounds: int) -> dict[str, Any]:
                     backend,
                     facade,
                     concurrent_callers(world, facade, anonymous),
-                    overlapped=True,
+                    reach="threads",
                     deadline=run.call_timeout,
                     rounds=rounds,
                 )

@@ -21,10 +21,17 @@ from typing import Any
 
 import pytest
 
-from kbconform.conformance import Run, World, concurrent_callers, concurrently, overlapping
+from kbconform.conformance import Run, World, concurrent_callers, concurrently, reach_of
 
 #: Every registered isolation profile: each gives its world through its Isolation.
 PROFILES = ("*",)
+
+#: How the callers were running, for a failure's message.
+HOW = {
+    "threads": "at once, from threads",
+    "requests": "at once, by overlapping requests",
+    "turns": "in turns (harness-v1 on stdio carries one request at a time: no race can show)",
+}
 
 #: How many of the world's callers that are no identity join the readers (None, and look-alikes).
 ANONYMOUS = 2
@@ -38,9 +45,9 @@ def _assert_each_caller_answered_as_itself(
     assert len({c.identity for c in crowd if c.expected is not None and c.expected.number}) >= 2, (
         "fewer than two readers with something in scope: a leak between them could not show"
     )
-    overlapped = overlapping(run.adapter)
-    found = concurrently(world, backend, facade, crowd, overlapped=overlapped, deadline=run.call_timeout)
-    how = "at once" if overlapped else "in turns (the transport carries one request at a time)"
+    reach = reach_of(run.adapter)
+    found = concurrently(world, backend, facade, crowd, reach=reach, deadline=run.call_timeout)
+    how = HOW[reach]
     assert not found.problems, f"{facade}, {len(crowd)} callers {how}:\n{found.summary()}"
     assert found.calls == len(crowd) * found.rounds, (
         f"{facade}: {found.calls} of {len(crowd) * found.rounds} calls were made ({how})"

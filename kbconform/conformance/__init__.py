@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Any
 from kbconform.conformance._concurrency import (
     ROUNDS,
     ConcurrentCaller,
+    Reach,
     Storm,
     concurrent_callers,
     concurrently,
-    overlapping,
+    reach_of,
 )
 from kbconform.conformance._deadline import (
     DEFAULT_CALL_TIMEOUT,
@@ -96,7 +97,8 @@ __all__ = [
     "Storm",
     "concurrent_callers",
     "concurrently",
-    "overlapping",
+    "reach_of",
+    "Reach",
     "ATTEMPTS",
     "COUNTING",
     "FAULT_KINDS",

@@ -9,7 +9,7 @@ state kept anywhere shared is overwritten by another request between its writing
 
 A backend reached through a harness-v1 transport that carries one request at a time (stdio,
 by the protocol) cannot be called at once: its callers take turns, each answer still judged
-(:attr:`Storm.overlapped` says which it was).
+(:attr:`Storm.reach` says which it was).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from kbconform.conformance._deadline import Guarded
 from kbconform.conformance._effects import described
@@ -49,7 +49,7 @@ class Storm:
     """What the callers of one storm got: every problem found, by caller, and how many calls
     were judged."""
 
-    overlapped: bool
+    reach: Reach
     rounds: int
     problems: dict[str, list[str]] = field(default_factory=dict)
     calls: int = 0
@@ -73,10 +73,19 @@ def unguarded(backend: Any) -> Any:
     return backend.inner if isinstance(backend, Guarded) else backend
 
 
-def overlapping(adapter: object) -> bool:
-    """Whether ``adapter`` carries calls at once: a harness-v1 adapter says so by its transport
-    (``overlaps``: HTTP does, stdio does not); an adapter in this process does."""
-    return bool(getattr(adapter, "overlaps", True))
+#: How callers reach a backend: threads of this process, requests that overlap (harness-v1 over
+#: HTTP), or requests in turns (harness-v1 over stdio).
+Reach = Literal["threads", "requests", "turns"]
+
+
+def reach_of(adapter: object) -> Reach:
+    """How callers reach ``adapter``'s backends at once: a harness-v1 adapter says whether its
+    transport carries requests at once (``overlaps``: HTTP does, stdio does not); an adapter in
+    this process is called from threads."""
+    overlaps = getattr(adapter, "overlaps", None)
+    if overlaps is None:
+        return "threads"
+    return "requests" if overlaps else "turns"
 
 
 @contextlib.contextmanager
@@ -129,19 +138,20 @@ def concurrently(
     facade: str,
     crowd: Sequence[ConcurrentCaller],
     *,
-    overlapped: bool,
+    reach: Reach,
     deadline: float,
     rounds: int = ROUNDS,
 ) -> Storm:
     """Every caller of ``crowd`` reads ``backend`` through ``facade`` ``rounds`` times, all at
-    once (each round started together), and each answer is judged for its own caller. With
-    ``overlapped`` False the callers take turns. A caller still running ``deadline`` seconds
+    once (each round started together), and each answer is judged for its own caller. Reached
+    by ``"turns"``, the callers take turns; by ``"threads"``, the interpreter switches threads
+    often while they run (:func:`switching`). A caller still running ``deadline`` seconds
     per round after the start is a problem (its thread, a daemon, is left behind). The first
     problem found ends the storm after the round it was found in."""
     target = unguarded(backend)
-    result = Storm(overlapped, rounds)
+    result = Storm(reach, rounds)
     start = threading.Barrier(len(crowd))
-    turns = threading.Lock() if not overlapped else contextlib.nullcontext()
+    turns: Any = threading.Lock() if reach == "turns" else contextlib.nullcontext()
 
     def read(caller: ConcurrentCaller) -> Any:
         if caller.expected is None:
@@ -168,7 +178,7 @@ def concurrently(
         threading.Thread(target=run, args=(c,), name=f"kbconform-caller-{i}", daemon=True)
         for i, c in enumerate(crowd)
     ]
-    with switching(overlapped):
+    with switching(reach == "threads"):
         for thread in threads:
             thread.start()
         for thread, caller in zip(threads, crowd, strict=True):

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kbconform._capabilities import concurrency_declined, declines
-from kbconform.conformance import Reader, Reading, concurrent_callers, concurrently, overlapping
+from kbconform.conformance import Reader, Reading, concurrent_callers, concurrently, reach_of
 from kbconform.errors import Unauthenticated
 
 STORED = {"a": {"a1": "kba1 one", "a2": "kba2 two"}, "b": {"b1": "kbb1 three"}}
@@ -71,10 +71,10 @@ class Tiny:
         ]
 
 
-def _storm(backend: Any, anonymous: int, overlapped: bool = True) -> Any:
+def _storm(backend: Any, anonymous: int, reach: Any = "threads") -> Any:
     world = Tiny()
     crowd = concurrent_callers(world, "read", anonymous)
-    return concurrently(world, backend, "read", crowd, overlapped=overlapped, deadline=10, rounds=12)
+    return concurrently(world, backend, "read", crowd, reach=reach, deadline=10, rounds=12)
 
 
 def test_a_sound_backend_answers_every_caller_at_once_as_itself() -> None:
@@ -87,19 +87,29 @@ def test_a_sound_backend_answers_every_caller_at_once_as_itself() -> None:
 
 def test_a_caller_kept_on_the_backend_object_is_found_reading_anothers_scope() -> None:
     """Two readers at once on a backend that keeps its caller on itself: a reader is shown the
-    other's scope (C1), and a caller that is no identity is answered (C2)."""
+    other's scope, or lacks its own (C1); the storm ends at the first round with a problem."""
+    found = _storm(CallerOnSelf(), 0)
+    summary = found.summary()
+    assert "which it may not read" in summary or "lacks" in summary, summary
+    assert found.calls < 2 * 12
+
+
+def test_callers_with_no_identity_beside_readers_on_a_racy_backend_are_found() -> None:
+    """With callers that are no identity among the readers, the same backend answers one of
+    them, or refuses a reader (C2)."""
     found = _storm(CallerOnSelf(), 2)
     summary = found.summary()
-    assert "which it may not read" in summary or "lacks" in summary
-    assert any("was answered, not refused" in p for p in found.problems.get("no identity (None)", [])), (
-        summary
+    assert (
+        "was answered, not refused" in summary
+        or "got Unauthenticated" in summary
+        or "may not read" in summary
     )
 
 
 def test_callers_in_turns_meet_no_race_and_every_answer_is_still_judged() -> None:
     """With a transport that carries one request at a time the callers take turns: the racy
     backend then answers each correctly, and every call was judged."""
-    found = _storm(CallerOnSelf(), 2, overlapped=False)
+    found = _storm(CallerOnSelf(), 2, reach="turns")
     assert found.problems == {}
     assert found.calls == 4 * 12
 
@@ -115,17 +125,21 @@ def test_a_caller_that_hangs_fails_within_the_deadline() -> None:
 
     world = Tiny()
     found = concurrently(
-        world, Hangs(), "read", concurrent_callers(world, "read", 0), overlapped=True, deadline=0.05, rounds=2
+        world, Hangs(), "read", concurrent_callers(world, "read", 0), reach="threads", deadline=0.05, rounds=2
     )
     assert "did not return" in found.summary()
 
 
-def test_an_adapter_overlaps_unless_its_transport_says_not() -> None:
-    class Serial:
-        overlaps = False
+def test_an_adapter_is_reached_by_threads_unless_its_transport_says_how() -> None:
+    """In process: threads; behind harness-v1, requests at once over HTTP, in turns over stdio."""
 
-    assert overlapping(object()) is True
-    assert overlapping(Serial()) is False
+    class Served:
+        def __init__(self, overlaps: bool) -> None:
+            self.overlaps = overlaps
+
+    assert reach_of(object()) == "threads"
+    assert reach_of(Served(True)) == "requests"
+    assert reach_of(Served(False)) == "turns"
 
 
 @pytest.mark.parametrize(
@@ -147,3 +161,80 @@ def test_concurrency_is_declared_threads_or_serial_with_a_reason(
     assert concurrency_declined(manifest) == reason
     assert declines(manifest, "concurrency") == reason
     assert declines({**manifest, "isolationProfile": "kb-grant"}, "concurrency") == reason
+
+
+class _Meeting:
+    """A memory-scope reference whose ``list`` answers only once two calls are in it at once."""
+
+    def __init__(self, declared: object) -> None:
+        from kbconform_reference.memory.adapter import MemoryAdapter
+        from kbconform_reference.memory.service import ScopedMemory
+
+        meeting = threading.Barrier(2, timeout=3)
+
+        class Meets(ScopedMemory):
+            def list(self, scope: object, /) -> Any:
+                meeting.wait()
+                return super().list(scope)
+
+        class Adapter(MemoryAdapter):
+            @property
+            def manifest(self) -> dict[str, Any]:
+                found = dict(super().manifest)
+                found["concurrency"] = declared
+                return found
+
+            def _memory(self, options: Any) -> ScopedMemory:
+                return Meets(store_fails=options.store_fails)
+
+        self.adapter = Adapter()
+
+
+@pytest.mark.parametrize(
+    ("declared", "together"),
+    [
+        pytest.param("threads", True, id="threads"),
+        pytest.param({"serial": "one call at a time by design"}, False, id="serial"),
+    ],
+)
+def test_kbconform_serve_over_http_answers_requests_at_once_only_when_declared(
+    declared: object, together: bool
+) -> None:
+    """Two requests over HTTP to a backend whose call returns only when both are in it: a
+    manifest declaring threads has them served at once (both answered), a serial one in turns
+    (the first waits alone, and fails); the harness's own requests still work (control)."""
+    from kbconform.adapter import BackendOptions, Manifest
+    from kbconform.harness import Dispatcher, HarnessAdapter, HttpTransport, serve_http
+
+    served = _Meeting(declared).adapter
+    dispatcher = Dispatcher(served, Manifest.from_mapping(served.manifest))
+    urls: list[str] = []
+    ready = threading.Event()
+    server = threading.Thread(
+        target=serve_http,
+        args=(dispatcher, "127.0.0.1", 0, lambda url: (urls.append(url), ready.set())),
+        daemon=True,
+    )
+    server.start()
+    assert ready.wait(30)
+    client = HarnessAdapter(HttpTransport(urls[0]), timeout=30)
+    backend = client.open(BackendOptions())
+    answers: list[object] = []
+
+    def call() -> None:
+        try:
+            answers.append(list(backend.list({"user_id": "alice"})))
+        except Exception as error:  # the serial backend's lone call fails: a RemoteError
+            answers.append(error)
+
+    callers = [threading.Thread(target=call) for _ in range(2)]
+    for thread in callers:
+        thread.start()
+    for thread in callers:
+        thread.join(30)
+    assert len(answers) == 2
+    assert all(answer == [] for answer in answers) is together, answers
+    client.close(backend)
+    client.shutdown()
+    server.join(30)
+    assert not server.is_alive()
