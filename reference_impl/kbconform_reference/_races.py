@@ -17,7 +17,7 @@ requests that overlap read each other's state:
   keyed by the call's arguments without its caller.
 
 Between taking its state and using it a request does what requests do (a token checked, a log
-line written): :func:`_io`, a short wait that lets other requests run, as I/O does.
+line written): :func:`pause`, a short wait that lets other requests run, as I/O does.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ _REQUEST: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar(
 )
 
 
-def _io() -> None:
+def pause() -> None:
     """What a request does between taking its state and using it: I/O, while others run."""
     time.sleep(IO_SECONDS)
 
@@ -71,7 +71,7 @@ def caller_on_self(base: type[T], facades: Iterable[str]) -> type[T]:
 
         def facade(self: Any, caller: object, /, *args: Any) -> Any:
             self.current_caller = caller
-            _io()
+            pause()
             return inner(self, self.current_caller, *args)
 
         return facade
@@ -93,7 +93,7 @@ def caller_in_context_default(base: type[T], facades: Iterable[str]) -> type[T]:
 
         def facade(self: Any, caller: object, /, *args: Any) -> Any:
             _REQUEST.get()["caller"] = caller
-            _io()
+            pause()
             return inner(self, _REQUEST.get()["caller"], *args)
 
         return facade
@@ -118,7 +118,7 @@ def shared_results(base: type[T], facades: Iterable[str]) -> type[T]:
             buffer.clear()
             for item in inner(self, caller, *args):
                 buffer.append(item)
-            _io()
+            pause()
             return list(buffer)
 
         return facade
@@ -148,7 +148,7 @@ def coalesced(base: type[T], facades: Iterable[str]) -> type[T]:
             if joined is not None:
                 return joined.result(JOIN_SECONDS)
             try:
-                _io()
+                pause()
                 answer = inner(self, caller, *args)
             except BaseException as error:
                 own.set_exception(error)
