@@ -118,8 +118,7 @@ class StdioTransport:
     stdin, responses on its stdout; its stderr (its log) kept within ``LOG_LIMIT`` bytes and
     written to ``log`` when it stops."""
 
-    #: One request at a time, by the protocol: a request sent before the last is answered breaks it.
-    overlaps = False
+    overlaps = False  #: one request at a time, by the protocol (requests never overlap)
 
     def __init__(
         self,
@@ -264,8 +263,7 @@ class HttpTransport:
         self.description = url
         self._broken: HarnessBroken | None = None
 
-    #: Requests from several threads overlap (each on a connection of its own).
-    overlaps = True
+    overlaps = True  #: requests from several threads overlap, each on a connection of its own
 
     def log_tail(self) -> str:
         return ""
@@ -275,7 +273,6 @@ class HttpTransport:
         return self._broken is not None
 
     def exchange(self, call: str, message: Mapping[str, Any], timeout: float) -> Mapping[str, Any]:
-        # Each request has a connection of its own: requests from several threads overlap.
         if self._broken is not None:
             raise HarnessBroken(call, f"the harness is unusable ({self._broken.what})")
         connection = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
@@ -353,8 +350,7 @@ class HarnessAdapter:
         return self._send(op, params, self.start_timeout if op == "hello" else self.timeout)
 
     @property
-    def overlaps(self) -> bool:
-        """Whether requests from several threads may be sent at once (the transport's say)."""
+    def overlaps(self) -> bool:  # whether requests from several threads may be sent at once
         return bool(getattr(self.transport, "overlaps", False))
 
     def _next_id(self) -> int:
