@@ -144,7 +144,8 @@ def coalesced(base: type[T], facades: Iterable[str]) -> type[T]:
             with lock:
                 joined = flights.get(key)
                 if joined is None:
-                    flights[key] = own = Future()
+                    own: Future[Any] = Future()
+                    flights[key] = own
             if joined is not None:
                 return joined.result(JOIN_SECONDS)
             try:
