@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -146,7 +147,7 @@ def concurrently(
     once (each round started together), and each answer is judged for its own caller. Reached
     by ``"turns"``, the callers take turns; by ``"threads"``, the interpreter switches threads
     often while they run (:func:`switching`). A caller still running ``deadline`` seconds
-    per round after the start is a problem (its thread, a daemon, is left behind). The first
+    per round after the callers started is a problem (its thread, a daemon, is left behind). The first
     problem found ends the storm after the round it was found in."""
     target = unguarded(backend)
     result = Storm(reach, rounds)
@@ -181,8 +182,9 @@ def concurrently(
     with switching(reach == "threads"):
         for thread in threads:
             thread.start()
+        ends = time.monotonic() + deadline * rounds
         for thread, caller in zip(threads, crowd, strict=True):
-            thread.join(deadline * rounds)
+            thread.join(max(0.0, ends - time.monotonic()))
             if thread.is_alive():
                 start.abort()
                 result.found(caller.label, f"did not return within {deadline * rounds:g} s")
