@@ -46,6 +46,7 @@ Capability = Literal[
     "delete-all",
     "filter",
     "caller-identity",
+    "concurrency",
 ]
 CAPABILITIES: tuple[Capability, ...] = get_args(Capability)
 
@@ -90,13 +91,6 @@ def _caller_identity(manifest: Mapping[str, Any]) -> str | None:
     )
 
 
-#: The capabilities every profile has, each declined by the rule beside it (whatever the profile):
-#: ``caller-identity``, a caller naming no identity refused, which a backend whose identity the
-#: application supplies declines (schemas/declared-design.md).
-SHARED = {"caller-identity": _caller_identity}
-assert tuple(SHARED) == SHARED_CAPABILITIES, "each shared capability has its rule here"
-
-
 AXES = (
     Axis("kbconform_facade", "facade", "readFacades", ("query", "get", "list")),
     Axis("kbconform_spoof_mode", "spoofMode", "spoofModes", ("overwrite",)),
@@ -119,6 +113,27 @@ def declines(manifest: Mapping[str, Any], capability: str) -> str | None:
     if capability not in declared.capabilities:
         return f"not part of the {name} profile"
     return declared.declines(manifest, capability)
+
+
+def concurrency_declined(manifest: Mapping[str, Any]) -> str | None:
+    """Why ``manifest`` does not offer callers at once (``schemas/concurrency.md``): the reason
+    of ``{"serial": REASON}``, or that it declares nothing (a declaration added after the first
+    manifests); None for ``"threads"``."""
+    declared = manifest.get("concurrency")
+    if declared == "threads":
+        return None
+    if isinstance(declared, Mapping) and isinstance(declared.get("serial"), str):
+        return f"serial: {declared['serial']}"
+    return "the manifest does not declare concurrency"
+
+
+#: The capabilities every profile has, each declined by the rule beside it (whatever the profile):
+#: ``caller-identity``, a caller naming no identity refused, which a backend whose identity the
+#: application supplies declines (schemas/declared-design.md); ``concurrency``, callers served
+#: at once, which a manifest declares at its top (schemas/concurrency.md).
+SHARED = {"caller-identity": _caller_identity, "concurrency": concurrency_declined}
+assert tuple(SHARED) == SHARED_CAPABILITIES, "each shared capability has its rule here"
+
 
 
 def skip_reason(manifest: Mapping[str, Any], required: Iterable[str]) -> str | None:

@@ -95,3 +95,12 @@ def test_the_recall_by_tenant_benchmark_runs_and_writes_its_figures(tmp_path: Pa
     assert all(r["foreign"] == 0 for r in results)
     assert all(r["recall"] == 1.0 for r in results if r["store"].startswith("reference on"))
     assert (tmp_path / "r.json").exists()
+
+
+def test_the_concurrency_benchmark_runs_and_finds_no_problem_in_the_reference() -> None:
+    """One profile, two rounds: seconds on both sides, a ratio, and no problem found."""
+    module = _benchmark("concurrency.py")
+    row = module.measure("memory-scope", 0, 2)
+    assert row["problems"] == 0
+    assert row["concurrency_seconds"] > 0
+    assert row["isolation_seconds"] > 0

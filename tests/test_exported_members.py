@@ -261,6 +261,13 @@ SUBPACKAGES = {
         "where_sql",
     ],
     "kbconform.conformance": [
+        "ROUNDS",
+        "ConcurrentCaller",
+        "Reach",
+        "Storm",
+        "concurrent_callers",
+        "concurrently",
+        "reach_of",
         "ATTEMPTS",
         "COUNTING",
         "FAULT_KINDS",

@@ -6,6 +6,15 @@ tenant-namespace names this module offered before they moved there are still fou
 
 from typing import TYPE_CHECKING, Any
 
+from kbconform.conformance._concurrency import (
+    ROUNDS,
+    ConcurrentCaller,
+    Reach,
+    Storm,
+    concurrent_callers,
+    concurrently,
+    reach_of,
+)
 from kbconform.conformance._deadline import (
     DEFAULT_CALL_TIMEOUT,
     BackendBroken,
@@ -98,6 +107,13 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ROUNDS",
+    "ConcurrentCaller",
+    "Storm",
+    "concurrent_callers",
+    "concurrently",
+    "reach_of",
+    "Reach",
     "ATTEMPTS",
     "COUNTING",
     "FAULT_KINDS",

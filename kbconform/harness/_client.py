@@ -119,6 +119,8 @@ class StdioTransport:
     stdin, responses on its stdout; its stderr (its log) kept within ``LOG_LIMIT`` bytes and
     written to ``log`` when it stops."""
 
+    overlaps = False  #: one request at a time, by the protocol (requests never overlap)
+
     def __init__(
         self,
         command: Sequence[str] | str,
@@ -261,7 +263,8 @@ class HttpTransport:
         self.prefix = parts.path.rstrip("/")
         self.description = url
         self._broken: HarnessBroken | None = None
-        self._lock = threading.Lock()
+
+    overlaps = True  #: requests from several threads overlap, each on a connection of its own
 
     def log_tail(self) -> str:
         return ""
@@ -271,36 +274,31 @@ class HttpTransport:
         return self._broken is not None
 
     def exchange(self, call: str, message: Mapping[str, Any], timeout: float) -> Mapping[str, Any]:
-        if not self._lock.acquire(blocking=False):
-            self._fail(call, "was sent while an earlier request was still unanswered")
+        if self._broken is not None:
+            raise HarnessBroken(call, f"the harness is unusable ({self._broken.what})")
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
         try:
-            if self._broken is not None:
-                raise HarnessBroken(call, f"the harness is unusable ({self._broken.what})")
-            connection = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-            try:
-                connection.request(
-                    "POST",
-                    f"{self.prefix}/v1/{message['op']}",
-                    body=dumps(message),
-                    headers={"Content-Type": "application/json"},
-                )
-                answer = connection.getresponse()
-                body = answer.read()
-            except TimeoutError:
-                self._fail(call, f"got no answer within its deadline of {timeout:g} s", timeout)
-            except (OSError, http.client.HTTPException) as error:
-                self._fail(call, f"got no answer: {error}")
-            finally:
-                connection.close()
-            if answer.status not in (200, 400):
-                self._fail(call, f"was answered with HTTP {answer.status}: {body[:200]!r}")
-            try:
-                return _read_response(call, body, message["id"], "")
-            except HarnessBroken as error:
-                self._broken = error
-                raise
+            connection.request(
+                "POST",
+                f"{self.prefix}/v1/{message['op']}",
+                body=dumps(message),
+                headers={"Content-Type": "application/json"},
+            )
+            answer = connection.getresponse()
+            body = answer.read()
+        except TimeoutError:
+            self._fail(call, f"got no answer within its deadline of {timeout:g} s", timeout)
+        except (OSError, http.client.HTTPException) as error:
+            self._fail(call, f"got no answer: {error}")
         finally:
-            self._lock.release()
+            connection.close()
+        if answer.status not in (200, 400):
+            self._fail(call, f"was answered with HTTP {answer.status}: {body[:200]!r}")
+        try:
+            return _read_response(call, body, message["id"], "")
+        except HarnessBroken as error:
+            self._broken = error
+            raise
 
     def _fail(self, call: str, what: str, deadline: float | None = None) -> NoReturn:
         self._broken = HarnessBroken(call, what, deadline=deadline)
@@ -322,6 +320,7 @@ class HarnessAdapter:
         #: The deadline of ``hello``: starting a harness (a server, a runtime) is not a call.
         self.start_timeout = max(timeout, start_timeout)
         self._ids = 0
+        self._ids_lock = threading.Lock()
         #: Every exchange of the current test (the plugin begins it per test).
         self.transcript = Transcript()
         #: How many times the harness was started afresh after it broke; a backend opened
@@ -351,11 +350,20 @@ class HarnessAdapter:
         """Send ``op``; its result, or the error it raises (a kbconform error by its code)."""
         return self._send(op, params, self.start_timeout if op == "hello" else self.timeout)
 
+    @property
+    def overlaps(self) -> bool:  # whether requests from several threads may be sent at once
+        return bool(getattr(self.transport, "overlaps", False))
+
+    def _next_id(self) -> int:
+        with self._ids_lock:
+            self._ids += 1
+            return self._ids
+
     def _send(self, op: str, params: Mapping[str, Any], timeout: float) -> Mapping[str, Any]:
-        self._ids += 1
-        call = f"harness {op} (request {self._ids})"
+        request_id = self._next_id()
+        call = f"harness {op} (request {request_id})"
         try:
-            message = {"id": self._ids, "op": op, "params": dict(params)}
+            message = {"id": request_id, "op": op, "params": dict(params)}
             dumps(message)
         except (TypeError, ValueError) as error:
             raise HarnessBroken(call, f"its arguments have no harness-v1 form: {error}") from None
@@ -388,9 +396,9 @@ class HarnessAdapter:
     def send_raw(self, op: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
         """Send ``op`` as given and return the whole response, an error one too (a replay's
         request, checked by nothing of the kit's)."""
-        self._ids += 1
-        message = {"id": self._ids, "op": op, "params": dict(params)}
-        return self.exchange(f"harness {op} (request {self._ids})", message, self.timeout)
+        request_id = self._next_id()
+        message = {"id": request_id, "op": op, "params": dict(params)}
+        return self.exchange(f"harness {op} (request {request_id})", message, self.timeout)
 
     def _table(self) -> WireTable:
         """The wire table of the profile the harness's manifest declares."""

@@ -11,9 +11,11 @@ import http.server
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
+from kbconform._capabilities import concurrency_declined
 from kbconform.adapter import (
     Adapter,
     BackendOptions,
@@ -59,7 +61,12 @@ class Dispatcher:
     """Answers harness-v1 requests by calling one adapter and the backends it opens: the
     operations of the manifest's isolation profile (a tenant-namespace
     :class:`~kbconform.adapter.Backend`, a :class:`~kbconform.adapter.ProjectPoolBackend` or a
-    :class:`~kbconform.adapter.KbGrantBackend`)."""
+    :class:`~kbconform.adapter.KbGrantBackend`).
+
+    Requests may come at once (HTTP): opening, closing, faults and shutdown take turns, and a
+    backend's operations run together only when the manifest declares ``concurrency:
+    "threads"`` (``schemas/concurrency.md``); otherwise every request waits its turn.
+    """
 
     def __init__(self, adapter: Adapter, manifest: Manifest) -> None:
         self.adapter, self.manifest = adapter, manifest
@@ -82,6 +89,8 @@ class Dispatcher:
             )
         self.opened = 0
         self.done = False
+        self._turns = threading.RLock()
+        self.serial = concurrency_declined(manifest.raw) is not None
 
     def answer(self, message: object) -> dict[str, Any]:
         """The response to one request message (never raises for anything the adapter does)."""
@@ -92,6 +101,9 @@ class Dispatcher:
         assert isinstance(message, dict)
         op, params = message["op"], message["params"]
         try:
+            if self.serial or op in _COMMON:
+                with self._turns:
+                    return {"id": request_id, "result": self._dispatch(op, params)}
             return {"id": request_id, "result": self._dispatch(op, params)}
         except _Unusable as error:  # the request's fault, not the adapter's
             return _invalid(request_id, str(error))
@@ -151,6 +163,10 @@ class Dispatcher:
         return {"backend": handle}
 
 
+#: The operations on the harness's own state, which take turns with each other.
+_COMMON = frozenset({"hello", "open", "close", "shutdown", "fault"})
+
+
 def _plan(plan: Mapping[str, Any] | None) -> FaultPlan | None:
     """A fault request's plan as the switch takes it (``stores`` absent: every store)."""
     if plan is None:
@@ -202,6 +218,8 @@ def serve_stdio(dispatcher: Dispatcher, requests: IO[bytes], responses: IO[bytes
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     dispatcher: Dispatcher
+    #: Set once the response to ``shutdown`` is sent: the server stops then.
+    answered: threading.Event
     protocol_version = "HTTP/1.1"
 
     def _op(self) -> str | None:
@@ -231,6 +249,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         response = self.dispatcher.answer(message)
         invalid = response.get("error", {}).get("code") == REQUEST_INVALID
         self._send(400 if invalid else 200, response)
+        if self.dispatcher.done:
+            self.answered.set()
 
     def _not_allowed(self) -> None:
         """Any other method: 405 (``Allow: POST``) on an operation's path, else 404."""
@@ -251,8 +271,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         if allow is not None:
             self.send_header("Allow", allow)
-        # One connection, one request: the server answers one connection at a time, so a client
-        # keeping its connection open would hold off every other one (and the exit after shutdown).
+        # One connection, one request: a client keeping its connection open would hold a
+        # thread of the server (and the exit after shutdown) for nothing.
         self.send_header("Connection", "close")
         self.close_connection = True
         self.end_headers()
@@ -266,11 +286,22 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         sys.stderr.write(f"kbconform serve: {format % args}\n")
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    """A thread per connection (daemon threads: a request stuck in the backend never holds the
+    process open after shutdown)."""
+
+    daemon_threads = True
+    block_on_close = False
+
+
 def serve_http(dispatcher: Dispatcher, host: str, port: int, announce: Callable[[str], None]) -> None:
-    """Answer ``POST /v1/{op}`` on ``host:port`` (one request at a time) until ``shutdown``;
-    ``announce`` gets the URL once the server listens (port 0: a free one)."""
-    handler = type("Handler", (_Handler,), {"dispatcher": dispatcher})
-    with http.server.HTTPServer((host, port), handler) as server:
+    """Answer ``POST /v1/{op}`` on ``host:port`` until ``shutdown``, each request on a thread of
+    its own, so requests overlap (the dispatcher decides what runs at once); ``announce`` gets
+    the URL once the server listens (port 0: a free one)."""
+    answered = threading.Event()
+    handler = type("Handler", (_Handler,), {"dispatcher": dispatcher, "answered": answered})
+    with _Server((host, port), handler) as server:
         announce(f"http://{host}:{server.server_address[1]}")
-        while not dispatcher.done:
-            server.handle_request()
+        threading.Thread(target=server.serve_forever, args=(0.1,), name="kbconform-http", daemon=True).start()
+        answered.wait()
+        server.shutdown()

@@ -48,9 +48,9 @@ BUILT_IN = (
 
 #: The capabilities every profile has, whatever it registers (a test of the shared suite may
 #: require one): a caller naming no identity refused, declined by a backend whose identity the
-#: application supplies (``kbconform._capabilities.SHARED`` holds the rule).
-SHARED_CAPABILITIES = ("caller-identity",)
-
+#: application supplies; callers served at once, declared at a manifest's top
+#: (``kbconform._capabilities.SHARED`` holds each rule).
+SHARED_CAPABILITIES = ("caller-identity", "concurrency")
 
 #: What each level asks, in words any profile's levels fit (a profile says its own).
 LEVEL_MEANINGS: Mapping[str, str] = {

@@ -28,6 +28,9 @@ SERVED = ("reference", "reference-pool", "reference-memory")
 MUTANTS = tuple(m for m in ALL if m.source in SERVED)
 GRANT = tuple(m for m in ALL if m.source == "reference-grant")
 POSTGRES = tuple(m for m in ALL if m.source == "reference-postgres")
+#: The concurrency mutants of each reference (prefixed by its set): a race needs requests at
+#: once, so they run in process (and over HTTP; tests/plugin/test_concurrency.py), never on stdio.
+RACES = ("caller-on-self", "caller-in-context-default", "shared-results", "coalesced-without-caller")
 SMOKES = {"accepts-everything", "rejects-everything", "pool-no-filter-anywhere", "mem-no-filter-anywhere"}
 
 
@@ -59,11 +62,12 @@ def test_every_mutant_is_killed_by_its_killers_and_the_smokes_fail(
     )
     by_name = _entries(tmp_path / "mutants.json")
     assert set(by_name) == {m.name for m in MUTANTS}
+    races = {f"{p}{r}" for p in ("", "pool-", "mem-") for r in RACES}
     assert {m.name for m in MUTANTS if m.in_process_only} == {
         "subclassed-principal",
         "tampered-principal",
         "duck-typed-principal",
-    }
+    } | races
     for mutant in MUTANTS:
         entry = by_name[mutant.name]
         assert (entry["killed"], entry["unmet"]) == (True, []), (mutant.name, entry.get("error"))
@@ -118,9 +122,7 @@ def test_every_test_fails_a_mutant_served_on_stdio_as_in_process() -> None:
         result = results[mutant.name]
         if mutant.in_process_only:
             assert (result.killed, result.killed_by) == (False, []), mutant.name
-            assert (result.not_applicable or "").startswith(
-                "in process only: a principal crosses harness-v1 as data"
-            ), mutant.name
+            assert result.not_applicable == f"in process only: {mutant.in_process_only}", mutant.name
             continue
         assert (result.killed, result.unmet, result.not_applicable) == (True, [], None), (
             mutant.name,
@@ -132,11 +134,13 @@ def test_every_test_fails_a_mutant_served_on_stdio_as_in_process() -> None:
 def test_every_kb_grant_mutant_is_killed_by_its_killers_in_process() -> None:
     """The kb-grant reference's set, in process (each mutant's killers alone, the smoke against
     every test): each broken backend fails every test named for it and the smoke fails the run.
-    Between them the set names every kb-grant test id (grant-01 to grant-16, iso-01 to iso-03)."""
+    Between them the set names every kb-grant test id (grant-01 to grant-16, iso-01 to iso-03,
+    conc-01 and conc-02)."""
     assert len([m for m in GRANT if not m.smoke]) >= 20
     assert {m.name for m in GRANT if m.smoke} == {"grant-no-authorization-anywhere"}
     named = {killer.split("[")[0] for m in GRANT for killer in m.killers}
-    assert named == {f"grant-{n:02d}" for n in range(1, 17)} | {"iso-01", "iso-02", "iso-03"}
+    shared = {"iso-01", "iso-02", "iso-03", "conc-01", "conc-02"}
+    assert named == {f"grant-{n:02d}" for n in range(1, 17)} | shared
     results = {r.name: r for r in runner.run_mutants(sets=["reference-grant"], transport="in-process")}
     assert set(results) == {m.name for m in GRANT}
     for mutant in GRANT:

@@ -45,6 +45,8 @@ def test_the_declined_tests_are_those_needing_what_the_tiny_manifest_declines() 
     refused = {name for name, value in features.items() if isinstance(value, str)}
     refused |= set(FEATURES) - set(features)  # the features a manifest may leave out
     refused.add("spoof-reject")
+    if "concurrency" not in MANIFEST:  # undeclared, callers at once are declined
+        refused.add("concurrency")
     tenant = [e for e in reports.catalogue() if "profile" not in e]  # the tiny adapter's profile
     facades = set(MANIFEST["readFacades"])
     by_hand = {

@@ -43,6 +43,7 @@ class GrantAdapter(OpenBackends):
             "maxFanOut": MAX_FAN_OUT,
             "groupDeadlineSeconds": GROUP_DEADLINE_SECONDS,
             "features": {"fault-injection": True},
+            "concurrency": "threads",
             "config": {
                 "stores": {
                     "chroma": f"chromadb {version('chromadb')} EphemeralClient, cosine space",

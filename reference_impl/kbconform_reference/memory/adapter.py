@@ -28,6 +28,7 @@ class MemoryAdapter(OpenBackends):
             "scopeMatch": "keys",
             "byIdScope": "checked",
             "readFacades": ["search", "list"],
+            "concurrency": "threads",
             "features": {
                 "fault-injection": True,
                 "get": True,

@@ -137,6 +137,7 @@ class ReferenceAdapter(OpenBackends):
             "sharedNamespaceReaders": self.shared_readers,
             "idProfile": settings.id_profile,
             **pages.get(self.mode, {}),
+            "concurrency": "threads",
             "features": {
                 "client-where": True,
                 "revision-boundary": True,

@@ -28,6 +28,7 @@ class PoolAdapter(OpenBackends):
             "isolationModel": "metadata-filter",
             "readFacades": ["search-episodes", "search-entities"],
             "features": {"fault-injection": True},
+            "concurrency": "threads",
             "config": {
                 "vectorStore": "qdrant-client local mode (:memory:), one client per backend",
                 "collections": [qdrant.EPISODES, qdrant.ENTITIES],

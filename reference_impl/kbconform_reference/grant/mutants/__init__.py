@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from kbconform_reference._mutant_base import ServesMutant, factories
 from kbconform_reference.grant.adapter import GrantAdapter
-from kbconform_reference.grant.mutants import contract, copies, fanout, grants, merge, search
+from kbconform_reference.grant.mutants import concurrency, contract, copies, fanout, grants, merge, search
 from kbconform_reference.grant.mutants._base import Mutant
 from kbconform_reference.grant.service import KbGrantService
 
@@ -26,6 +26,7 @@ MUTANTS: tuple[Mutant, ...] = (
     *grants.MUTANTS,
     *copies.MUTANTS,
     *contract.MUTANTS,
+    *concurrency.MUTANTS,
 )
 
 

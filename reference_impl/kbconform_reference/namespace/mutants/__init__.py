@@ -21,6 +21,7 @@ from kbconform_reference.namespace.mutants import (
     backup,
     caches,
     callers,
+    concurrency,
     contract,
     deletion,
     envelope,
@@ -60,6 +61,7 @@ MUTANTS: tuple[Mutant, ...] = (
     *callers.MUTANTS,
     *orders.MUTANTS,
     *identifiers.MUTANTS,
+    *concurrency.MUTANTS,
 )
 
 

@@ -9,17 +9,53 @@ store no scope clause, so only its final check on hits stands behind the databas
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from kbconform_reference import _mutant_base
+from kbconform_reference import _mutant_base, _races
 from kbconform_reference._mutant_base import ServesMutant, factories
 from kbconform_reference.namespace.adapter import ReferenceAdapter
-from kbconform_reference.namespace.stores.postgres import OWNER_ROLE, Database
+from kbconform_reference.namespace.stores._protocol import ACTING
+from kbconform_reference.namespace.stores.postgres import OPERATOR_ROLE, OWNER_ROLE, POOL_TIMEOUT, Database
 
 
 class SessionSettings(Database):
     local_settings = False  # set_config(..., false): the principal outlives its transaction
+
+
+class SessionSetOnCheckout(Database):
+    """The principal is set for the session (``SET``, ``set_config(..., false)``, every setting
+    each time) on the connection a store call first takes from the pool, and its statements then
+    run in a transaction on the connection it takes next. One caller at a time that is the
+    connection it set; with two at once the pool may hand it the connection the other caller
+    set last, and the policies read that caller's tenant (SET where SET LOCAL was meant)."""
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        acts = ACTING.get()
+        if acts is None:
+            raise PermissionError("a store call made for nobody is refused (no principal acts)")
+        principal = acts.principal
+        settings = [
+            ("kb.reach", acts.reach),
+            ("kb.tenant", principal.tenant_id),
+            ("kb.tenants", json.dumps(sorted(principal.readable_tenants))),
+            ("kb.agent", principal.agent_identity or ""),
+        ]
+        with self.pool.connection(timeout=POOL_TIMEOUT) as connection:
+            connection.execute(
+                "SELECT " + ", ".join("set_config(%s, %s, false)" for _ in settings),
+                [part for pair in settings for part in pair],
+            )
+            connection.commit()
+        _races.pause()  # the request's own work between (a token checked, a log line written)
+        with self.pool.connection(timeout=POOL_TIMEOUT) as connection, connection.transaction():
+            if acts.reach == "operator":
+                connection.execute("SELECT set_config('role', %s, true)", [OPERATOR_ROLE])
+            yield connection
 
 
 class ConnectsAsOwner(Database):
@@ -54,6 +90,15 @@ MUTANTS: tuple[Mutant, ...] = (
         "the principal is set with a session-level SET (set_config(..., false)), and the agent only "
         "when there is one: a pooled connection carries the last agent to the next principal",
         ("leak-11[list]", "state-01[overwrite]"),
+    ),
+    Mutant(
+        "pg-tenant-set-on-a-pooled-connection",
+        SessionSetOnCheckout,
+        "the principal is set for the session on the connection a store call first takes from "
+        "the pool, and the call's transaction runs on the one it takes next: requests at once "
+        "run as each other",
+        ("conc-01[list]", "conc-02[list]"),
+        in_process_only=_races.OVERLAP_ONLY,
     ),
     Mutant(
         "pg-app-connects-as-owner",

@@ -1,0 +1,90 @@
+"""The concurrency suite, the same for every isolation profile: callers at once
+(``schemas/concurrency.md``).
+
+A backend that keeps "the current caller" anywhere shared between requests (an attribute of a
+service object, a context variable never reset, a session setting on a pooled connection, a
+result buffer, a cache or an in-flight request keyed without the caller) passes every test that
+calls it from one caller at a time and leaks the moment two requests overlap. Here the seeded
+world's readers (and callers that are no identity) call one backend handle together, from a
+thread each, round after round, and every answer is judged by the policy model for its own
+caller, as ``test_isolation.py`` judges one caller at a time.
+
+A backend declares that it serves callers at once (``concurrency: "threads"``) or why it does
+not (``{"serial": REASON}``, a single-threaded server by design); declined, these tests are
+reported beside the level. Behind harness-v1 over HTTP the callers' requests overlap; over stdio
+the protocol carries one request at a time, so they take turns (the tests say so when they fail).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kbconform.conformance import Run, World, concurrent_callers, concurrently, reach_of
+
+#: Every registered isolation profile: each gives its world through its Isolation.
+PROFILES = ("*",)
+
+#: How the callers were running, for a failure's message.
+HOW = {
+    "threads": "at once, from threads",
+    "requests": "at once, by overlapping requests",
+    "turns": "in turns (harness-v1 on stdio carries one request at a time: no race can show)",
+}
+
+#: How many of the world's callers that are no identity join the readers (None, and look-alikes).
+ANONYMOUS = 2
+
+
+def _assert_each_caller_answered_as_itself(
+    run: Run, world: World, backend: Any, facade: str, anonymous: int
+) -> None:
+    crowd = concurrent_callers(world, facade, anonymous)
+    assert sum(c.expected is not None for c in crowd) >= 2, "fewer than two readers: nothing could race"
+    assert len({c.identity for c in crowd if c.expected is not None and c.expected.number}) >= 2, (
+        "fewer than two readers with something in scope: a leak between them could not show"
+    )
+    reach = reach_of(run.adapter)
+    found = concurrently(world, backend, facade, crowd, reach=reach, deadline=run.call_timeout)
+    how = HOW[reach]
+    assert not found.problems, f"{facade}, {len(crowd)} callers {how}:\n{found.summary()}"
+    assert found.calls == len(crowd) * found.rounds, (
+        f"{facade}: {found.calls} of {len(crowd) * found.rounds} calls were made ({how})"
+    )
+
+
+@pytest.mark.kbconform(
+    id="conc-01",
+    rule="concurrency.md#the-rules",
+    guide="callers-at-once",
+    level="L2",
+    requires="concurrency",
+)
+def test_readers_at_once_each_read_exactly_their_own_scope(
+    kbconform_run: Run, kbconform_facade: str, kbconform_backend: Any, kbconform_world: World
+) -> None:
+    """C1: every reader of the seeded world reads the one backend through the facade at the
+    same time as every other, round after round, and each answer is exactly that reader's scope
+    by the policy model (by id, text and number): never another's, never a mix."""
+    _assert_each_caller_answered_as_itself(
+        kbconform_run, kbconform_world, kbconform_backend, kbconform_facade, 0
+    )
+
+
+@pytest.mark.kbconform(
+    id="conc-02",
+    rule="concurrency.md#the-rules",
+    guide="callers-at-once",
+    level="L2",
+    requires="concurrency",
+)
+def test_callers_with_no_identity_among_readers_are_refused_as_themselves(
+    kbconform_run: Run, kbconform_facade: str, kbconform_backend: Any, kbconform_world: World
+) -> None:
+    """C2: callers that are no identity (None, a look-alike) call at the same time as every
+    reader; each is refused with Unauthenticated carrying no stored text, never answered as the
+    reader beside it, and each reader still reads exactly its scope (control)."""
+    _assert_each_caller_answered_as_itself(
+        kbconform_run, kbconform_world, kbconform_backend, kbconform_facade, ANONYMOUS
+    )

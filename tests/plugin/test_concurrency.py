@@ -1,0 +1,257 @@
+"""Callers at once: the engine the concurrency suite stands on, the manifest's declaration, and
+harness-v1 over HTTP carrying requests at once (schemas/concurrency.md)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from kbconform._capabilities import concurrency_declined, declines
+from kbconform.conformance import Reader, Reading, concurrent_callers, concurrently, reach_of
+from kbconform.errors import Unauthenticated
+
+STORED = {"a": {"a1": "kba1 one", "a2": "kba2 two"}, "b": {"b1": "kbb1 three"}}
+
+
+class Sound:
+    """A backend that answers each call from its own caller."""
+
+    def read(self, caller: object) -> dict[str, str]:
+        if caller not in STORED:
+            raise Unauthenticated("no identity")
+        time.sleep(0.0005)
+        return dict(STORED[caller])  # type: ignore[index]
+
+
+@dataclass
+class CallerOnSelf(Sound):
+    """The caller kept on the shared object between taking it and using it."""
+
+    current: object = None
+
+    def read(self, caller: object) -> dict[str, str]:
+        self.current = caller
+        time.sleep(0.0005)
+        return super().read(self.current)
+
+
+@dataclass
+class Tiny:
+    """A world of two readers and two callers that are no identity."""
+
+    readers: tuple[Reader, ...] = (Reader("reader a", "a"), Reader("reader b", "b"))
+    calls: list[object] = field(default_factory=list)
+
+    def size(self, facade: str) -> int:
+        return 3
+
+    def expected(self, facade: str, reader: Reader) -> Reading:
+        return Reading(STORED[reader.identity], len(STORED[reader.identity]))
+
+    def read(self, backend: Any, facade: str, reader: Reader) -> Reading:
+        shown = backend.read(reader.identity)
+        return Reading(shown, len(shown))
+
+    def read_once(self, backend: Any, facade: str, identity: object) -> object:
+        return backend.read(identity)
+
+    def no_identities(self) -> dict[str, object]:
+        return {"None": None, "a look-alike": "A"}
+
+    def carried(self, error: BaseException) -> list[str]:
+        return [
+            mark
+            for scope in STORED.values()
+            for text in scope.values()
+            if (mark := text.split()[0]) in str(error)
+        ]
+
+
+def _storm(backend: Any, anonymous: int, reach: Any = "threads") -> Any:
+    world = Tiny()
+    crowd = concurrent_callers(world, "read", anonymous)
+    return concurrently(world, backend, "read", crowd, reach=reach, deadline=10, rounds=12)
+
+
+def test_a_sound_backend_answers_every_caller_at_once_as_itself() -> None:
+    """Every reader and every caller that is no identity, 12 rounds each: no problem, and every
+    call was made (the control of the tests below)."""
+    found = _storm(Sound(), 2)
+    assert found.problems == {}
+    assert found.calls == 4 * 12
+
+
+def test_a_caller_kept_on_the_backend_object_is_found_reading_anothers_scope() -> None:
+    """Two readers at once on a backend that keeps its caller on itself: a reader is shown the
+    other's scope, or lacks its own (C1); the storm ends at the first round with a problem."""
+    found = _storm(CallerOnSelf(), 0)
+    summary = found.summary()
+    assert "which it may not read" in summary or "lacks" in summary, summary
+    assert found.calls < 2 * 12
+
+
+def test_callers_with_no_identity_beside_readers_on_a_racy_backend_are_found() -> None:
+    """With callers that are no identity among the readers, the same backend answers one of
+    them, or refuses a reader (C2)."""
+    found = _storm(CallerOnSelf(), 2)
+    summary = found.summary()
+    assert (
+        "was answered, not refused" in summary
+        or "got Unauthenticated" in summary
+        or "may not read" in summary
+    )
+
+
+def test_callers_in_turns_meet_no_race_and_every_answer_is_still_judged() -> None:
+    """With a transport that carries one request at a time the callers take turns: the racy
+    backend then answers each correctly, and every call was judged."""
+    found = _storm(CallerOnSelf(), 2, reach="turns")
+    assert found.problems == {}
+    assert found.calls == 4 * 12
+
+
+def test_a_caller_that_hangs_fails_within_the_deadline() -> None:
+    """A call that never returns is a problem named by its caller, not a stuck test."""
+
+    class Hangs(Sound):
+        def read(self, caller: object) -> dict[str, str]:
+            if caller == "b":
+                threading.Event().wait(5)
+            return super().read(caller)
+
+    world = Tiny()
+    found = concurrently(
+        world, Hangs(), "read", concurrent_callers(world, "read", 0), reach="threads", deadline=0.05, rounds=2
+    )
+    assert "did not return" in found.summary()
+
+
+def test_an_adapter_is_reached_by_threads_unless_its_transport_says_how() -> None:
+    """In process: threads; behind harness-v1, requests at once over HTTP, in turns over stdio."""
+
+    class Served:
+        def __init__(self, overlaps: bool) -> None:
+            self.overlaps = overlaps
+
+    assert reach_of(object()) == "threads"
+    assert reach_of(Served(True)) == "requests"
+    assert reach_of(Served(False)) == "turns"
+
+
+@pytest.mark.parametrize(
+    ("declared", "reason"),
+    [
+        pytest.param("threads", None, id="threads"),
+        pytest.param({"serial": "one thread by design"}, "serial: one thread by design", id="serial"),
+        pytest.param(None, "the manifest does not declare concurrency", id="undeclared"),
+    ],
+)
+def test_concurrency_is_declared_threads_or_serial_with_a_reason(
+    declared: object, reason: str | None
+) -> None:
+    """``concurrency`` is offered by ``"threads"`` alone; ``{"serial": REASON}`` declines it with
+    the reason, and saying nothing declines it too, in every profile."""
+    manifest: dict[str, Any] = {"isolationProfile": "memory-scope", "features": {}}
+    if declared is not None:
+        manifest["concurrency"] = declared
+    assert concurrency_declined(manifest) == reason
+    assert declines(manifest, "concurrency") == reason
+    assert declines({**manifest, "isolationProfile": "kb-grant"}, "concurrency") == reason
+
+
+class _Meeting:
+    """A memory-scope reference whose ``list`` answers only once two calls are in it at once."""
+
+    def __init__(self, declared: object) -> None:
+        from kbconform_reference.memory.adapter import MemoryAdapter
+        from kbconform_reference.memory.service import ScopedMemory
+
+        meeting = threading.Barrier(2, timeout=3)
+
+        class Meets(ScopedMemory):
+            def list(self, scope: object, /) -> Any:
+                meeting.wait()
+                return super().list(scope)
+
+        class Adapter(MemoryAdapter):
+            @property
+            def manifest(self) -> dict[str, Any]:
+                found = dict(super().manifest)
+                found["concurrency"] = declared
+                return found
+
+            def _memory(self, options: Any) -> ScopedMemory:
+                return Meets(store_fails=options.store_fails)
+
+        self.adapter = Adapter()
+
+
+@pytest.mark.parametrize(
+    ("declared", "together"),
+    [
+        pytest.param("threads", True, id="threads"),
+        pytest.param({"serial": "one call at a time by design"}, False, id="serial"),
+    ],
+)
+def test_kbconform_serve_over_http_answers_requests_at_once_only_when_declared(
+    declared: object, together: bool
+) -> None:
+    """Two requests over HTTP to a backend whose call returns only when both are in it: a
+    manifest declaring threads has them served at once (both answered), a serial one in turns
+    (the first waits alone, and fails); the harness's own requests still work (control)."""
+    from kbconform.adapter import BackendOptions, Manifest
+    from kbconform.harness import Dispatcher, HarnessAdapter, HttpTransport, serve_http
+
+    served = _Meeting(declared).adapter
+    dispatcher = Dispatcher(served, Manifest.from_mapping(served.manifest))
+    urls: list[str] = []
+    ready = threading.Event()
+    server = threading.Thread(
+        target=serve_http,
+        args=(dispatcher, "127.0.0.1", 0, lambda url: (urls.append(url), ready.set())),
+        daemon=True,
+    )
+    server.start()
+    assert ready.wait(30)
+    client = HarnessAdapter(HttpTransport(urls[0]), timeout=30)
+    backend = client.open(BackendOptions())
+    answers: list[object] = []
+
+    def call() -> None:
+        try:
+            answers.append(list(backend.list({"user_id": "alice"})))
+        except Exception as error:  # the serial backend's lone call fails: a RemoteError
+            answers.append(error)
+
+    callers = [threading.Thread(target=call) for _ in range(2)]
+    for thread in callers:
+        thread.start()
+    for thread in callers:
+        thread.join(30)
+    assert len(answers) == 2
+    assert all(answer == [] for answer in answers) is together, answers
+    client.close(backend)
+    client.shutdown()
+    server.join(30)
+    assert not server.is_alive()
+
+
+@pytest.mark.slow
+def test_over_http_the_reference_passes_and_a_racy_mutant_fails_the_concurrency_suite() -> None:
+    """The memory-scope reference served by kbconform serve over HTTP (requests at once) passes
+    conc-01 and conc-02 on both read facades; the same reference keeping its caller on the
+    service object fails each of them there (the race crosses harness-v1 over HTTP)."""
+    from kbconform import runner
+
+    def statuses(adapter: str) -> dict[str, str]:
+        outcome = runner.run_suites(adapter, transport="http", select=["conc-*"], seed=0)
+        return {test["id"]: test["status"] for test in outcome.report["tests"]}
+
+    tests = {f"conc-0{n}[{facade}]" for n in (1, 2) for facade in ("search-memories", "list-memories")}
+    assert statuses("kbconform_reference.memory.adapter:qdrant_local") == dict.fromkeys(tests, "pass")
+    racy = "kbconform_reference.memory.mutants:by_name.mem_caller_on_self"
+    assert statuses(racy) == dict.fromkeys(tests, "fail")
