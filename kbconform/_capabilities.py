@@ -135,7 +135,6 @@ SHARED = {"caller-identity": _caller_identity, "concurrency": concurrency_declin
 assert tuple(SHARED) == SHARED_CAPABILITIES, "each shared capability has its rule here"
 
 
-
 def skip_reason(manifest: Mapping[str, Any], required: Iterable[str]) -> str | None:
     """Why a test requiring ``required`` is skipped against ``manifest``, or None if it runs."""
     reasons = []

@@ -104,7 +104,9 @@ def test_a_memory_is_read_under_its_scope_and_every_scope_it_matches(
     assert d.check()
 
 
-@pytest.mark.kbconform(id="mem-02", rule="memory-scope.md#m1", guide=GUIDE, level="L1", requires="caller-identity")
+@pytest.mark.kbconform(
+    id="mem-02", rule="memory-scope.md#m1", guide=GUIDE, level="L1", requires="caller-identity"
+)
 @pytest.mark.parametrize("kind", list(NO_SCOPE_KINDS))
 def test_a_call_with_no_scope_is_refused_and_changes_nothing(
     kind: str, kbconform_run: Run, kbconform_backend: Any
