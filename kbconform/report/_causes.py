@@ -33,10 +33,12 @@ LOOK_ALIKE = "a look-alike tenant"
 ANOTHER_AGENT = "another agent"
 MEMBER = "a member"
 OPERATOR = "an operator"
+AT_ONCE = "another caller at the same time"
 #: Kinds of caller whose every failure is one cause: the check that refuses them is one check.
 IDENTITY_CALLERS = (NO_IDENTITY, MALFORMED, AS_OPERATOR)
-#: Callers that reach another's data: one cause per effect.
-OTHER_CALLERS = (ANOTHER_TENANT, LOOK_ALIKE, ANOTHER_AGENT)
+#: Callers that reach another's data: one cause per effect (a caller at the same time: state
+#: shared between requests, whatever the sequential tests found).
+OTHER_CALLERS = (ANOTHER_TENANT, LOOK_ALIKE, ANOTHER_AGENT, AT_ONCE)
 
 #: Each effect a failure can charge: its words, its severity, and what fixes it.
 EFFECTS: dict[str, tuple[str, str]] = {
@@ -77,6 +79,8 @@ CHARGES: dict[str, tuple[str, str, str]] = {
     "iso-01": ("read", MEMBER, "read"),
     "iso-02": ("read", NO_IDENTITY, "read"),
     "iso-03": ("read", MEMBER, "strictness"),
+    "conc-01": ("read", AT_ONCE, "read"),
+    "conc-02": ("read", AT_ONCE, "read"),
     "closed-01": ("write", NO_IDENTITY, "written"),
     "closed-02": ("read", MEMBER, "strictness"),
     "closed-03": ("read", MEMBER, "strictness"),
