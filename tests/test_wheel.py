@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import venv
@@ -58,7 +59,7 @@ def test_the_installed_wheel_runs_the_suites_through_pytest_and_kbconform_run(tm
     with_pytest = _run([pytest_command, "--kbconform-adapter=my_adapter:adapter", "-q"], project)
     assert with_pytest.returncode == 0, with_pytest.stdout[-3000:]
     assert " passed" in with_pytest.stdout
-    assert "failed" not in with_pytest.stdout
+    assert not re.search(r"\b\d+ failed\b", with_pytest.stdout)  # pytest's count, not the legend's word
     assert (
         "site-packages/kbconform/suites"
         in _run(

@@ -54,6 +54,7 @@ MAX_LIMIT = 1000
 
 MANIFEST: dict[str, Any] = {
     "manifestVersion": "1",
+    "concurrency": "threads",
     "isolationProfile": "kb-grant",
     "adapter": {"name": "independent-sqlite-grant", "version": "0.0.1"},
     "backend": {"name": "one SQLite store: catalogue and documents, exact cosine", "version": "test"},

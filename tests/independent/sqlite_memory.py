@@ -37,6 +37,7 @@ KEYS = ("tenant", "user", "thread")
 SEPARATOR = "/"
 MANIFEST: dict[str, Any] = {
     "manifestVersion": "1",
+    "concurrency": "threads",
     "isolationProfile": "memory-scope",
     "adapter": {"name": "independent-sqlite-memory", "version": "0.0.1"},
     "backend": {"name": "SQLite namespace paths, word-overlap ranking", "version": "test"},

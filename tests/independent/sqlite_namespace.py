@@ -57,6 +57,7 @@ DIMENSIONS = 48
 THRESHOLD, WINDOW = 12, 600.0
 MANIFEST: dict[str, Any] = {
     "manifestVersion": "1",
+    "concurrency": "threads",
     "adapter": {"name": "independent-sqlite", "version": "0.0.1"},
     "backend": {"name": "one SQLite table, exact cosine", "version": "test"},
     "readFacades": ["query", "get", "list", "count", "ask"],

@@ -42,6 +42,7 @@ from kbconform.profiles.project_pool.protocol import POOL_READ_FACADES, pool_inv
 DIMENSIONS = 64
 MANIFEST: dict[str, Any] = {
     "manifestVersion": "1",
+    "concurrency": "threads",
     "isolationProfile": "project-pool",
     "adapter": {"name": "independent-sqlite-pool", "version": "0.0.1"},
     "backend": {"name": "SQLite membership tables, hashed-embedding cosine", "version": "test"},

@@ -25,6 +25,7 @@ from kbconform.profiles.kb_grant.protocol import grant_invalid, model_mismatch
 DEADLINE = 0.5
 MANIFEST: dict[str, Any] = {
     "manifestVersion": "1",
+    "concurrency": "threads",
     "isolationProfile": "kb-grant",
     "adapter": {"name": "grant-double", "version": "0.0.1"},
     "backend": {"name": "kb-grant in memory", "version": "test"},

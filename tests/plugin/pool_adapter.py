@@ -23,6 +23,7 @@ from kbconform.profiles.project_pool.protocol import pool_invalid
 
 MANIFEST = {
     "manifestVersion": "1",
+    "concurrency": "threads",
     "isolationProfile": "project-pool",
     "adapter": {"name": "pool-double", "version": "0.0.1"},
     "backend": {"name": "project pool in memory", "version": "test"},
