@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from kbconform.report._catalogue import RUN_FIELDS
 from tests.notes_profile import PROFILE
 
 #: Each test here runs the suites (or a whole tool) in child processes: the slow tier.
@@ -48,8 +49,6 @@ WANTED = {"iso-01[notes]", "iso-02[notes]", "iso-03[notes]", "notes-01"}
 #: The concurrency suite, shared by every profile, which the notes adapter declines (its manifest
 #: declares no concurrency): skipped, never capping a level.
 DECLINED = {"conc-01[notes]", "conc-02[notes]"}
-#: What a report's test entry says of its run, beside what the catalogue declares.
-RUN_ONLY = ("status", "reason", "message", "duration", "calls", "caller", "effect")
 
 
 def test_the_plugin_runs_a_registered_profile_in_process(tmp_path: Path, registered: dict[str, str]) -> None:
@@ -80,7 +79,7 @@ def test_the_plugin_runs_a_registered_profile_in_process(tmp_path: Path, registe
     assert _statuses(report) == {**dict.fromkeys(WANTED, "pass"), **dict.fromkeys(DECLINED, "skip")}
     assert _earned(report) == ["L1", "L2"]  # the levels the profile has tests at
     declared = [
-        {key: value for key, value in test.items() if key not in RUN_ONLY}
+        {key: value for key, value in test.items() if key not in RUN_FIELDS}
         for test in sorted(report["tests"], key=lambda test: test["id"])
     ]
     assert declared == list(PROFILE.entries()), "the notes tests' marks and suite/catalogue.json differ"

@@ -32,11 +32,15 @@ def list_hash(tests: Iterable[Mapping[str, Any]]) -> str:
     return "sha256:" + hashlib.sha256(rfc8785.dumps(list(tests))).hexdigest()
 
 
+#: What a report's test entry says of its run, beside what its catalogue entry declares.
+RUN_FIELDS = ("status", "reason", "message", "duration", "calls", "caller", "effect")
+
+
 def catalogue_from(*reports: Mapping[str, Any]) -> dict[str, Any]:
     """The test list full reports of maximal manifests give, one report per isolation profile
     (how catalogue.json is made)."""
     tests = {
-        test["id"]: {key: value for key, value in test.items() if key not in ("status", "reason", "message")}
+        test["id"]: {key: value for key, value in test.items() if key not in RUN_FIELDS}
         for report in reports
         for test in report["tests"]
     }
