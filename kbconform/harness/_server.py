@@ -221,6 +221,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     #: Set once the response to ``shutdown`` is sent: the server stops then.
     answered: threading.Event
     protocol_version = "HTTP/1.1"
+    #: Seconds a kept connection may wait for its next request before the server closes it.
+    timeout = 300
 
     def _op(self) -> str | None:
         """The operation the path names (``/v1/{op}``), or None."""
@@ -271,10 +273,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         if allow is not None:
             self.send_header("Allow", allow)
-        # One connection, one request: a client keeping its connection open would hold a
-        # thread of the server (and the exit after shutdown) for nothing.
-        self.send_header("Connection", "close")
-        self.close_connection = True
+        # The connection stays open for the client's next request (HTTP/1.1), and the client
+        # closes it: a server closing first keeps each connection in TIME_WAIT, where a new
+        # one on the same ports waits. The answer to shutdown closes it.
+        if self.dispatcher.done:
+            self.send_header("Connection", "close")
+            self.close_connection = True
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
@@ -292,6 +296,8 @@ class _Server(http.server.ThreadingHTTPServer):
 
     daemon_threads = True
     block_on_close = False
+    #: Connections waiting to be accepted: every caller of a concurrency test connects at once.
+    request_queue_size = 128
 
 
 def serve_http(dispatcher: Dispatcher, host: str, port: int, announce: Callable[[str], None]) -> None:
