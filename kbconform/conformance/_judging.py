@@ -76,6 +76,24 @@ def charge(error: BaseException, caller: str | None = None, effect: str | None =
     return error
 
 
+def charge_of(error: BaseException) -> Charge | None:
+    """What ``error`` charges the backend with; of several distinct failures (Hypothesis's
+    group of them), the charge of the gravest effect (:data:`EFFECTS` is gravest first), the
+    first found among equals."""
+    found: list[Charge] = []
+    pending: list[BaseException] = [error]
+    while pending:  # the failure, then each failure it holds, in turn
+        failure = pending.pop(0)
+        charge = getattr(failure, CHARGE, None)
+        if isinstance(charge, Charge):
+            found.append(charge)
+        inner = getattr(failure, "exceptions", None)
+        if isinstance(inner, (list, tuple)):
+            pending += [e for e in inner if isinstance(e, BaseException)]
+    rank = {effect: number for number, effect in enumerate(EFFECTS)}
+    return min(found, key=lambda c: rank.get(c.effect or "", len(EFFECTS)), default=None)
+
+
 @contextmanager
 def charged(caller: str | None = None, effect: str | None = None) -> Iterator[None]:
     """Inside it, an assertion that fails carries ``caller`` and ``effect`` (:func:`charge`)."""

@@ -108,17 +108,10 @@ def _spent(item: pytest.Item) -> dict[str, Any]:
 def _charge(call: pytest.CallInfo[None]) -> dict[str, str]:
     """What the failure that ended the call charges the backend with (the suites' ``charged``):
     the caller and the effect, where the test that failed said them."""
-    from kbconform.conformance import CHARGE
+    from kbconform.conformance import charge_of
 
-    pending: list[Any] = [call.excinfo.value] if call.excinfo is not None else []
-    while pending:  # the failure, then each of Hypothesis's several distinct failures in turn
-        error = pending.pop(0)
-        charge = getattr(error, CHARGE, None)
-        if charge is not None:
-            return dict(charge.fields())
-        inner = getattr(error, "exceptions", None)
-        pending += list(inner) if isinstance(inner, (list, tuple)) else []
-    return {}
+    found = charge_of(call.excinfo.value) if call.excinfo is not None else None
+    return found.fields() if found is not None else {}
 
 
 @contextlib.contextmanager

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
 from kbconform.adapter import ENVELOPE_FIELDS, RevisionMap
-from kbconform.conformance import DriverMachine, Refused, Run
+from kbconform.conformance import DriverMachine, Refused, Run, charged
 from kbconform.conformance.strategies import OUTSIDE, PATHS, World, unclean_spellings, worlds
 from kbconform.contract import is_valid
 from kbconform.errors import BackendUnavailable, KbconformError, NotFound
@@ -34,7 +34,7 @@ from kbconform.identity import DEFAULT_NAMESPACE, Principal
 from kbconform.profiles.tenant_namespace.data import record
 from kbconform.profiles.tenant_namespace.model import ENVELOPE_REFUSALS, Policy, differences
 
-#: The isolation profile these tests are written for (schemas/project-pool.md).
+#: The isolation profile these tests are written for.
 PROFILES = ("tenant-namespace",)
 
 HASH_INPUTS = (
@@ -359,9 +359,10 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         if isinstance(expected, Refused):
             if injected and isinstance(outcome, BackendUnavailable):
                 return True
-            assert isinstance(outcome, expected.error), (
-                f"expected {expected.error.__name__} ({expected.why}), got {outcome!r}"
-            )
+            with charged(expected.caller, expected.effect):
+                assert isinstance(outcome, expected.error), (
+                    f"expected {expected.error.__name__} ({expected.why}), got {outcome!r}"
+                )
             return True
         if injected and isinstance(outcome, BackendUnavailable):
             return True
@@ -517,7 +518,8 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         problems = self.policy.check_ids(expected, ids)
         assert not problems, "; ".join(problems)
         warned = {(w.field, w.chunk_id) for w in outcome.warnings}
-        assert warned == self.policy.expected_warnings(expected, ids), f"warnings {sorted(warned)}"
+        with charged(effect="forged"):  # a spoofed field went unreported
+            assert warned == self.policy.expected_warnings(expected, ids), f"warnings {sorted(warned)}"
         self.policy.commit_ingest(expected, ids)
         self.touched |= set(ids)
         self.written.update(zip(ids, ((principal, dict(r)) for r in records), strict=False))
@@ -679,7 +681,8 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         problems = self.policy.check_ids(plan, ids)
         assert not problems, "; ".join(problems)
         warned = {(w.field, w.chunk_id) for w in outcome.warnings}
-        assert warned == self.policy.expected_warnings(plan, ids), f"warnings {sorted(warned)}"
+        with charged(effect="forged"):  # a spoofed field went unreported
+            assert warned == self.policy.expected_warnings(plan, ids), f"warnings {sorted(warned)}"
         doomed, deleted = stale - set(ids), set(outcome.deleted_ids)
         assert deleted == doomed, (
             f"the sync of {slug} deleted {sorted(deleted - doomed)} it must not, "

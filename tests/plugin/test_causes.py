@@ -130,6 +130,43 @@ def test_a_failing_assertion_carries_its_charge_and_an_error_is_left_alone() -> 
     assert not hasattr(other.value, conformance.CHARGE)
 
 
+class _Group(Exception):
+    """A group of failures as Hypothesis raises one (``exceptions``; Python 3.10 has no
+    ExceptionGroup of its own)."""
+
+    def __init__(self, *exceptions: BaseException) -> None:
+        super().__init__("several")
+        self.exceptions = exceptions
+
+
+def test_of_several_distinct_failures_the_gravest_effect_is_charged() -> None:
+    """A group of failures (Hypothesis's several distinct ones) charges its gravest effect, in a
+    group nested in a group too; a failure with no charge charges nothing (control)."""
+    forged = charge(AssertionError("warnings []"), "a member", "forged")
+    written = charge(AssertionError("expected Forbidden"), "a member acting as operator", "written")
+    plain = AssertionError("no charge")
+    group = _Group(forged, _Group(plain, written))
+    assert conformance.charge_of(group) == conformance.Charge("a member acting as operator", "written")
+    assert conformance.charge_of(_Group(plain, forged)) == conformance.Charge("a member", "forged")
+    assert conformance.charge_of(plain) is None
+
+
+@pytest.mark.slow
+def test_the_state_machine_charges_a_refusal_it_expected_with_the_models_caller_and_effect() -> None:
+    """state-01 against a mutant that lets a member write into the shared namespace fails charged
+    as the model's refusal says (a member acting as operator, another's data written), not by
+    its catalogue entry (a read), so it joins that caller's cause."""
+    from kbconform import runner
+
+    adapter = "kbconform_reference.namespace.mutants:by_name.member_writes_shared"
+    outcome = runner.run_suites(adapter, transport="in-process", seed=0, select=("state-01*",), shrink=False)
+    entries = {entry["id"]: entry for entry in outcome.report["tests"]}
+    assert {entry["status"] for entry in entries.values()} == {"fail"}, outcome.output[-3000:]
+    for entry in entries.values():
+        assert (entry.get("caller"), entry.get("effect")) == ("a member acting as operator", "written")
+    assert reports.fields(ENTRIES["state-01[reject]"] | {"status": "fail"}).effect == "read"
+
+
 def _report(tests: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "config": {"adapter": "pkg.mod:make"},
