@@ -184,6 +184,8 @@ def _verdict(report: Report, outcome: Any, seconds: float) -> None:
     print(reports.level_line(report.data))
     if reports.price_line(report.data):
         print(reports.price_line(report.data))
+    if reports.turns_line(report.data):
+        print(reports.turns_line(report.data))
     failing = report.failing
     for call, tests in reports.not_implemented(failing):
         print(f"  NOT IMPLEMENTED {call}: {len(tests)} tests ended there ({reports.first_line(tests[0])})")

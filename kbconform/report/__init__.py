@@ -85,6 +85,7 @@ from kbconform.report._verdicts import (
     selection,
     status_changes,
     stopped,
+    turns_line,
 )
 
 __all__ = [
@@ -133,6 +134,7 @@ __all__ = [
     "design",
     "design_line",
     "price_line",
+    "turns_line",
     "declared_design",
     "earned",
     "failing",

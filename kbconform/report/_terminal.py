@@ -21,6 +21,7 @@ from kbconform.report._verdicts import (
     halted,
     price_line,
     selection,
+    turns_line,
 )
 
 
@@ -60,6 +61,8 @@ def table(report: Mapping[str, Any]) -> str:
         )
     if price_line(report):
         lines.append(price_line(report))
+    if turns_line(report):
+        lines.append(turns_line(report))
     missing = report["completeness"]["missing"]
     if halted(report):
         lines.append(

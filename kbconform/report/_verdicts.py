@@ -202,3 +202,25 @@ def level_line(report: Mapping[str, Any]) -> str:
         f"levels: {shown}. A level is earned when every test in it and below passes; a capability"
         f" the manifest declines skips its tests, is named beside the level and never caps it{but}."
     )
+
+
+def turns_line(report: Mapping[str, Any]) -> str:
+    """What the concurrency suite's passes mean when the run reached its backend through a
+    harness on stdio, which carries one request at a time (``schemas/concurrency.md``): the
+    callers took turns, so state kept between requests can show, a race cannot. Empty for any
+    other run, or one where no concurrency test ran."""
+    harness = report.get("config", {}).get("harness")
+    if not (isinstance(harness, Mapping) and "command" in harness):
+        return ""
+    ran = [
+        str(t["id"])
+        for t in report["tests"]
+        if t.get("suite") == "concurrency" and t["status"] in ("pass", *FAILED)
+    ]
+    if not ran:
+        return ""
+    return (
+        f"callers at once took turns ({len(ran)} concurrency tests): harness-v1 on stdio carries one "
+        "request at a time, so state kept between requests can show and a race cannot; serve the "
+        "backend over HTTP (--harness-url) to judge races"
+    )

@@ -236,3 +236,18 @@ def test_every_charge_names_a_test_of_the_catalogue() -> None:
     assert set(reports.CHARGES) <= bases
     assert bases - set(reports.CHARGES) == set()
     assert all(effect in reports.EFFECTS for _, _, effect in reports.CHARGES.values())
+
+
+def test_a_run_whose_callers_took_turns_says_so_beside_the_level() -> None:
+    """Behind a harness on stdio the concurrency tests ran in turns: the terminal says a race
+    could not show; a harness over HTTP, an adapter in process, or a run where no concurrency
+    test ran says nothing (controls)."""
+    tests = [{**ENTRIES["conc-01[query]"], "status": "pass"}, {**ENTRIES["iso-01[query]"], "status": "pass"}]
+    stdio = {"harness": {"command": "python -m kbconform serve m:f"}}
+    line = reports.turns_line({"config": stdio, "tests": tests})
+    assert line.startswith("callers at once took turns (1 concurrency tests)")
+    assert "a race cannot" in line
+    assert reports.turns_line({"config": {"harness": {"url": "http://127.0.0.1:1"}}, "tests": tests}) == ""
+    assert reports.turns_line({"config": {"adapter": "m:f"}, "tests": tests}) == ""
+    declined = [{**ENTRIES["conc-01[query]"], "status": "skip", "reason": "concurrency: serial"}]
+    assert reports.turns_line({"config": stdio, "tests": declined}) == ""
