@@ -14,11 +14,11 @@ from kbconform.harness._client import (
     START_TIMEOUT,
     HarnessAdapter,
     HarnessBackend,
-    HttpTransport,
     StdioTransport,
     Transport,
     connect,
 )
+from kbconform.harness._http import HttpTransport
 from kbconform.harness._openapi import render as render_openapi
 from kbconform.harness._operations import markdown as render_operations
 from kbconform.harness._server import Dispatcher, protocol_stdout, serve_http, serve_stdio

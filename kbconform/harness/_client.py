@@ -10,23 +10,19 @@ harness is then stopped, and every later call fails the same way.
 from __future__ import annotations
 
 import contextlib
-import http.client
-import json
 import os
 import queue
-import select
 import shlex
 import signal
-import socket
 import subprocess
 import threading
-import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn, Protocol
 
 from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch, Manifest, RevisionMap, adapter_directory
 from kbconform.errors import ContractViolation, Problem
+from kbconform.harness._http import HttpTransport
 from kbconform.harness._table import WireTable
 from kbconform.harness._transcript import Transcript
 from kbconform.harness._wire import (
@@ -37,6 +33,7 @@ from kbconform.harness._wire import (
     dumps,
     error_from_wire,
     problems,
+    read_response,
 )
 from kbconform.profiles import profile, profile_of
 
@@ -64,23 +61,6 @@ class Transport(Protocol):
     def stop(self) -> None: ...
 
     def abandon(self) -> None: ...
-
-
-def _read_response(call: str, raw: bytes, request_id: int, log: str) -> Mapping[str, Any]:
-    try:
-        message: dict[str, Any] = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise HarnessBroken(call, f"answered with something that is not JSON: {raw[:200]!r}", log) from None
-    found = problems("response", message)
-    if found:
-        raise HarnessBroken(
-            call, "answered with something that is not a harness-v1 response: " + "; ".join(found), log
-        )
-    if message["id"] != request_id:
-        raise HarnessBroken(
-            call, f"answered request {message['id']} when request {request_id} was in flight", log
-        )
-    return message
 
 
 #: The environment variable naming a file where every harness process group is listed, so a
@@ -209,7 +189,7 @@ class StdioTransport:
                 code = self.process.wait(timeout=_STOP_GRACE)
                 self._break(call, f"got no answer: the harness exited with code {code}")
             try:
-                return _read_response(call, raw, message["id"], self.log_tail())
+                return read_response(call, raw, message["id"], self.log_tail())
             except HarnessBroken as error:
                 self._stop(error)
                 raise
@@ -248,125 +228,6 @@ class StdioTransport:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=_STOP_GRACE)
         self._stop(HarnessBroken("shutdown", "the harness was shut down"))
-
-
-class HttpTransport:
-    """A harness serving harness-v1 over HTTP on 127.0.0.1: ``POST {url}/v1/{op}``."""
-
-    def __init__(self, url: str) -> None:
-        parts = urllib.parse.urlsplit(url)
-        if (
-            parts.scheme != "http"
-            or parts.hostname not in ("127.0.0.1", "localhost", "::1")
-            or not parts.port
-        ):
-            raise ValueError(f"expected http://127.0.0.1:PORT; got {url!r}")
-        self.host, self.port = parts.hostname, parts.port
-        self.prefix = parts.path.rstrip("/")
-        self.description = url
-        self._broken: HarnessBroken | None = None
-        #: Open connections no request is using, kept for the next (HTTP/1.1 persistent
-        #: connections): a connection per request would leave thousands in TIME_WAIT on the
-        #: harness's side, and a new one meeting its own old four-tuple there waits seconds.
-        self._idle: list[http.client.HTTPConnection] = []
-        self._idle_lock = threading.Lock()
-
-    overlaps = True  #: requests from several threads overlap, each on a connection of its own
-
-    def log_tail(self) -> str:
-        return ""
-
-    @property
-    def broken(self) -> bool:
-        return self._broken is not None
-
-    def exchange(self, call: str, message: Mapping[str, Any], timeout: float) -> Mapping[str, Any]:
-        if self._broken is not None:
-            raise HarnessBroken(call, f"the harness is unusable ({self._broken.what})")
-        body = dumps(message)
-        for reused in (True, False):
-            connection = self._checkout(timeout) if reused else None
-            if connection is None:
-                reused, connection = False, http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-            try:
-                connection.request(
-                    "POST",
-                    f"{self.prefix}/v1/{message['op']}",
-                    body=body,
-                    headers={"Content-Type": "application/json"},
-                )
-                answer = connection.getresponse()
-                answer_body = answer.read()
-            except TimeoutError:
-                connection.close()
-                self._fail(call, f"got no answer within its deadline of {timeout:g} s", timeout)
-            except _STALE:
-                connection.close()
-                if reused:  # the harness closed the kept connection before reading the request
-                    continue
-                self._fail(call, "got no answer: the harness closed the connection")
-            except (OSError, http.client.HTTPException) as error:
-                connection.close()
-                self._fail(call, f"got no answer: {error}")
-            self._checkin(connection)
-            break
-        body = answer_body
-        if answer.status not in (200, 400):
-            self._fail(call, f"was answered with HTTP {answer.status}: {body[:200]!r}")
-        try:
-            return _read_response(call, body, message["id"], "")
-        except HarnessBroken as error:
-            self._broken = error
-            raise
-
-    def _checkout(self, timeout: float) -> http.client.HTTPConnection | None:
-        """A kept connection still open (its deadline now ``timeout``), or None."""
-        with self._idle_lock:
-            while self._idle:
-                connection = self._idle.pop()
-                if connection.sock is not None and not _readable(connection.sock):
-                    connection.sock.settimeout(timeout)
-                    return connection
-                connection.close()  # closed by the harness (or it sent what no request asked)
-        return None
-
-    def _checkin(self, connection: http.client.HTTPConnection) -> None:
-        """Keep ``connection`` for a later request, unless the answer closed it."""
-        if connection.sock is None:
-            return
-        with self._idle_lock:
-            if self._broken is None:
-                self._idle.append(connection)
-                return
-        connection.close()
-
-    def _close_idle(self) -> None:
-        with self._idle_lock:
-            idle, self._idle = self._idle, []
-        for connection in idle:
-            connection.close()
-
-    def _fail(self, call: str, what: str, deadline: float | None = None) -> NoReturn:
-        self._broken = HarnessBroken(call, what, deadline=deadline)
-        self._close_idle()
-        raise self._broken
-
-    def stop(self) -> None:
-        self._broken = self._broken or HarnessBroken("shutdown", "the harness was shut down")
-        self._close_idle()
-
-    def abandon(self) -> None:
-        self._broken = self._broken or HarnessBroken("a call", "the harness broke the protocol")
-        self._close_idle()
-
-
-#: A kept connection the harness closed while idle: the request never reached it.
-_STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
-
-
-def _readable(sock: socket.socket) -> bool:
-    """Whether an idle connection's socket has something to read: the harness closed it."""
-    return bool(select.select([sock], [], [], 0)[0])
 
 
 class HarnessAdapter:

@@ -237,3 +237,22 @@ def problems(definition: str, value: Any) -> list[str]:
         f"{error.instance_path or '/'}: {error.message}"[:300]
         for error in _validator(definition).iter_errors(value)
     ][:5]
+
+
+def read_response(call: str, raw: bytes, request_id: int, log: str) -> Mapping[str, Any]:
+    """The harness-v1 response ``raw`` to the request ``request_id`` (``call``, in messages);
+    anything else breaks the call (:class:`HarnessBroken`, with the harness's ``log``)."""
+    try:
+        message: dict[str, Any] = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise HarnessBroken(call, f"answered with something that is not JSON: {raw[:200]!r}", log) from None
+    found = problems("response", message)
+    if found:
+        raise HarnessBroken(
+            call, "answered with something that is not a harness-v1 response: " + "; ".join(found), log
+        )
+    if message["id"] != request_id:
+        raise HarnessBroken(
+            call, f"answered request {message['id']} when request {request_id} was in flight", log
+        )
+    return message
