@@ -42,6 +42,7 @@ Capability = Literal[
     "multi-model",
     "get",
     "update",
+    "update-metadata",
     "delete",
     "delete-all",
     "filter",

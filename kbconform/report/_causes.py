@@ -170,6 +170,7 @@ CHARGES: dict[str, tuple[str, str, str]] = {
     "mem-11": ("read", MEMBER, "read"),
     "mem-12": ("read", MEMBER, "read"),
     "mem-13": ("write", MEMBER, "atomicity"),
+    "mem-14": ("write", MEMBER, "forged"),
     "pool-01": ("read", MEMBER, "read"),
     "pool-02": ("read", ANOTHER_TENANT, "read"),
     "pool-03": ("write", MEMBER, "forged"),

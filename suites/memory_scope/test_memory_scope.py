@@ -314,6 +314,39 @@ def test_deleting_a_scopes_memories_deletes_exactly_those(kbconform_run: Run, kb
 
 
 @pytest.mark.kbconform(
+    id="mem-14", rule="memory-scope.md#m6", guide=GUIDE, level="L2", requires=("update", "update-metadata")
+)
+def test_an_updates_metadata_never_moves_a_memory(kbconform_run: Run, kbconform_backend: Any) -> None:
+    """M6, M7: alice updates her memories with metadata naming bob (and an agent) under every
+    scope key, or under every key but the first, as a client's data may: they stay alice's.
+    bob's reads, the agent's, and (when by-id calls take the scope) bob's by-id calls do not
+    reach them; alice's do, with the new text, and bob's reads find his own (controls)."""
+    d = _driver(kbconform_run, kbconform_backend, "mem-14")
+    alice, bob = d.scope("alice"), d.scope("bob")
+    theirs = d.add(bob)
+    claims = {key: value for key, value in zip(d.policy.keys, ("bob", "planner", "r1", "x"), strict=False)}
+    moved = [d.add(alice), d.add(alice)]
+    d.call("update", alice, moved[0], d.text("claims to be bob's"), {"topic": "travel", **claims})
+    d.call(
+        "update",
+        alice,
+        moved[1],
+        d.text("claims the other keys"),
+        {**dict(list(claims.items())[1:]), "topic": "x"},
+    )
+    for facade in d.facades:
+        assert not set(moved) & d.read(facade, bob), f"{facade}: alice's updated memories moved to bob"
+        assert theirs in d.read(facade, bob)
+        assert set(moved) <= d.read(facade, alice)
+        if _two(d) and not d.policy.prefix:
+            assert not set(moved) & d.read(facade, {d.policy.keys[1]: "planner"})
+    if _offers(kbconform_run, "get"):
+        for memory in moved:
+            d.attempt("get", bob, memory)
+    assert d.check()
+
+
+@pytest.mark.kbconform(
     id="mem-09", rule="memory-scope.md#operations-the-profiles-facades", guide=GUIDE, level="L0"
 )
 def test_malformed_calls_are_refused_as_memory_invalid_and_change_nothing(

@@ -76,7 +76,7 @@ PROFILE = Profile(
     name="memory-scope",
     rule="memory-scope.md#the-rules",
     guide="the-memory-scope-profile",
-    capabilities=("fault-injection", "get", "update", "delete", "delete-all", "filter"),
+    capabilities=("fault-injection", "get", "update", "update-metadata", "delete", "delete-all", "filter"),
     operations=(
         "addMemory",
         "searchMemories",
@@ -101,6 +101,7 @@ PROFILE = Profile(
             "fault-injection": "not offered yet: the store cannot be switched off by the suites",
             "get": "not offered yet",
             "update": "not offered yet",
+            "update-metadata": "not offered yet",
             "delete": "not offered yet",
             "delete-all": "not offered yet",
             "filter": "not offered yet",

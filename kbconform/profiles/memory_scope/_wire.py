@@ -56,8 +56,9 @@ class ScopeHarnessBackend(HarnessBackend):
     def get(self, scope: object, memory: object, /) -> MemoryHit:
         return _hit(self._as("getMemory", scope, id=plain(memory))["hit"])
 
-    def update(self, scope: object, memory: object, text: object, /) -> None:
-        self._as("updateMemory", scope, id=plain(memory), text=plain(text))
+    def update(self, scope: object, memory: object, text: object, metadata: object = None, /) -> None:
+        given = {} if metadata is None else {"metadata": plain(metadata)}  # absent when none given
+        self._as("updateMemory", scope, id=plain(memory), text=plain(text), **given)
 
     def delete(self, scope: object, memory: object, /) -> None:
         self._as("deleteMemory", scope, id=plain(memory))
@@ -80,7 +81,9 @@ WIRE = WireTable(
         "searchMemories": lambda s, a: _hits(s.backend.search(a["scope"], a["text"], a["limit"], a["where"])),
         "listMemories": lambda s, a: _hits(s.backend.list(a["scope"])),
         "getMemory": lambda s, a: _got(s.backend.get(a["scope"], a["id"])),
-        "updateMemory": lambda s, a: done(s.backend.update(a["scope"], a["id"], a["text"])),
+        "updateMemory": lambda s, a: done(
+            s.backend.update(a["scope"], a["id"], a["text"], *([a["metadata"]] if "metadata" in a else []))
+        ),
         "deleteMemory": lambda s, a: done(s.backend.delete(a["scope"], a["id"])),
         "deleteMemories": lambda s, a: done(s.backend.delete_all(a["scope"])),
     },

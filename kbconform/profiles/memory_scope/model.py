@@ -164,18 +164,23 @@ class ScopePolicy:
         found = self._by_id(scope, memory)
         return found if isinstance(found, Refused) else {found.id: found.text}
 
-    def update(self, scope: object, memory: object, text: object) -> Refused | None:
+    def update(self, scope: object, memory: object, text: object, metadata: object = None) -> Refused | None:
         found = self._by_id(scope, memory)
         if isinstance(found, Refused):
             return found
         if not isinstance(text, str) or not text:
             return _invalid("a memory's text is a non-empty string")
+        if metadata is not None and not isinstance(metadata, Mapping):
+            return _invalid("a memory's metadata is an object")
         return None
 
-    def commit_update(self, scope: object, memory: str, text: str) -> None:
-        """M5: the text changes; the scope it was written under does not."""
+    def commit_update(
+        self, scope: object, memory: str, text: str, metadata: Mapping[str, Any] | None = None
+    ) -> None:
+        """M5, M6: the text changes, and the metadata keys given; the scope it was written under
+        does not, whatever the metadata names."""
         old = self.memories[memory]
-        self.memories[memory] = Memory(old.id, old.scope, text, old.metadata)
+        self.memories[memory] = Memory(old.id, old.scope, text, {**old.metadata, **(metadata or {})})
 
     def delete(self, scope: object, memory: object) -> Refused | None:
         """M5: a memory outside the scope, or no memory, is ``NotFound`` or an answer of nothing

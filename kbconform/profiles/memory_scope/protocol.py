@@ -86,9 +86,11 @@ class MemoryScopeBackend(Protocol):
         manifest's ``byIdScope`` is ``checked``, when it does not match ``scope``."""
         ...
 
-    def update(self, scope: object, memory: object, text: object, /) -> None:
+    def update(self, scope: object, memory: object, text: object, metadata: object = None, /) -> None:
         """Replace the memory's text (feature ``update``); its scope never changes. NotFound as
-        for :meth:`get`."""
+        for :meth:`get`. ``metadata`` (feature ``update-metadata``; None: none given) sets those
+        keys of the memory's metadata, client data as on :meth:`add`: keys named like scope keys
+        change nothing."""
         ...
 
     def delete(self, scope: object, memory: object, /) -> None:

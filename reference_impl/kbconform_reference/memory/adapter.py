@@ -33,6 +33,7 @@ class MemoryAdapter(OpenBackends):
                 "fault-injection": True,
                 "get": True,
                 "update": True,
+                "update-metadata": True,
                 "delete": True,
                 "delete-all": True,
                 "filter": True,

@@ -164,12 +164,22 @@ class ScopedMemory:
             found = self._found(scope, memory, "get")
             return MemoryHit(str(found.id), str((found.payload or {})["text"]))
 
-    def update(self, scope: object, memory: object, text: object, /) -> None:
+    def update(self, scope: object, memory: object, text: object, metadata: object = None, /) -> None:
         with self._lock:
             found = self._found(scope, memory, "update")
             checked = self._text(text)
-            payload = dict(found.payload or {})
-            self._upsert(str(found.id), checked, {**payload, "text": checked}, "update")
+            payload = self._updated(dict(found.payload or {}), checked, metadata)
+            self._upsert(str(found.id), checked, payload, "update")
+
+    @staticmethod
+    def _updated(payload: Mapping[str, Any], text: str, metadata: object) -> dict[str, Any]:
+        """``payload`` with ``text``, and the keys of ``metadata`` (None: none given) set in its
+        metadata: client data, kept apart from the scope."""
+        if metadata is None:
+            return {**payload, "text": text}
+        if not isinstance(metadata, Mapping):
+            raise memory_invalid("metadata", "an object", describe(metadata))
+        return {**payload, "text": text, "metadata": {**(payload.get("metadata") or {}), **metadata}}
 
     def delete(self, scope: object, memory: object, /) -> None:
         from qdrant_client import models

@@ -1,10 +1,12 @@
 """Mutants of the memory-scope reference, calls by id: get, update or delete that never look at
-the scope, an id taken in any spelling, an update that stamps the scope anew."""
+the scope, an id taken in any spelling, an update that stamps the scope anew or takes it from
+its metadata."""
 
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from kbconform.errors import NotFound
 from kbconform.profiles.memory_scope.protocol import MemoryHit
@@ -42,11 +44,11 @@ class UpdateIgnoresScope(GetIgnoresScope):
     def get(self, scope: object, memory: object, /) -> MemoryHit:
         return ScopedMemory.get(self, scope, memory)
 
-    def update(self, scope: object, memory: object, text: object, /) -> None:
+    def update(self, scope: object, memory: object, text: object, metadata: object = None, /) -> None:
         self._scope(scope, "update")
         found = self._by_id_only(memory, "update")
         checked = self._text(text)
-        self._upsert(str(found.id), checked, {**(found.payload or {}), "text": checked}, "update")
+        self._upsert(str(found.id), checked, self._updated(found.payload or {}, checked, metadata), "update")
 
 
 class DeleteIgnoresScope(GetIgnoresScope):
@@ -91,12 +93,28 @@ class UpdateRestampsScope(ScopedMemory):
     """An update stores the memory under the caller's scope: alice updating her planner's memory
     takes it out of the planner's scope."""
 
-    def update(self, scope: object, memory: object, text: object, /) -> None:
+    def update(self, scope: object, memory: object, text: object, metadata: object = None, /) -> None:
         with self._lock:
             found = self._found(scope, memory, "update")
             checked = self._text(text)
-            payload = {**(found.payload or {}), "text": checked, "scope": self._scope(scope, "update")}
+            payload = {
+                **self._updated(found.payload or {}, checked, metadata),
+                "scope": self._scope(scope, "update"),
+            }
             self._upsert(str(found.id), checked, payload, "update")
+
+
+class UpdateMetadataOverScope(ScopedMemory):
+    """An update's metadata is merged over the memory's whole payload, its scope keys included
+    (mem0 before 2.0.13, #6277): an update with ``{"user_id": "bob"}`` moves the memory to bob."""
+
+    @staticmethod
+    def _updated(payload: Mapping[str, Any], text: str, metadata: object) -> dict[str, Any]:
+        updated = ScopedMemory._updated(payload, text, metadata)
+        if isinstance(metadata, Mapping):
+            claimed = {k: v for k, v in metadata.items() if k in ("user_id", "agent_id", "run_id")}
+            updated["scope"] = {**(payload.get("scope") or {}), **claimed}
+        return updated
 
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -129,5 +147,11 @@ MUTANTS: tuple[Mutant, ...] = (
         UpdateRestampsScope,
         "an update stores the memory under the caller's scope",
         ("mem-05",),
+    ),
+    Mutant(
+        "mem-update-metadata-over-scope",
+        UpdateMetadataOverScope,
+        "an update's metadata keys named like scope keys move the memory into that scope",
+        ("mem-14",),
     ),
 )
