@@ -76,6 +76,7 @@ MANIFEST = {
         "fault-injection": True,
         "get": True,
         "update": True,
+        "update-metadata": True,
         "delete": True,
         "delete-all": True,
         "filter": True,
@@ -465,7 +466,9 @@ class Mem0Harness:
         return {"hit": hit(item)}
 
     def updateMemory(self, backend: Backend, params):
-        _call(_memory(backend).update, params["id"], text=params["text"])
+        # metadata only when the kit sent it (feature update-metadata), as mem0's update takes it
+        given = {"metadata": params["metadata"]} if "metadata" in params else {}
+        _call(_memory(backend).update, params["id"], text=params["text"], **given)
         return {}
 
     def deleteMemory(self, backend: Backend, params):
