@@ -32,7 +32,7 @@ INSTALL_TIMEOUT = 900  # seconds: a first install downloads the pinned packages
 #: How each harness runs a release installed in VENV (a store, for LangGraph's).
 COMMANDS = {
     "langgraph": "{venv}/bin/python {root}/advisories/langgraph/store_harness.py {store}",
-    "mem0": "env PYTHONHASHSEED=0 {venv}/bin/python {root}/harnesses/mem0/harness.py",
+    "mem0": "env PYTHONHASHSEED=0 {venv}/bin/python {root}/advisories/mem0/release_harness.py",
 }
 
 
