@@ -251,6 +251,22 @@ PASSED: dict[str, dict[str, Probe]] = {
             [_search({})],
             lambda a: _error(a, "KB_UNAUTHENTICATED", "filters must contain at least one of"),
         ),
+        "an update's metadata reaches mem0, which keeps its data and drops its scope keys": (
+            [
+                _add({"user_id": "alice"}),
+                (
+                    "updateMemory",
+                    {
+                        "scope": {"user_id": "alice"},
+                        "id": "6b620000-0000-4000-8000-000000000001",
+                        "text": "alice pays the invoice",
+                        "metadata": {"user_id": "bob", "topic": "travel"},
+                    },
+                ),
+                ("searchMemories", {**_search({"user_id": "alice"})[1], "where": {"topic": "travel"}}),
+            ],
+            lambda a: [hit["id"] for hit in a["result"]["hits"]] == ["6b620000-0000-4000-8000-000000000001"],
+        ),
     },
 }
 
