@@ -14,6 +14,7 @@ from kbconform.conformance._concurrency import (
     concurrent_callers,
     concurrently,
     reach_of,
+    storm,
 )
 from kbconform.conformance._deadline import (
     DEFAULT_CALL_TIMEOUT,
@@ -35,6 +36,13 @@ from kbconform.conformance._effects import (
     unrefused,
 )
 from kbconform.conformance._faults import ATTEMPTS, COUNTING, FAULT_KINDS, Fault, every_fault, fault_points
+from kbconform.conformance._writes_at_once import (
+    WRITE_ROUNDS,
+    Writing,
+    Written,
+    judge_writes,
+    writes_at_once,
+)
 from kbconform.conformance._judging import (
     ANOTHER_AGENT,
     ANOTHER_TENANT,
@@ -115,6 +123,12 @@ __all__ = [
     "concurrently",
     "reach_of",
     "Reach",
+    "storm",
+    "WRITE_ROUNDS",
+    "Writing",
+    "Written",
+    "judge_writes",
+    "writes_at_once",
     "ATTEMPTS",
     "COUNTING",
     "FAULT_KINDS",
