@@ -77,7 +77,7 @@ MUTANTS: tuple[Mutant, ...] = (
         WriteCallerOnSelf,
         "each add keeps its caller on the service object for the call (self.current_caller) and "
         "stamps the write with it, which another request overwrites: reads keep their own caller",
-        ("conc-03",),
+        ("conc-03[search-memories]", "conc-03[list-memories]"),
         in_process_only=_races.OVERLAP_ONLY,
     ),
 )

@@ -90,7 +90,7 @@ MUTANTS: tuple[Mutant, ...] = (
         WriteCallerOnSelf,
         "each ingest keeps its caller on the service object for the call (self.current_caller) and "
         "stamps the write with it, which another request overwrites: reads keep their own caller",
-        ("conc-03",),
+        ("conc-03[query]", "conc-03[get]", "conc-03[list]", "conc-03[count]", "conc-03[ask]"),
         in_process_only=_races.OVERLAP_ONLY,
     ),
 )

@@ -17,7 +17,7 @@ CallerOnSelf = _races.caller_on_self(ProjectPool, READS)
 CallerInContext = _races.caller_in_context_default(ProjectPool, READS)
 SharedResults = _races.shared_results(ProjectPool, SEQUENCES)
 #: The write facade the concurrency suite calls at once (conc-03).
-WRITES = ("write_episode",)
+WRITES = ("write_episode", "extract_entities")
 WriteCallerOnSelf = _races.caller_on_self(ProjectPool, WRITES)
 Coalesced = _races.coalesced(ProjectPool, READS)
 
@@ -77,7 +77,7 @@ MUTANTS: tuple[Mutant, ...] = (
         WriteCallerOnSelf,
         "each write_episode keeps its caller on the service object for the call (self.current_caller) and "
         "stamps the write with it, which another request overwrites: reads keep their own caller",
-        ("conc-03",),
+        ("conc-03[search-episodes]", "conc-03[search-entities]"),
         in_process_only=_races.OVERLAP_ONLY,
     ),
 )
