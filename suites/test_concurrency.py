@@ -151,5 +151,6 @@ def test_writers_at_once_each_write_into_exactly_their_own_scope(
     problems = judge_writes(world, kbconform_backend, facade, found, before)
     shown = "\n".join(problems[:8]) + (f"\n(and {len(problems) - 8} more)" if len(problems) > 8 else "")
     assert not problems, (
-        f"{facade}: {len(writers)} writers, {len(readers)} readers and {len(nobody)} callers with no identity {how}:\n{shown}"
+        f"{facade}: {len(writers)} writers, {len(readers)} readers and {len(nobody)} callers "
+        f"with no identity {how}:\n{shown}"
     )

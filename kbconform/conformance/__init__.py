@@ -36,13 +36,6 @@ from kbconform.conformance._effects import (
     unrefused,
 )
 from kbconform.conformance._faults import ATTEMPTS, COUNTING, FAULT_KINDS, Fault, every_fault, fault_points
-from kbconform.conformance._writes_at_once import (
-    WRITE_ROUNDS,
-    Writing,
-    Written,
-    judge_writes,
-    writes_at_once,
-)
 from kbconform.conformance._judging import (
     ANOTHER_AGENT,
     ANOTHER_TENANT,
@@ -77,6 +70,13 @@ from kbconform.conformance._judging import (
 from kbconform.conformance._machine import Driver, DriverMachine
 from kbconform.conformance._run import DEFAULT_PAGE_SIZES, DEFAULT_SHRINK_BUDGET, PROFILES, ProfileName, Run
 from kbconform.conformance._suites import catalogue_entries, shipped_suites
+from kbconform.conformance._writes_at_once import (
+    WRITE_ROUNDS,
+    Writing,
+    Written,
+    judge_writes,
+    writes_at_once,
+)
 
 if TYPE_CHECKING:  # the moved names as the type checker sees them; at run time, __getattr__
     from kbconform.profiles.tenant_namespace.data import (

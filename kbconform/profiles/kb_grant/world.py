@@ -355,7 +355,8 @@ class GrantWorld:
 
     def _owned(self, tenant: object) -> str:
         """The first knowledge base ``tenant`` owns (any, for a caller that owns none)."""
-        return next((kb.id for kb in self.policy.kbs.values() if kb.owner == tenant), next(iter(self.policy.kbs)))
+        owned = (kb.id for kb in self.policy.kbs.values() if kb.owner == tenant)
+        return next(owned, next(iter(self.policy.kbs)))
 
     def writers(self) -> tuple[Reader, ...]:
         """The first three tenants that own a knowledge base: each ingests into its own."""

@@ -228,10 +228,9 @@ class PoolWorld:
 
     def wrote(self, facade: str, writer: Reader, mark: str, answer: object) -> list[str]:
         if facade == "search-entities":
-            ids = list(answer) if isinstance(answer, Sequence) and not isinstance(answer, str) else answer
-            problems = self.policy.check_ids(ids, 1)
-            if not problems:
-                self.policy.commit_entities(writer.identity, [self._entity(mark)], [str(i) for i in ids])
+            problems = self.policy.check_ids(answer, 1)
+            if not problems and isinstance(answer, Sequence):
+                self.policy.commit_entities(writer.identity, [self._entity(mark)], [str(i) for i in answer])
             return problems
         problems = self.policy.check_ids([answer], 1)
         if not problems:
