@@ -127,9 +127,10 @@ def judge_writes(
 ) -> list[str]:
     """The problems of a storm of writes (``before``: each reader's expected reading before
     it): the model records each write that landed; a reading taken during the storm shows no
-    item the reader may not read once every write landed and lacks none it read before; and
-    after it every reader reads exactly what the model says (each write in its writer's scope,
-    and in no other's unless the model shares it)."""
+    item the reader may not read once every write landed (it may lack one: a read with a limit
+    is cut by the new items; a count is between the two); and after it every reader reads
+    exactly what the model says (each write in its writer's scope, and in no other's unless the
+    model shares it)."""
     problems = []
     whose = written.marks
     for writer, mark, answer in written.landed:
@@ -143,18 +144,16 @@ def judge_writes(
 
     after = {reader.label: world.expected(facade, reader) for reader in world.readers}
     for reader, reading in written.readings:
-        got, wanted, was = (
-            reading.items or {},
-            after[reader.label].items or {},
-            before[reader.label].items or {},
-        )
-        extra, lacking = sorted(set(got) - set(wanted)), sorted(set(was) - set(got))
+        least, most = before[reader.label].number, after[reader.label].number
+        if reading.items is None and not least <= reading.number <= most:
+            problems.append(
+                f"{reader.label}, reading at once, counts {reading.number}; {least} to {most} expected"
+            )
+        extra = sorted(set(reading.items or {}) - set(after[reader.label].items or {}))
         if extra:
             problems.append(
                 f"{reader.label}, reading at once, shows {named(reading, extra)}, which it may not read"
             )
-        if lacking:
-            problems.append(f"{reader.label}, reading at once, lacks {lacking}, which it read before")
     target = unguarded(backend)
     for reader in world.readers:
         reading = world.read(target, facade, reader)
