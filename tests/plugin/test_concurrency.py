@@ -254,18 +254,24 @@ def test_kbconform_serve_over_http_answers_requests_at_once_only_when_declared(
 @pytest.mark.slow
 def test_over_http_the_reference_passes_and_a_racy_mutant_fails_the_concurrency_suite() -> None:
     """The memory-scope reference served by kbconform serve over HTTP (requests at once) passes
-    conc-01 and conc-02 on both read facades; the same reference keeping its caller on the
-    service object fails each of them there (the race crosses harness-v1 over HTTP)."""
+    conc-01 to conc-03 on both read facades; the same reference keeping its caller on the
+    service object fails conc-01 and conc-02 there, and keeping it only for its writes fails
+    conc-03 (the race crosses harness-v1 over HTTP)."""
     from kbconform import runner
 
     def statuses(adapter: str) -> dict[str, str]:
         outcome = runner.run_suites(adapter, transport="http", select=["conc-*"], seed=0)
         return {test["id"]: test["status"] for test in outcome.report["tests"]}
 
-    tests = {f"conc-0{n}[{facade}]" for n in (1, 2) for facade in ("search-memories", "list-memories")}
-    assert statuses("kbconform_reference.memory.adapter:qdrant_local") == dict.fromkeys(tests, "pass")
-    racy = "kbconform_reference.memory.mutants:by_name.mem_caller_on_self"
-    assert statuses(racy) == dict.fromkeys(tests, "fail")
+    facades = ("search-memories", "list-memories")
+    reads = {f"conc-0{n}[{facade}]" for n in (1, 2) for facade in facades}
+    writes = {f"conc-03[{facade}]" for facade in facades}
+    passed = statuses("kbconform_reference.memory.adapter:qdrant_local")
+    assert passed == dict.fromkeys(reads | writes, "pass")
+    racy = statuses("kbconform_reference.memory.mutants:by_name.mem_caller_on_self")
+    assert {stable: racy[stable] for stable in reads} == dict.fromkeys(reads, "fail")
+    stamping = statuses("kbconform_reference.memory.mutants:by_name.mem_write_caller_on_self")
+    assert stamping == {**dict.fromkeys(reads, "pass"), **dict.fromkeys(writes, "fail")}
 
 
 class Notebook:
