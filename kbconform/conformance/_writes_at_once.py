@@ -154,9 +154,8 @@ def judge_writes(
             problems.append(
                 f"{reader.label}, reading at once, shows {named(reading, extra)}, which it may not read"
             )
-    target = unguarded(backend)
-    for reader in world.readers:
-        reading = world.read(target, facade, reader)
+    for reader in world.readers:  # one caller at a time, through the run's per-call guard
+        reading = world.read(backend, facade, reader)
         got, wanted = reading.items or {}, after[reader.label].items or {}
         extra = sorted(set(got) - set(wanted))
         if extra:
