@@ -7,7 +7,9 @@ result buffer, a cache or an in-flight request keyed without the caller) passes 
 calls it from one caller at a time and leaks the moment two requests overlap. Here the seeded
 world's readers (and callers that are no identity) call one backend handle together, from a
 thread each, round after round, and every answer is judged by the policy model for its own
-caller, as ``test_isolation.py`` judges one caller at a time.
+caller, as ``test_isolation.py`` judges one caller at a time. Principals also write at once,
+each into its own scope, while others read and callers that are no identity write: each write
+must land in its writer's scope and nowhere else.
 
 A backend declares that it serves callers at once (``concurrency: "threads"``) or why it does
 not (``{"serial": REASON}``, a single-threaded server by design); declined, these tests are
@@ -21,7 +23,16 @@ from typing import Any
 
 import pytest
 
-from kbconform.conformance import Run, World, concurrent_callers, concurrently, reach_of
+from kbconform.conformance import (
+    Run,
+    World,
+    Writing,
+    concurrent_callers,
+    concurrently,
+    judge_writes,
+    reach_of,
+    writes_at_once,
+)
 
 #: Every registered isolation profile: each gives its world through its Isolation.
 PROFILES = ("*",)
@@ -35,6 +46,8 @@ HOW = {
 
 #: How many of the world's callers that are no identity join the readers (None, and look-alikes).
 ANONYMOUS = 2
+#: How many of the world's readers that do not write read while the writers write.
+READING = 1
 
 
 def _assert_each_caller_answered_as_itself(
@@ -87,4 +100,57 @@ def test_callers_with_no_identity_among_readers_are_refused_as_themselves(
     reader beside it, and each reader still reads exactly its scope (control)."""
     _assert_each_caller_answered_as_itself(
         kbconform_run, kbconform_world, kbconform_backend, kbconform_facade, ANONYMOUS
+    )
+
+
+@pytest.mark.kbconform(
+    id="conc-03",
+    rule="concurrency.md#writes-at-once",
+    guide="callers-at-once",
+    level="L2",
+    requires="concurrency",
+)
+def test_writers_at_once_each_write_into_exactly_their_own_scope(
+    kbconform_run: Run, kbconform_facade: str, kbconform_backend: Any, kbconform_world: World
+) -> None:
+    """C4: principals write new, uniquely marked items into their own scopes at the same time,
+    round after round, while the other readers read and callers that are no identity write;
+    each write lands, every no-identity write is refused with Unauthenticated, and by the policy
+    model each written item is in its writer's scope and in no reading it may not be in, during
+    the writes and after them (every reader then reads exactly its scope: control)."""
+    world = kbconform_world
+    if not isinstance(world, Writing):
+        pytest.fail(
+            f"the {kbconform_run.manifest.profile} profile's world gives no writes (World.writers, "
+            "write, wrote: kbconform.conformance.Writing), so writes at once cannot be judged"
+        )
+    writers = world.writers()
+    assert len({w.identity for w in writers}) >= 2, "fewer than two writers: nothing could race"
+    readers = [r for r in world.readers if r not in writers][:READING]
+    facade = kbconform_facade
+    before = {r.label: world.expected(facade, r) for r in world.readers}
+    nobody = dict(list(world.no_identities().items())[:ANONYMOUS])
+    reach = reach_of(kbconform_run.adapter)
+    rng = kbconform_run.rng(f"conc-03[{facade}]")
+    found = writes_at_once(
+        world,
+        kbconform_backend,
+        facade,
+        readers,
+        nobody,
+        rng=rng,
+        reach=reach,
+        deadline=kbconform_run.call_timeout,
+    )
+    how, storm = HOW[reach], found.storm
+    callers = len(writers) + len(readers) + len(nobody)
+    assert not storm.problems, f"{facade}: {callers} callers writing and reading {how}:\n{storm.summary()}"
+    assert storm.calls == callers * storm.rounds, (
+        f"{storm.calls} of {callers * storm.rounds} calls were made ({how})"
+    )
+    problems = judge_writes(world, kbconform_backend, facade, found, before)
+    shown = "\n".join(problems[:8]) + (f"\n(and {len(problems) - 8} more)" if len(problems) > 8 else "")
+    assert not problems, (
+        f"{facade}: {len(writers)} writers, {len(readers)} readers and {len(nobody)} callers "
+        f"with no identity {how}:\n{shown}"
     )

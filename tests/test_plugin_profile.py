@@ -48,7 +48,7 @@ def _earned(report: dict[str, Any]) -> list[str]:
 WANTED = {"iso-01[notes]", "iso-02[notes]", "iso-03[notes]", "notes-01"}
 #: The concurrency suite, shared by every profile, which the notes adapter declines (its manifest
 #: declares no concurrency): skipped, never capping a level.
-DECLINED = {"conc-01[notes]", "conc-02[notes]"}
+DECLINED = {"conc-01[notes]", "conc-02[notes]", "conc-03[notes]"}
 
 
 def test_the_plugin_runs_a_registered_profile_in_process(tmp_path: Path, registered: dict[str, str]) -> None:

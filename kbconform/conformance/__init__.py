@@ -14,6 +14,7 @@ from kbconform.conformance._concurrency import (
     concurrent_callers,
     concurrently,
     reach_of,
+    storm,
 )
 from kbconform.conformance._deadline import (
     DEFAULT_CALL_TIMEOUT,
@@ -69,6 +70,13 @@ from kbconform.conformance._judging import (
 from kbconform.conformance._machine import Driver, DriverMachine
 from kbconform.conformance._run import DEFAULT_PAGE_SIZES, DEFAULT_SHRINK_BUDGET, PROFILES, ProfileName, Run
 from kbconform.conformance._suites import catalogue_entries, shipped_suites
+from kbconform.conformance._writes_at_once import (
+    WRITE_ROUNDS,
+    Writing,
+    Written,
+    judge_writes,
+    writes_at_once,
+)
 
 if TYPE_CHECKING:  # the moved names as the type checker sees them; at run time, __getattr__
     from kbconform.profiles.tenant_namespace.data import (
@@ -115,6 +123,12 @@ __all__ = [
     "concurrently",
     "reach_of",
     "Reach",
+    "storm",
+    "WRITE_ROUNDS",
+    "Writing",
+    "Written",
+    "judge_writes",
+    "writes_at_once",
     "ATTEMPTS",
     "COUNTING",
     "FAULT_KINDS",

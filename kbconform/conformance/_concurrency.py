@@ -144,31 +144,43 @@ def concurrently(
     rounds: int = ROUNDS,
 ) -> Storm:
     """Every caller of ``crowd`` reads ``backend`` through ``facade`` ``rounds`` times, all at
-    once (each round started together), and each answer is judged for its own caller. Reached
-    by ``"turns"``, the callers take turns; by ``"threads"``, the interpreter switches threads
-    often while they run (:func:`switching`). A caller still running ``deadline`` seconds
-    per round after the callers started is a problem (its thread, a daemon, is left behind). The first
-    problem found ends the storm after the round it was found in."""
+    once (:func:`storm`), and each answer is judged for its own caller."""
     target = unguarded(backend)
     result = Storm(reach, rounds)
-    start = threading.Barrier(len(crowd))
-    turns: Any = threading.Lock() if reach == "turns" else contextlib.nullcontext()
 
     def read(caller: ConcurrentCaller) -> Any:
         if caller.expected is None:
             return world.read_once(target, facade, caller.identity)
         return world.read(target, facade, Reader(caller.label, caller.identity))
 
-    def run(caller: ConcurrentCaller) -> None:
-        for _ in range(rounds):
+    def act(index: int, _round: int) -> None:
+        caller = crowd[index]
+        _judge(world, result, caller, lambda: read(caller))
+
+    return storm(result, [c.label for c in crowd], act, deadline=deadline)
+
+
+def storm(result: Storm, labels: Sequence[str], act: Callable[[int, int], None], *, deadline: float) -> Storm:
+    """Each caller (one per label) makes ``result.rounds`` calls, ``act(caller, round)``, which
+    judges its call into ``result``; all start each round together (a barrier). Reached by
+    ``"turns"``, the callers take turns; by ``"threads"``, the interpreter switches threads
+    often while they run (:func:`switching`). A caller still running ``deadline`` seconds per
+    round after the callers started is a problem (its thread, a daemon, is left behind). The
+    first problem found ends the storm after the round it was found in."""
+    rounds = result.rounds
+    start = threading.Barrier(len(labels))
+    turns: Any = threading.Lock() if result.reach == "turns" else contextlib.nullcontext()
+
+    def run(index: int) -> None:
+        for number in range(rounds):
             try:
                 start.wait(deadline)
             except threading.BrokenBarrierError:
                 if not result.problems:  # broken by a caller that found a problem: it is told
-                    result.found(caller.label, "its round never started: another caller did not return")
+                    result.found(labels[index], "its round never started: another caller did not return")
                 return
             with turns:
-                _judge(world, result, caller, lambda: read(caller))
+                act(index, number)
             with result.lock:
                 result.calls += 1
             if result.problems:  # one is enough: the others stop at the next round
@@ -176,16 +188,16 @@ def concurrently(
                 return
 
     threads = [
-        threading.Thread(target=run, args=(c,), name=f"kbconform-caller-{i}", daemon=True)
-        for i, c in enumerate(crowd)
+        threading.Thread(target=run, args=(i,), name=f"kbconform-caller-{i}", daemon=True)
+        for i in range(len(labels))
     ]
-    with switching(reach == "threads"):
+    with switching(result.reach == "threads"):
         for thread in threads:
             thread.start()
         ends = time.monotonic() + deadline * rounds
-        for thread, caller in zip(threads, crowd, strict=True):
+        for thread, label in zip(threads, labels, strict=True):
             thread.join(max(0.0, ends - time.monotonic()))
             if thread.is_alive():
                 start.abort()
-                result.found(caller.label, f"did not return within {deadline * rounds:g} s")
+                result.found(label, f"did not return within {deadline * rounds:g} s")
     return result

@@ -81,6 +81,7 @@ CHARGES: dict[str, tuple[str, str, str]] = {
     "iso-03": ("read", MEMBER, "strictness"),
     "conc-01": ("read", AT_ONCE, "read"),
     "conc-02": ("read", AT_ONCE, "read"),
+    "conc-03": ("write", AT_ONCE, "written"),
     "closed-01": ("write", NO_IDENTITY, "written"),
     "closed-02": ("read", MEMBER, "strictness"),
     "closed-03": ("read", MEMBER, "strictness"),

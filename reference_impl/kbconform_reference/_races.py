@@ -8,7 +8,8 @@ at a time the subclass answers exactly as the reference does (the sequential sui
 requests that overlap read each other's state:
 
 - :func:`caller_on_self`: the caller kept on the service object for the helpers of the call
-  (``self.current_user``, set by a request handler on a shared service);
+  (``self.current_user``, set by a request handler on a shared service); on a write facade,
+  the write is stamped with whichever caller set it last;
 - :func:`caller_in_context_default`: the caller kept in a context variable whose default, one
   record, is filled in place and never set, so never reset: every thread shares it;
 - :func:`shared_results`: the call's results gathered in a buffer on the service object, cleared
@@ -69,10 +70,10 @@ def caller_on_self(base: type[T], facades: Iterable[str]) -> type[T]:
     def wrapped(name: str) -> Callable[..., Any]:
         inner = getattr(base, name)
 
-        def facade(self: Any, caller: object, /, *args: Any) -> Any:
+        def facade(self: Any, caller: object, /, *args: Any, **named: Any) -> Any:
             self.current_caller = caller
             pause()
-            return inner(self, self.current_caller, *args)
+            return inner(self, self.current_caller, *args, **named)
 
         return facade
 
@@ -91,10 +92,10 @@ def caller_in_context_default(base: type[T], facades: Iterable[str]) -> type[T]:
     def wrapped(name: str) -> Callable[..., Any]:
         inner = getattr(base, name)
 
-        def facade(self: Any, caller: object, /, *args: Any) -> Any:
+        def facade(self: Any, caller: object, /, *args: Any, **named: Any) -> Any:
             _REQUEST.get()["caller"] = caller
             pause()
-            return inner(self, _REQUEST.get()["caller"], *args)
+            return inner(self, _REQUEST.get()["caller"], *args, **named)
 
         return facade
 

@@ -39,6 +39,19 @@ class NotesWorld:
     def no_identities(self) -> dict[str, object]:
         return {"None": None, "an unknown tenant": "nobody", "the empty string": "", "a number": 7}
 
+    def writers(self) -> tuple[Reader, ...]:
+        return self.readers[:2]
+
+    def write(self, backend: Any, facade: str, identity: object, mark: str) -> object:
+        return backend.add_note(identity, f"{mark} written at once")
+
+    def wrote(self, facade: str, writer: Reader, mark: str, answer: object) -> list[str]:
+        own = self.written[writer.identity]
+        if not isinstance(answer, str) or answer in own:
+            return [f"add_note returned {answer!r}, not a new id"]
+        own[answer] = f"{mark} written at once"
+        return []
+
     def carried(self, error: BaseException) -> list[str]:
         text = "\n".join(error_texts(error))
         marks = {note.split()[0] for notes in self.written.values() for note in notes.values()}

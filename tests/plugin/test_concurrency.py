@@ -3,6 +3,7 @@ harness-v1 over HTTP carrying requests at once (schemas/concurrency.md)."""
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from dataclasses import dataclass, field
@@ -11,7 +12,17 @@ from typing import Any
 import pytest
 
 from kbconform._capabilities import concurrency_declined, declines
-from kbconform.conformance import Reader, Reading, concurrent_callers, concurrently, reach_of
+from kbconform.conformance import (
+    WRITE_ROUNDS,
+    Reader,
+    Reading,
+    Writing,
+    concurrent_callers,
+    concurrently,
+    judge_writes,
+    reach_of,
+    writes_at_once,
+)
 from kbconform.errors import Unauthenticated
 
 STORED = {"a": {"a1": "kba1 one", "a2": "kba2 two"}, "b": {"b1": "kbb1 three"}}
@@ -243,15 +254,115 @@ def test_kbconform_serve_over_http_answers_requests_at_once_only_when_declared(
 @pytest.mark.slow
 def test_over_http_the_reference_passes_and_a_racy_mutant_fails_the_concurrency_suite() -> None:
     """The memory-scope reference served by kbconform serve over HTTP (requests at once) passes
-    conc-01 and conc-02 on both read facades; the same reference keeping its caller on the
-    service object fails each of them there (the race crosses harness-v1 over HTTP)."""
+    conc-01 to conc-03 on both read facades; the same reference keeping its caller on the
+    service object fails conc-01 and conc-02 there, and keeping it only for its writes fails
+    conc-03 (the race crosses harness-v1 over HTTP)."""
     from kbconform import runner
 
     def statuses(adapter: str) -> dict[str, str]:
         outcome = runner.run_suites(adapter, transport="http", select=["conc-*"], seed=0)
         return {test["id"]: test["status"] for test in outcome.report["tests"]}
 
-    tests = {f"conc-0{n}[{facade}]" for n in (1, 2) for facade in ("search-memories", "list-memories")}
-    assert statuses("kbconform_reference.memory.adapter:qdrant_local") == dict.fromkeys(tests, "pass")
-    racy = "kbconform_reference.memory.mutants:by_name.mem_caller_on_self"
-    assert statuses(racy) == dict.fromkeys(tests, "fail")
+    facades = ("search-memories", "list-memories")
+    reads = {f"conc-0{n}[{facade}]" for n in (1, 2) for facade in facades}
+    writes = {f"conc-03[{facade}]" for facade in facades}
+    passed = statuses("kbconform_reference.memory.adapter:qdrant_local")
+    assert passed == dict.fromkeys(reads | writes, "pass")
+    racy = statuses("kbconform_reference.memory.mutants:by_name.mem_caller_on_self")
+    assert {stable: racy[stable] for stable in reads} == dict.fromkeys(reads, "fail")
+    stamping = statuses("kbconform_reference.memory.mutants:by_name.mem_write_caller_on_self")
+    assert stamping == {**dict.fromkeys(reads, "pass"), **dict.fromkeys(writes, "fail")}
+
+
+class Notebook:
+    """A backend of notes, each caller's own: a read shows them, a write adds one."""
+
+    def __init__(self) -> None:
+        self.notes = {"a": {"a1": "kba1 one"}, "b": {"b1": "kbb1 two"}, "c": {"c1": "kbc1 three"}}
+        self.lock, self.given = threading.Lock(), 0
+
+    def read(self, caller: object) -> dict[str, str]:
+        if caller not in self.notes:
+            raise Unauthenticated("no identity")
+        time.sleep(0.0005)
+        return dict(self.notes[caller])  # type: ignore[index]
+
+    def write(self, caller: object, text: str) -> str:
+        if caller not in self.notes:
+            raise Unauthenticated("no identity")
+        with self.lock:
+            self.given += 1
+            note = f"n{self.given}"
+            self.notes[caller][note] = text  # type: ignore[index]
+        return note
+
+
+@dataclass
+class WriterOnSelf(Notebook):
+    """Each write keeps its caller on the shared object and stamps the note with it."""
+
+    current: object = None
+
+    def __post_init__(self) -> None:
+        Notebook.__init__(self)
+
+    def write(self, caller: object, text: str) -> str:
+        self.current = caller
+        time.sleep(0.0005)
+        return super().write(self.current, text)
+
+
+@dataclass
+class Writers(Tiny):
+    """Readers a and b write, c reads; the model holds every note that landed."""
+
+    readers: tuple[Reader, ...] = (Reader("a", "a"), Reader("b", "b"), Reader("c", "c"))
+    model: dict[str, dict[str, str]] = field(
+        default_factory=lambda: {"a": {"a1": "kba1 one"}, "b": {"b1": "kbb1 two"}, "c": {"c1": "kbc1 three"}}
+    )
+
+    def expected(self, facade: str, reader: Reader) -> Reading:
+        return Reading(dict(self.model[reader.identity]), len(self.model[reader.identity]))
+
+    def writers(self) -> tuple[Reader, ...]:
+        return self.readers[:2]
+
+    def write(self, backend: Any, facade: str, identity: object, mark: str) -> object:
+        return backend.write(identity, f"{mark} a note")
+
+    def wrote(self, facade: str, writer: Reader, mark: str, answer: object) -> list[str]:
+        self.model[writer.identity][str(answer)] = f"{mark} a note"
+        return []
+
+
+def _writes(backend: Notebook) -> tuple[Any, list[str]]:
+    world = Writers()
+    assert isinstance(world, Writing)
+    before = {r.label: world.expected("read", r) for r in world.readers}
+    nobody = world.no_identities()
+    found = writes_at_once(
+        world, backend, "read", world.readers[2:], nobody, rng=random.Random(1), reach="threads", deadline=10
+    )
+    return found, judge_writes(world, backend, "read", found, before)
+
+
+def test_writers_at_once_on_a_sound_backend_each_land_in_their_own_scope() -> None:
+    """Two writers, a reader and two callers with no identity, every round: no problem, every
+    call made, every write recorded (the control of the test below)."""
+    found, problems = _writes(Notebook())
+    assert found.storm.problems == {}
+    assert problems == []
+    assert found.storm.calls == 5 * WRITE_ROUNDS
+    assert len(found.landed) == 2 * WRITE_ROUNDS
+    assert len(found.readings) == WRITE_ROUNDS
+
+
+def test_a_write_stamped_with_the_caller_kept_on_the_object_is_found_in_anothers_scope() -> None:
+    """A backend that stamps each write with the caller kept on itself: a writer's note lands in
+    the other's scope (shown there, lacking in its own), a no-identity write lands, or a
+    writer's write is refused as the no-identity caller beside it (C4)."""
+    found, problems = _writes(WriterOnSelf())
+    said = found.storm.summary() + "\n".join(problems)
+    assert any(
+        words in said for words in ("which it may not read", "was answered, not refused", "write was refused")
+    ), said

@@ -30,7 +30,13 @@ GRANT = tuple(m for m in ALL if m.source == "reference-grant")
 POSTGRES = tuple(m for m in ALL if m.source == "reference-postgres")
 #: The concurrency mutants of each reference (prefixed by its set): a race needs requests at
 #: once, so they run in process (and over HTTP; tests/plugin/test_concurrency.py), never on stdio.
-RACES = ("caller-on-self", "caller-in-context-default", "shared-results", "coalesced-without-caller")
+RACES = (
+    "caller-on-self",
+    "caller-in-context-default",
+    "shared-results",
+    "coalesced-without-caller",
+    "write-caller-on-self",
+)
 SMOKES = {"accepts-everything", "rejects-everything", "pool-no-filter-anywhere", "mem-no-filter-anywhere"}
 
 
@@ -135,11 +141,11 @@ def test_every_kb_grant_mutant_is_killed_by_its_killers_in_process() -> None:
     """The kb-grant reference's set, in process (each mutant's killers alone, the smoke against
     every test): each broken backend fails every test named for it and the smoke fails the run.
     Between them the set names every kb-grant test id (grant-01 to grant-16, iso-01 to iso-03,
-    conc-01 and conc-02)."""
+    conc-01 to conc-03)."""
     assert len([m for m in GRANT if not m.smoke]) >= 20
     assert {m.name for m in GRANT if m.smoke} == {"grant-no-authorization-anywhere"}
     named = {killer.split("[")[0] for m in GRANT for killer in m.killers}
-    shared = {"iso-01", "iso-02", "iso-03", "conc-01", "conc-02"}
+    shared = {"iso-01", "iso-02", "iso-03", "conc-01", "conc-02", "conc-03"}
     assert named == {f"grant-{n:02d}" for n in range(1, 17)} | shared
     results = {r.name: r for r in runner.run_mutants(sets=["reference-grant"], transport="in-process")}
     assert set(results) == {m.name for m in GRANT}

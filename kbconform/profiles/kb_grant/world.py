@@ -353,6 +353,33 @@ class GrantWorld:
     def carried(self, error: BaseException) -> list[str]:
         return carried(error, self.policy.texts.values())
 
+    def _owned(self, tenant: object) -> str:
+        """The first knowledge base ``tenant`` owns (any, for a caller that owns none)."""
+        owned = (kb.id for kb in self.policy.kbs.values() if kb.owner == tenant)
+        return next(owned, next(iter(self.policy.kbs)))
+
+    def writers(self) -> tuple[Reader, ...]:
+        """The first three tenants that own a knowledge base: each ingests into its own."""
+        owners = {kb.owner for kb in self.policy.kbs.values()}
+        return tuple(r for r in self.readers if r.identity in owners)[:3]
+
+    def _document(self, kb: str, mark: str) -> dict[str, Any]:
+        draw = random.Random(mark)  # the same vector for the write and the model's record of it
+        vector = [draw.gauss(0.0, 1.0) or 1.0 for _ in range(self.policy.models[self.policy.kbs[kb].model])]
+        return {"text": f"{mark} {TOPIC} written at once", "embedding": vector}
+
+    def write(self, backend: Any, facade: str, identity: object, mark: str) -> object:
+        kb = self._owned(identity)
+        return backend.ingest(identity, kb, [self._document(kb, mark)])
+
+    def wrote(self, facade: str, writer: Reader, mark: str, answer: object) -> list[str]:
+        kb = self._owned(writer.identity)
+        ids = list(answer) if isinstance(answer, Sequence) and not isinstance(answer, str) else [answer]
+        problems = self.driver._new_ids(ids, 1)
+        if not problems:
+            self.policy.commit_ingest(kb, [self._document(kb, mark)], [str(i) for i in ids])
+        return problems
+
 
 #: The seeded tenants: names that are prefixes of each other, and a digit.
 GRANT_TENANTS = ("acme", "acme-2", "beta", "1", "stranger")

@@ -342,6 +342,20 @@ class ScopeWorld:
     def no_identities(self) -> dict[str, object]:
         return no_scopes(self.policy)
 
+    def writers(self) -> tuple[Reader, ...]:
+        """The first three scopes: a user and its agents, or three users (one key)."""
+        return self.readers[:3]
+
+    def write(self, backend: Any, facade: str, identity: object, mark: str) -> object:
+        return backend.add(identity, f"{mark} {TOPIC} written at once", {"topic": "billing"})
+
+    def wrote(self, facade: str, writer: Reader, mark: str, answer: object) -> list[str]:
+        problems = self.policy.check_id(answer)
+        if not problems:
+            text = f"{mark} {TOPIC} written at once"
+            self.policy.commit_add(writer.identity, text, {"topic": "billing"}, str(answer))
+        return problems
+
     def carried(self, error: BaseException) -> list[str]:
         return carried(error, self.policy.stored.values())
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,6 +209,33 @@ class PoolWorld:
 
     def carried(self, error: BaseException) -> list[str]:
         return carried(error, self.policy.stored.values())
+
+    def writers(self) -> tuple[Reader, ...]:
+        """A session of each of the first three pools (a project's, or the pool of no project)."""
+        pools: dict[str | None, Reader] = {}
+        for reader in self.readers:
+            pools.setdefault(self.policy.project_of(reader.identity), reader)
+        return tuple(pools.values())[:3]
+
+    @staticmethod
+    def _entity(mark: str) -> dict[str, str]:
+        return {"name": f"{mark} the billing service written at once", "type": "concept", "notes": "at once"}
+
+    def write(self, backend: Any, facade: str, identity: object, mark: str) -> object:
+        if facade == "search-entities":
+            return backend.extract_entities(identity, [self._entity(mark)])
+        return backend.write_episode(identity, f"{mark} {TOPIC} written at once")
+
+    def wrote(self, facade: str, writer: Reader, mark: str, answer: object) -> list[str]:
+        if facade == "search-entities":
+            problems = self.policy.check_ids(answer, 1)
+            if not problems and isinstance(answer, Sequence):
+                self.policy.commit_entities(writer.identity, [self._entity(mark)], [str(i) for i in answer])
+            return problems
+        problems = self.policy.check_ids([answer], 1)
+        if not problems:
+            self.policy.commit_episode(writer.identity, f"{mark} {TOPIC} written at once", str(answer))
+        return problems
 
 
 #: The seeded layout: each project, and the sessions started in it (None: in no project).

@@ -137,6 +137,28 @@ class TenantWorld:
     def no_identities(self) -> dict[str, object]:
         return not_principals()
 
+    def writers(self) -> tuple[Reader, ...]:
+        members = set(self.principals.members)
+        return tuple(r for r in self.readers if r.identity in members)
+
+    @staticmethod
+    def _written(identity: object, mark: str) -> dict[str, Any]:
+        tenant = identity.tenant_id if type(identity) is Principal else "acme"
+        return record(f"conc/{mark}.md", f"{mark} {TOPIC} written at once", tenant=tenant)
+
+    def write(self, backend: Any, facade: str, identity: object, mark: str) -> object:
+        return backend.ingest(identity, [self._written(identity, mark)])
+
+    def wrote(self, facade: str, writer: Reader, mark: str, answer: object) -> list[str]:
+        plan = self.policy.ingest(writer.identity, [self._written(writer.identity, mark)], "overwrite")
+        if isinstance(plan, Refused):
+            return [f"the model refuses it ({plan.why}); it landed"]
+        ids = [str(i) for i in getattr(answer, "ids", ())]
+        problems = self.policy.check_ids(plan, ids)
+        if not problems:
+            self.policy.commit_ingest(plan, ids)
+        return problems
+
     def carried(self, error: BaseException) -> list[str]:
         return carried(error, self.contents.values())
 

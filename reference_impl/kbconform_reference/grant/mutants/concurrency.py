@@ -17,6 +17,9 @@ CallerOnSelf = _races.caller_on_self(KbGrantService, READS)
 CallerInContext = _races.caller_in_context_default(KbGrantService, READS)
 SharedResults = _races.shared_results(KbGrantService, SEQUENCES)
 #: A search names the caller's own knowledge bases: two callers' searches are never alike.
+#: The write facade the concurrency suite calls at once (conc-03).
+WRITES = ("ingest",)
+WriteCallerOnSelf = _races.caller_on_self(KbGrantService, WRITES)
 Coalesced = _races.coalesced(KbGrantService, ("get_kb", "list_kbs"))
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -67,6 +70,14 @@ MUTANTS: tuple[Mutant, ...] = (
             "conc-02[get-kb]",
             "conc-02[list-kbs]",
         ),
+        in_process_only=_races.OVERLAP_ONLY,
+    ),
+    Mutant(
+        "grant-write-caller-on-self",
+        WriteCallerOnSelf,
+        "each ingest keeps its caller on the service object for the call (self.current_caller) and "
+        "stamps the write with it, which another request overwrites: reads keep their own caller",
+        ("conc-03[search-kbs]", "conc-03[get-kb]", "conc-03[list-kbs]"),
         in_process_only=_races.OVERLAP_ONLY,
     ),
 )

@@ -16,6 +16,9 @@ SEQUENCES = ("search", "list")
 CallerOnSelf = _races.caller_on_self(ScopedMemory, READS)
 CallerInContext = _races.caller_in_context_default(ScopedMemory, READS)
 SharedResults = _races.shared_results(ScopedMemory, SEQUENCES)
+#: The write facade the concurrency suite calls at once (conc-03).
+WRITES = ("add",)
+WriteCallerOnSelf = _races.caller_on_self(ScopedMemory, WRITES)
 Coalesced = _races.coalesced(ScopedMemory, READS)
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -67,6 +70,14 @@ MUTANTS: tuple[Mutant, ...] = (
             "conc-02[search-memories]",
             "conc-02[list-memories]",
         ),
+        in_process_only=_races.OVERLAP_ONLY,
+    ),
+    Mutant(
+        "mem-write-caller-on-self",
+        WriteCallerOnSelf,
+        "each add keeps its caller on the service object for the call (self.current_caller) and "
+        "stamps the write with it, which another request overwrites: reads keep their own caller",
+        ("conc-03[search-memories]", "conc-03[list-memories]"),
         in_process_only=_races.OVERLAP_ONLY,
     ),
 )

@@ -16,6 +16,9 @@ SEQUENCES = ("query", "list")
 CallerOnSelf = _races.caller_on_self(KnowledgeBase, READS)
 CallerInContext = _races.caller_in_context_default(KnowledgeBase, READS)
 SharedResults = _races.shared_results(KnowledgeBase, SEQUENCES)
+#: The write facade the concurrency suite calls at once (conc-03).
+WRITES = ("ingest",)
+WriteCallerOnSelf = _races.caller_on_self(KnowledgeBase, WRITES)
 Coalesced = _races.coalesced(KnowledgeBase, READS)
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -80,6 +83,14 @@ MUTANTS: tuple[Mutant, ...] = (
             "conc-02[count]",
             "conc-02[ask]",
         ),
+        in_process_only=_races.OVERLAP_ONLY,
+    ),
+    Mutant(
+        "write-caller-on-self",
+        WriteCallerOnSelf,
+        "each ingest keeps its caller on the service object for the call (self.current_caller) and "
+        "stamps the write with it, which another request overwrites: reads keep their own caller",
+        ("conc-03[query]", "conc-03[get]", "conc-03[list]", "conc-03[count]", "conc-03[ask]"),
         in_process_only=_races.OVERLAP_ONLY,
     ),
 )

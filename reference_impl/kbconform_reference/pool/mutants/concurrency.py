@@ -16,6 +16,9 @@ SEQUENCES = ("search_episodes", "search_entities")
 CallerOnSelf = _races.caller_on_self(ProjectPool, READS)
 CallerInContext = _races.caller_in_context_default(ProjectPool, READS)
 SharedResults = _races.shared_results(ProjectPool, SEQUENCES)
+#: The write facade the concurrency suite calls at once (conc-03).
+WRITES = ("write_episode", "extract_entities")
+WriteCallerOnSelf = _races.caller_on_self(ProjectPool, WRITES)
 Coalesced = _races.coalesced(ProjectPool, READS)
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -67,6 +70,14 @@ MUTANTS: tuple[Mutant, ...] = (
             "conc-02[search-episodes]",
             "conc-02[search-entities]",
         ),
+        in_process_only=_races.OVERLAP_ONLY,
+    ),
+    Mutant(
+        "pool-write-caller-on-self",
+        WriteCallerOnSelf,
+        "each write_episode keeps its caller on the service object for the call (self.current_caller) and "
+        "stamps the write with it, which another request overwrites: reads keep their own caller",
+        ("conc-03[search-episodes]", "conc-03[search-entities]"),
         in_process_only=_races.OVERLAP_ONLY,
     ),
 )
