@@ -25,6 +25,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -67,14 +68,16 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             times["open_new_client"].append(_ms(lambda: ChromaStore.http(memory.host, memory.port).drop()))
             times["open_kept_client"].append(_ms(lambda: kept.collection().drop()))
             for where, store in stores.items():
-                times[f"upsert_{where}"].append(_ms(lambda s=store: s.upsert(["row"], vector, ["text"], metadata)))
+                write = partial(store.upsert, ["row"], vector, ["text"], metadata)
+                times[f"upsert_{where}"].append(_ms(write))
         for store in stores.values():
             store.drop()
         kept.close()
     for name, values in times.items():
         figures[f"{name}_ms"] = round(statistics.median(values), 2)
-    figures["open_ratio"] = round(figures["open_new_client_ms"] / max(figures["open_kept_client_ms"], 1e-3), 2)
-    figures["upsert_ratio"] = round(figures["upsert_disk_ms"] / max(figures["upsert_memory_ms"], 1e-3), 2)
+    pairs = (("open", "open_new_client", "open_kept_client"), ("upsert", "upsert_disk", "upsert_memory"))
+    for ratio, old, new in pairs:
+        figures[f"{ratio}_ratio"] = round(figures[f"{old}_ms"] / max(figures[f"{new}_ms"], 1e-3), 2)
     for name, value in figures.items():
         print(f"  {name}: {value:g}")
     if args.json:
