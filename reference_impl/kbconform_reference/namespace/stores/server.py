@@ -35,7 +35,10 @@ SCRATCH_ROOM = 1 << 30
 def scratch_dir(room: int = SCRATCH_ROOM) -> str | None:
     """A memory file system (``/dev/shm``) with ``room`` bytes free and writable, else None (the
     system's temporary directory): where a server whose data dies with it keeps its files, so
-    that each write it makes durable (an fsync) costs no disk flush."""
+    that each write it makes durable (an fsync) costs no disk flush. None when ``$TMPDIR`` is
+    set: the caller said where temporary files go."""
+    if os.environ.get("TMPDIR"):
+        return None
     try:
         stats = os.statvfs("/dev/shm")
     except OSError:
