@@ -104,3 +104,12 @@ def test_the_concurrency_benchmark_runs_and_finds_no_problem_in_the_reference() 
     assert row["problems"] == 0
     assert row["concurrency_seconds"] > 0
     assert row["isolation_seconds"] > 0
+
+
+def test_the_chroma_server_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
+    """Two servers started and stopped; each way of opening and each server's upsert timed."""
+    module = _benchmark("chroma_server.py")
+    figures = module.main(["--repeat", "2", "--json", str(tmp_path / "c.json")])
+    assert {"open_ratio", "upsert_ratio", "open_kept_client_ms", "upsert_memory_ms"} <= set(figures)
+    assert all(value > 0 for name, value in figures.items() if name != "memory_file_system")
+    assert (tmp_path / "c.json").exists()

@@ -41,6 +41,16 @@ def chroma_server() -> Iterator[Any]:
         yield server
 
 
+@pytest.fixture(scope="session")
+def chroma_client(chroma_server: Any) -> Iterator[Any]:
+    """One client of the session's server for every collection the tests open on it."""
+    from kbconform_reference.namespace.stores.chroma import ChromaClient
+
+    client = ChromaClient(chroma_server.host, chroma_server.port)
+    yield client
+    client.close()
+
+
 #: A server request's deadline in a test marked ``bulk``, whose single requests move thousands of
 #: rows: what it checks is that they come back whole, not how fast (on a loaded two-core machine
 #: one such request can take longer than the default deadline).
@@ -58,8 +68,10 @@ def store(request: pytest.FixtureRequest) -> Iterator[VectorStore]:
         chroma = ChromaStore.ephemeral()
     else:
         server = request.getfixturevalue("chroma_server")
-        bulk = request.node.get_closest_marker("bulk") is not None
-        chroma = ChromaStore.http(server.host, server.port, timeout=BULK_TIMEOUT if bulk else None)
+        if request.node.get_closest_marker("bulk") is not None:
+            chroma = ChromaStore.http(server.host, server.port, timeout=BULK_TIMEOUT)
+        else:
+            chroma = request.getfixturevalue("chroma_client").collection()
     yield chroma
     chroma.drop()
 

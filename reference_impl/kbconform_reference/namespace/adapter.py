@@ -104,6 +104,7 @@ class ReferenceAdapter(OpenBackends):
         self.mode = mode
         self.shared_readers: SharedReaders = shared_readers
         self._server: Any = None
+        self._client: Any = None
         self._database: Any = None
 
     #: The PostgreSQL deployment the ``postgres`` mode opens (a mutant changes one choice of it).
@@ -176,7 +177,12 @@ class ReferenceAdapter(OpenBackends):
             from kbconform_reference.namespace.stores.server import ChromaServer
 
             self._server = ChromaServer().start()
-        return ChromaStore.http(self._server.host, self._server.port)
+        if self._client is None:  # one client for every collection opened on the server
+            from kbconform_reference.namespace.stores.chroma import ChromaClient
+
+            self._client = ChromaClient(self._server.host, self._server.port)
+        chroma: VectorStore = self._client.collection()
+        return chroma
 
     def open(self, options: BackendOptions) -> KnowledgeBase:
         store = self._store()
@@ -193,6 +199,9 @@ class ReferenceAdapter(OpenBackends):
 
     def shutdown(self) -> None:
         super().shutdown()
+        if self._client is not None:
+            self._client.close()
+            self._client = None
         if self._server is not None:
             self._server.stop()
             self._server = None

@@ -119,53 +119,18 @@ class ChromaStore:
     def http(
         cls, host: str, port: int, name: str | None = None, *, timeout: float | None = None
     ) -> ChromaStore:
-        """A collection on a Chroma server (``chroma run``), every request bounded (module docstring).
+        """A collection on a Chroma server (``chroma run``) through a client of its own, every
+        request bounded (module docstring), the client closed with the store.
 
         A server that cannot be reached, or does not answer within the timeout, raises
         :class:`~kbconform.errors.BackendUnavailable` (operation ``connect``).
         """
-        import chromadb
-        import httpx
-        from chromadb.api.fastapi import FastAPI
-        from chromadb.api.models.Collection import Collection
-        from chromadb.config import Settings, System
-
-        seconds = http_timeout(timeout)
-        address = f"http://{host}:{port}"
-        settings = Settings(
-            chroma_api_impl="chromadb.api.fastapi.FastAPI",
-            chroma_server_host=host,
-            chroma_server_http_port=port,
-            **_NO_TELEMETRY,
-        )
-        system = System(settings)
-        server = system.instance(FastAPI)  # builds the httpx session and sends nothing yet
-        session = getattr(server, "_session", None)
-        if not isinstance(session, httpx.Client):
-            raise RuntimeError(
-                f"chromadb {chromadb.__version__}: its HTTP client has no httpx session to bound; "
-                "kbconform_reference.namespace.stores.chroma needs updating for this chromadb"
-            )
-        session.timeout = httpx.Timeout(seconds)
+        client = ChromaClient(host, port, timeout=timeout)
         try:
-            system.start()
-            model = server.get_or_create_collection(name or _fresh_name(), metadata=_SPACE)
-            max_batch = _max_batch(server)
-        except Exception as error:
-            session.close()
-            if isinstance(error, httpx.TimeoutException):
-                reason = f"no answer within {seconds:g} s"
-            else:
-                reason = f"{type(error).__name__}: {error}"
-            raise BackendUnavailable("connect", f"chroma server at {address}: {reason}") from error
-        return cls(
-            Collection(client=server, model=model, embedding_function=None),
-            f"chroma-server {chromadb.__version__} at {address}",
-            timeout_errors=(httpx.TimeoutException,),
-            timeout=seconds,
-            close=session.close,
-            max_batch=max_batch,
-        )
+            return client.collection(name, close=client.close)
+        except BaseException:
+            client.close()
+            raise
 
     @contextmanager
     def _bounded(self) -> Iterator[None]:
@@ -298,6 +263,84 @@ class ChromaStore:
         """Close the HTTP session of server mode (the collection stays); embedded: nothing to do."""
         if self._close is not None:
             self._close()
+
+
+class ChromaClient:
+    """One HTTP client of a Chroma server (``chroma run``), every request bounded (module
+    docstring), for as many collections as are opened through it: opening a collection is one
+    request, not a client built and checked again (about 75 ms, 60% of opening and dropping a
+    collection on a loaded machine: ``benchmarks/chroma_server.py``). httpx's client may be
+    shared by threads; :meth:`close` ends it (a collection opened through it then fails).
+
+    A server that cannot be reached, or does not answer within the timeout, raises
+    :class:`~kbconform.errors.BackendUnavailable` (operation ``connect``), here or when a
+    collection is opened.
+    """
+
+    def __init__(self, host: str, port: int, *, timeout: float | None = None) -> None:
+        import chromadb
+        import httpx
+        from chromadb.api.fastapi import FastAPI
+        from chromadb.config import Settings, System
+
+        self.timeout = http_timeout(timeout)
+        self.address = f"http://{host}:{port}"
+        self.description = f"chroma-server {chromadb.__version__} at {self.address}"
+        settings = Settings(
+            chroma_api_impl="chromadb.api.fastapi.FastAPI",
+            chroma_server_host=host,
+            chroma_server_http_port=port,
+            **_NO_TELEMETRY,
+        )
+        system = System(settings)
+        self._api = system.instance(FastAPI)  # builds the httpx session and sends nothing yet
+        session = getattr(self._api, "_session", None)
+        if not isinstance(session, httpx.Client):
+            raise RuntimeError(
+                f"chromadb {chromadb.__version__}: its HTTP client has no httpx session to bound; "
+                "kbconform_reference.namespace.stores.chroma needs updating for this chromadb"
+            )
+        session.timeout = httpx.Timeout(self.timeout)
+        self._session = session
+        self._timeout_errors: tuple[type[BaseException], ...] = (httpx.TimeoutException,)
+        try:
+            with self._connecting():
+                system.start()
+                self.max_batch = _max_batch(self._api)
+        except BaseException:
+            self.close()
+            raise
+
+    @contextmanager
+    def _connecting(self) -> Iterator[None]:
+        """Raise ``BackendUnavailable`` when the server fails to answer."""
+        try:
+            yield
+        except Exception as error:
+            if isinstance(error, self._timeout_errors):
+                reason = f"no answer within {self.timeout:g} s"
+            else:
+                reason = f"{type(error).__name__}: {error}"
+            raise BackendUnavailable("connect", f"chroma server at {self.address}: {reason}") from error
+
+    def collection(self, name: str | None = None, *, close: Callable[[], None] | None = None) -> ChromaStore:
+        """The collection ``name`` (a fresh one by default), created when missing, as a store;
+        ``close``: what closing the store does (the client stays open by default)."""
+        from chromadb.api.models.Collection import Collection
+
+        with self._connecting():
+            model = self._api.get_or_create_collection(name or _fresh_name(), metadata=_SPACE)
+        return ChromaStore(
+            Collection(client=self._api, model=model, embedding_function=None),
+            self.description,
+            timeout_errors=self._timeout_errors,
+            timeout=self.timeout,
+            close=close,
+            max_batch=self.max_batch,
+        )
+
+    def close(self) -> None:
+        self._session.close()
 
 
 _SPACE = {"hnsw:space": "ip"}
