@@ -223,6 +223,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     #: Seconds a kept connection may wait for its next request before the server closes it.
     timeout = 300
+    #: An answer's headers and body are two writes: with Nagle's algorithm on a kept connection
+    #: the body waits for the client's delayed acknowledgement of the headers (40 ms a request).
+    disable_nagle_algorithm = True
 
     def _op(self) -> str | None:
         """The operation the path names (``/v1/{op}``), or None."""

@@ -50,6 +50,7 @@ MANIFEST: dict[str, Any] = {
         "fault-injection": True,
         "get": True,
         "update": True,
+        "update-metadata": True,
         "delete": True,
         "delete-all": True,
         "filter": True,
@@ -177,10 +178,22 @@ class SqliteMemory:
             [(text,)] = self._run("SELECT text FROM memories WHERE id = ?", (found,))
             return Hit(found, text)
 
-    def update(self, scope: object, memory: object, text: object, /) -> None:
+    def update(self, scope: object, memory: object, text: object, metadata: object = None, /) -> None:
+        """The text, and the keys ``metadata`` sets (None: none given) in the row's metadata; the
+        row's path (its scope) is never written."""
         with self.lock:
             found = self._found(scope, memory)
-            self._write([("UPDATE memories SET text = ? WHERE id = ?", (self._text(text), found))])
+            checked = self._text(text)
+            if metadata is None:
+                self._write([("UPDATE memories SET text = ? WHERE id = ?", (checked, found))])
+                return
+            if not isinstance(metadata, Mapping):
+                raise memory_invalid("metadata", "an object", repr(metadata))
+            [(stored,)] = self._run("SELECT metadata FROM memories WHERE id = ?", (found,))
+            merged = json.dumps({**json.loads(stored), **metadata})
+            self._write(
+                [("UPDATE memories SET text = ?, metadata = ? WHERE id = ?", (checked, merged, found))]
+            )
 
     def delete(self, scope: object, memory: object, /) -> None:
         with self.lock:
