@@ -113,3 +113,13 @@ def test_the_chroma_server_benchmark_runs_and_writes_its_figures(tmp_path: Path)
     assert {"open_ratio", "upsert_ratio", "open_kept_client_ms", "upsert_memory_ms"} <= set(figures)
     assert all(value > 0 for name, value in figures.items() if name != "memory_file_system")
     assert (tmp_path / "c.json").exists()
+
+
+def test_the_http_connections_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
+    """A tiny run times a kept connection, a fresh one per request and a kept one with Nagle's
+    algorithm on the server, and writes every figure and ratio."""
+    module = _benchmark("http_connections.py")
+    figures = module.main(["--requests", "20", "--rounds", "1", "--json", str(tmp_path / "h.json")])
+    assert set(figures) == {"kept_ms", "fresh_ms", "kept_nagle_ms", "fresh_ratio", "nagle_ratio"}
+    assert all(value > 0 for value in figures.values())
+    assert (tmp_path / "h.json").exists()
