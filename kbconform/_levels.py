@@ -22,3 +22,12 @@ def bars_higher(level: str, manifest: object) -> bool:
     key, value = LOOSER_RECORDS
     looser = isinstance(manifest, Mapping) and manifest.get(key) == value
     return not (level == LEVELS[0] and looser)
+
+
+def recall_only(test: Mapping[str, object]) -> bool:
+    """Whether a test's entry is a failure its test charged with recall alone (the ``effect`` it
+    said when it failed, never a default): a read that showed less than its scope holds and
+    nothing of another's. Such a failure is a note beside the verdict, never a level withheld:
+    a level says what a caller can do to another's data (``schemas/read-filter.md``,
+    *Recall is a note*)."""
+    return test.get("status") == "fail" and test.get("effect") == "recall"

@@ -40,11 +40,16 @@ def _assert_reads_exactly(world: World, backend: Any, facade: str) -> None:
     assert all(e.number < world.size(facade) for e in expected.values()), (
         f"the model expects {facade} to show someone everything: a leak could not show"
     )
+    # every reader is read before any is judged: a reader short of its scope (recall, a note)
+    # must not hide a later reader shown another's item (read)
+    found = []
     for reader, wanted in expected.items():
         got = world.read(backend, facade, reader)
-        problems = wanted.differences(got)
-        with charged(effect=wanted.effect(got)):
-            assert not problems, f"{facade} as {reader.label}: {'; '.join(problems)}"
+        if problems := wanted.differences(got):
+            found.append((wanted.effect(got), f"{facade} as {reader.label}: {'; '.join(problems)}"))
+    gravest = "read" if any(effect == "read" for effect, _ in found) else "recall"
+    with charged(effect=gravest):
+        assert not found, "; ".join(said for effect, said in found if effect == gravest)
 
 
 def _assert_reads_something(world: World, backend: Any, facade: str) -> None:

@@ -159,3 +159,27 @@ def test_a_recency_ordered_search_expects_the_newest_memory_first() -> None:
         policy.commit_add({"user_id": "bob"}, "newest", {}, "m3")
     assert recent.first_hit({"user_id": "alice"}, "old") == "m2"
     assert relevant.first_hit({"user_id": "alice"}, "old") == "m1"
+
+
+def test_a_failure_charged_with_recall_alone_is_a_note_that_bars_no_level() -> None:
+    """A failed L1 test whose test said recall (a read short of its scope, nothing of another's)
+    leaves L1 and L2 earned and is counted as ``recall``; the same failure charged with read, or
+    with no effect said (a default is never enough), bars L1 and above (controls)."""
+
+    def tests(effect: str | None) -> list[dict[str, Any]]:
+        return [
+            {"id": "c", "level": "L0", "status": "pass"},
+            {"id": "i", "level": "L1", "status": "fail", "effect": effect},
+            {"id": "s", "level": "L1", "status": "pass"},
+            {"id": "r", "level": "L2", "status": "pass"},
+        ]
+
+    noted = levels(tests("recall"), _memory())
+    assert [noted[lv]["earned"] for lv in ("L0", "L1", "L2")] == [True, True, True]
+    assert (noted["L1"]["fail"], noted["L1"]["recall"]) == (1, 1)
+    for effect in ("read", None):
+        barred = levels(tests(effect), _memory())
+        assert [barred[lv]["earned"] for lv in ("L0", "L1", "L2")] == [True, False, False]
+        assert "recall" not in barred["L1"]
+    erred = levels([{**t, "status": "error"} if t["id"] == "i" else t for t in tests("recall")], _memory())
+    assert not erred["L1"]["earned"]

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kbconform._capabilities import caps, declined
-from kbconform._levels import LEVELS, bars_higher
+from kbconform._levels import LEVELS, bars_higher, recall_only
 from kbconform.profiles import LEVEL_MEANINGS, Declared, names, profile, profile_of
 from kbconform.report._catalogue import expected
 
@@ -25,12 +25,17 @@ def levels(
     rests on that design. A skip for a declined probe (``Profile.probes``) or for no declined
     capability counts against the level (:func:`kbconform._capabilities.caps`). A ``partial``
     run (of a selection of tests) earns no level. An L0 not earned bars no higher level of a
-    manifest declaring its own looser record schema (:func:`kbconform._levels.bars_higher`)."""
+    manifest declaring its own looser record schema (:func:`kbconform._levels.bars_higher`).
+    A failure whose test said it charges recall alone (:func:`kbconform._levels.recall_only`:
+    a read that showed less than its scope and nothing of another's) is a note counted as
+    ``recall``, and bars no level."""
     counts: dict[str, Counter[str]] = {level: Counter() for level in LEVELS}
     designed: dict[str, set[str]] = {level: set() for level in LEVELS}
     for test in tests:
         level, status, required = test["level"], test["status"], test.get("requires", ())
         counts[level][status] += 1
+        if recall_only(test):
+            counts[level]["recall"] += 1
         if status == "skip" and not caps(manifest, required):
             counts[level]["by design"] += 1
             designed[level] |= set(declined(manifest, required))
@@ -38,11 +43,13 @@ def levels(
     clean_below = not partial
     for level in LEVELS:
         count = counts[level]
-        clean = count["pass"] + count["by design"] == sum(count[s] for s in ("pass", "fail", "error", "skip"))
+        noted = count["pass"] + count["by design"] + count["recall"]
+        clean = noted == sum(count[s] for s in ("pass", "fail", "error", "skip"))
         verdicts[level] = {
             "earned": clean_below and clean and count["pass"] > 0,
             **{status: count[status] for status in ("pass", "fail", "error", "skip")},
             "declined": sorted(designed[level]),
+            **({"recall": count["recall"]} if count["recall"] else {}),
         }
         clean_below = clean_below and (clean or not bars_higher(level, manifest))
     return verdicts
@@ -140,8 +147,15 @@ def level_verdicts(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     wanted = {
         entry["id"]: entry for entry in expected(report["manifest"], report["level"], selection(report))
     }
-    given = {test.get("id"): test.get("status") for test in report.get("tests", ())}
-    tests = [{**entry, "status": given.get(stable, "error")} for stable, entry in wanted.items()]
+    given = {test.get("id"): test for test in report.get("tests", ())}
+    tests = [
+        {
+            **entry,
+            "status": given.get(stable, {}).get("status", "error"),
+            "effect": given.get(stable, {}).get("effect"),
+        }
+        for stable, entry in wanted.items()
+    ]
     verdicts = levels(tests, report["manifest"], partial=selection(report) is not None)
     return {level: verdicts[level] for level in catalogued_levels(report)}
 

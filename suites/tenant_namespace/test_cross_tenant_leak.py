@@ -124,20 +124,39 @@ def test_a_small_tenants_query_gets_its_exact_top_k_beside_a_large_tenant(
     kbconform_backend: Any, kbconform_canaries: Canaries
 ) -> None:
     """acme's nearest chunk to its own canary text is that canary, and its k results are all its
-    scope, although beta has four times as many near-identical chunks."""
+    scope, although beta has four times as many near-identical chunks. Every text is queried
+    before any is judged. A query short of its scope is asked again for every chunk stored: if
+    that shows more of acme's scope, others' near chunks took its places (a filter after top-k),
+    and the count tells acme how many of another's chunks lie near its text (charged as read);
+    a shortfall that stays (a cap of the backend's own) is recall, a note."""
     canaries = kbconform_canaries
     acme = canaries.principals.acme
     expected = canaries.readable_by(acme)
+    found: list[tuple[str, str]] = []
     for chunk_id in sorted(canaries.owned_by(acme.tenant_id)):
-        hits = list(
-            kbconform_backend.query(acme, canaries.chunks[chunk_id].record["content"], len(expected), None)
-        )
-        assert hits, "query returned nothing inside a scope that holds chunks"
-        top = canaries.whose(hits[0].id)
-        said, effect = crossed((h.id for h in hits), expected, canaries.whose)
-        with charged(effect=effect):
-            assert hits[0].id == chunk_id, f"the top hit for {canaries.whose(chunk_id)}'s own text is {top}"
-            assert not said, f"acme's query for {canaries.whose(chunk_id)}'s text (n={len(expected)}) {said}"
+        text = canaries.chunks[chunk_id].record["content"]
+        ids = [h.id for h in kbconform_backend.query(acme, text, len(expected), None)]
+        named = canaries.whose(chunk_id)
+        said, effect = crossed(ids, expected, canaries.whose)
+        if ids[:1] != [chunk_id]:
+            top = canaries.whose(ids[0]) if ids else "nothing"
+            found.append(
+                (
+                    "read" if ids and ids[0] not in expected else "recall",
+                    f"the top hit for {named}'s own text is {top}",
+                )
+            )
+        if said and effect == "recall":
+            every = len(canaries.chunks)
+            more = {h.id for h in kbconform_backend.query(acme, text, every, None)} & expected
+            if len(more) > len(set(ids) & expected):
+                effect = "read"
+                said += f"; asked for all {every}, it shows {len(more)}: others' chunks took places"
+        if said:
+            found.append((effect, f"acme's query for {named}'s text (n={len(expected)}) {said}"))
+    gravest = "read" if any(effect == "read" for effect, _ in found) else "recall"
+    with charged(effect=gravest):
+        assert not found, "; ".join(said for effect, said in found if effect == gravest)
 
 
 WIDENING = {

@@ -46,6 +46,14 @@ class FilterAfterTopK(KnowledgeBase):
         ]
 
 
+class CappedQuery(KnowledgeBase):
+    """A query returns at most five hits whatever its limit (a candidate pool of its own, shared
+    by no one): recall, not a crossing."""
+
+    def query(self, principal: Any, text: str, n_results: int = 10, where: Any = None) -> builtins.list[Hit]:
+        return super().query(principal, text, min(n_results, 5), where)
+
+
 class ClientWhereOverrides(KnowledgeBase):
     def query(self, principal: Any, text: str, n_results: int = 10, where: Any = None) -> builtins.list[Hit]:
         principal = self._authenticated(principal, "query")
@@ -169,6 +177,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "filter-after-top-k",
         FilterAfterTopK,
         "query filters after an unfiltered top-k",
+        ("leak-02", "iso-01[query]", "iso-01[ask]"),
+    ),
+    Mutant(
+        "capped-query",
+        CappedQuery,
+        "query returns at most five hits whatever its limit",
         ("leak-02", "iso-01[query]", "iso-01[ask]"),
     ),
     Mutant(
