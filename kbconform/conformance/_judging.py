@@ -60,19 +60,25 @@ class Charge:
 
     caller: str | None = None
     effect: str | None = None
+    #: The facade whose call failed, where a driver knows it (its family names the cause).
+    operation: str | None = None
 
     def fields(self) -> dict[str, str]:
         """The charge as a report's test entry carries it (only what it says)."""
-        return {k: v for k, v in (("caller", self.caller), ("effect", self.effect)) if v is not None}
+        said = (("caller", self.caller), ("effect", self.effect), ("operation", self.operation))
+        return {k: v for k, v in said if v is not None}
 
 
-def charge(error: BaseException, caller: str | None = None, effect: str | None = None) -> BaseException:
+def charge(
+    error: BaseException, caller: str | None = None, effect: str | None = None, operation: str | None = None
+) -> BaseException:
     """``error`` carrying what it charges the backend with (:class:`Charge`); an earlier charge
     keeps what this one leaves None."""
     before = getattr(error, CHARGE, None)
     if isinstance(before, Charge):
         caller, effect = caller or before.caller, effect or before.effect
-    setattr(error, CHARGE, Charge(caller, effect))
+        operation = operation or before.operation
+    setattr(error, CHARGE, Charge(caller, effect, operation))
     return error
 
 
@@ -95,12 +101,15 @@ def charge_of(error: BaseException) -> Charge | None:
 
 
 @contextmanager
-def charged(caller: str | None = None, effect: str | None = None) -> Iterator[None]:
-    """Inside it, an assertion that fails carries ``caller`` and ``effect`` (:func:`charge`)."""
+def charged(
+    caller: str | None = None, effect: str | None = None, operation: str | None = None
+) -> Iterator[None]:
+    """Inside it, an assertion that fails carries ``caller``, ``effect`` and ``operation``
+    (:func:`charge`)."""
     try:
         yield
     except AssertionError as error:
-        charge(error, caller, effect)
+        charge(error, caller, effect, operation)
         raise
 
 

@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from hypothesis.stateful import RuleBasedStateMachine, invariant
 
 from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch
-from kbconform.conformance._judging import Refused, call_args, judged, sent_texts
+from kbconform.conformance._judging import Refused, call_args, charged, judged, sent_texts
 from kbconform.conformance._run import Run
 from kbconform.errors import KbconformError
 
@@ -41,9 +41,10 @@ class Driver:
         call judged by it (:func:`judged`; ``stored``: every text the model holds)."""
         expected = getattr(self.policy, operation)(*args)
         made = partial(getattr(self.backend, operation), *args)
-        return expected, judged(
-            f"{operation}{call_args(args)}", expected, made, stored, sent_texts(args), may_fail
-        )
+        with charged(operation=operation):
+            return expected, judged(
+                f"{operation}{call_args(args)}", expected, made, stored, sent_texts(args), may_fail
+            )
 
     def call(self, operation: str, *args: Any) -> Any:
         """A call the model allows: it must land; what it returned. (A call the contract lets a

@@ -33,7 +33,17 @@ def list_hash(tests: Iterable[Mapping[str, Any]]) -> str:
 
 
 #: What a report's test entry says of its run, beside what its catalogue entry declares.
-RUN_FIELDS = ("status", "reason", "message", "transcript", "duration", "calls", "caller", "effect")
+RUN_FIELDS = (
+    "status",
+    "reason",
+    "message",
+    "transcript",
+    "duration",
+    "calls",
+    "caller",
+    "effect",
+    "operation",
+)
 
 
 def catalogue_from(*reports: Mapping[str, Any]) -> dict[str, Any]:

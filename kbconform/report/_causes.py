@@ -258,13 +258,18 @@ def caller_kind(label: str) -> str:
 
 def fields(test: Mapping[str, Any]) -> Fields:
     """The fields a failing test's entry charges the backend with: what the test said when it
-    failed (``caller``, ``effect``), else what :data:`CHARGES` and its parameters say."""
+    failed (``caller``, ``effect``, and the ``operation`` whose family it was), else what
+    :data:`CHARGES` and its parameters say."""
     test_id = str(test["id"])
     family, caller, effect = CHARGES.get(_base(test_id), ("", MEMBER, ""))
     parameter = _parameter(test_id)
     operation, _, label = parameter.partition(" by ")
     if label and operation in _OPERATIONS:
         family, effect = _OPERATIONS[operation]
+    elif (called := test.get("operation")) in _OPERATIONS or called in _READS:
+        # the call that failed, as the test's driver said it
+        family = _OPERATIONS[str(called)][0] if called in _OPERATIONS else "read"
+        label = parameter
     else:
         label = parameter
         if parameter in _READS or test.get("facade") in _READS:

@@ -351,15 +351,16 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
             if isinstance(row.path, str) and row.path not in own_paths and row.path not in inputs:
                 assert row.path not in text, f"{type(error).__name__} names the foreign path {row.path!r}"
 
-    def _failed(self, outcome: Any, fault: int | None, expected: Any) -> bool:
-        """True when the call failed as it may: the expected refusal, or a store fault it was
-        given (then it must have changed nothing). A fault at the first store call must fail,
-        unless the call made no store call (a signal whose every path the push wrote needs none)."""
+    def _failed(self, outcome: Any, fault: int | None, expected: Any, operation: str) -> bool:
+        """True when the call of ``operation`` failed as it may: the expected refusal, or a store
+        fault it was given (then it must have changed nothing). A fault at the first store call
+        must fail, unless the call made no store call (a signal whose every path the push wrote
+        needs none). A refusal it did not make charges that operation's family."""
         injected = fault is not None and "fault-injection" in self.features
         if isinstance(expected, Refused):
             if injected and isinstance(outcome, BackendUnavailable):
                 return True
-            with charged(expected.caller, expected.effect):
+            with charged(expected.caller, expected.effect, operation):
                 assert isinstance(outcome, expected.error), (
                     f"expected {expected.error.__name__} ({expected.why}), got {outcome!r}"
                 )
@@ -510,7 +511,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         )
         self.policy.count_spoofs(principal, records, self.mode, *envelope)
         if self._refused_whole(principal, envelope, records, outcome) or self._failed(
-            outcome, fault, expected
+            outcome, fault, expected, "ingest"
         ):
             return []
         assert not isinstance(expected, Refused)
@@ -518,7 +519,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         problems = self.policy.check_ids(expected, ids)
         assert not problems, "; ".join(problems)
         warned = {(w.field, w.chunk_id) for w in outcome.warnings}
-        with charged(effect="forged"):  # a spoofed field went unreported
+        with charged(effect="forged", operation="ingest"):  # a spoofed field went unreported
             assert warned == self.policy.expected_warnings(expected, ids), f"warnings {sorted(warned)}"
         self.policy.commit_ingest(expected, ids)
         self.touched |= set(ids)
@@ -601,7 +602,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         outcome = self._call(
             principal, fault, signal, lambda: self.backend.apply_deletion_signal(principal, signal)
         )
-        if self._failed(outcome, fault, expected):
+        if self._failed(outcome, fault, expected, "apply_deletion_signal"):
             return
         assert not isinstance(expected, Refused)
         deleted = set(outcome.deleted_ids)
@@ -672,7 +673,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         )
         self.policy.count_spoofs(principal, records, self.mode, *enveloped)
         if self._refused_whole(principal, enveloped, records, outcome) or self._failed(
-            outcome, fault, expected
+            outcome, fault, expected, "sync"
         ):
             return
         assert not isinstance(expected, Refused)
@@ -681,7 +682,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         problems = self.policy.check_ids(plan, ids)
         assert not problems, "; ".join(problems)
         warned = {(w.field, w.chunk_id) for w in outcome.warnings}
-        with charged(effect="forged"):  # a spoofed field went unreported
+        with charged(effect="forged", operation="sync"):  # a spoofed field went unreported
             assert warned == self.policy.expected_warnings(plan, ids), f"warnings {sorted(warned)}"
         doomed, deleted = stale - set(ids), set(outcome.deleted_ids)
         assert deleted == doomed, (
@@ -723,7 +724,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         principal = self._principal(user)
         expected = self.policy.export(principal)
         outcome = self._call(principal, fault, "", lambda: self.backend.export(principal))
-        if self._failed(outcome, fault, expected):
+        if self._failed(outcome, fault, expected, "export"):
             return
         assert not isinstance(expected, Refused)
         got = {r["id"]: r for r in outcome}
@@ -766,7 +767,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         principal = self._principal(user)
         expected = self.policy.restore(principal, records)
         outcome = self._call(principal, fault, records, lambda: self.backend.restore(principal, records))
-        if self._failed(outcome, fault, expected):
+        if self._failed(outcome, fault, expected, "restore"):
             return
         assert not isinstance(expected, Refused)
         assert outcome == len(records), f"restore says {outcome} for {len(records)} records"
@@ -816,7 +817,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
             lambda: self.backend.query(principal, WORDS, len(scope) + 3, where),
             read=True,
         )
-        if self._failed(outcome, fault, None):
+        if self._failed(outcome, fault, None, "query"):
             return
         got = [h.id for h in outcome]
         assert len(got) == len(set(got)), f"query where sourcePath is {value!r} returns an id twice"

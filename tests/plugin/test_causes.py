@@ -155,7 +155,8 @@ def test_of_several_distinct_failures_the_gravest_effect_is_charged() -> None:
 def test_the_state_machine_charges_a_refusal_it_expected_with_the_models_caller_and_effect() -> None:
     """state-01 against a mutant that lets a member write into the shared namespace fails charged
     as the model's refusal says (a member acting as operator, another's data written), not by
-    its catalogue entry (a read), so it joins that caller's cause."""
+    its catalogue entry (a read), so it joins that caller's cause; the call that failed names
+    the cause's family (an ingest: write), where the catalogue says read (control)."""
     from kbconform import runner
 
     adapter = "kbconform_reference.namespace.mutants:by_name.member_writes_shared"
@@ -164,7 +165,9 @@ def test_the_state_machine_charges_a_refusal_it_expected_with_the_models_caller_
     assert {entry["status"] for entry in entries.values()} == {"fail"}, outcome.output[-3000:]
     for entry in entries.values():
         assert (entry.get("caller"), entry.get("effect")) == ("a member acting as operator", "written")
+        assert (entry.get("operation"), reports.fields(entry).family) == ("ingest", "write")
     assert reports.fields(ENTRIES["state-01[reject]"] | {"status": "fail"}).effect == "read"
+    assert reports.fields(ENTRIES["state-01[reject]"] | {"status": "fail"}).family == "read"
 
 
 def _report(tests: list[dict[str, Any]]) -> dict[str, Any]:
