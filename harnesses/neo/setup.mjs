@@ -178,6 +178,15 @@ export function manifest() {
         // The remote deployment's work-volume gate: ingest_source_files refuses a push of more
         // than mcpSyncMaxChunks chunks (ingestSourceFilesTool.mjs:78; one record is one chunk).
         maxWriteBatch  : neo.kbConfig.mcpSyncMaxChunks,
+        // Neo's documented single-tenant mode: with no request context "services fall back to
+        // single-tenant mode: no tag on writes, no filter on reads" (RequestContextService.mjs:164-167).
+        // The identity is the server's (OIDC), not the application's: the kit does not honour it.
+        noIdentity     : 'single-tenant',
+        // Export and import have no MCP tool: DatabaseService, from an operator's command line.
+        operatorPaths  : 'command-line',
+        // Neo checks records against its own parsed-chunk-v1 (parser/parsed-chunk-v1.schema.json),
+        // looser than the kit's in ways that are not about isolation (N12).
+        recordSchema   : 'looser',
         idProfile      : 'neo-compat',
         config         : {
             transport          : 'stdio',
