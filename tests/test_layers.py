@@ -4,6 +4,8 @@ kit's private modules."""
 from __future__ import annotations
 
 import ast
+import functools
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -77,19 +79,31 @@ def _shared() -> tuple[str, ...]:
 
 
 def _files(*where: str) -> list[Path]:
-    """The modules in ``where``, but ``__main__.py`` (an entry point runs the command line)."""
+    """The project's modules in ``where``, but ``__main__.py`` (an entry point runs the command
+    line) and what a harness installs (its library's virtualenv, its npm packages: not ours)."""
     found: list[Path] = []
     for place in where:
         path = ROOT / place
-        found += [path] if path.is_file() else sorted(path.rglob("*.py"))
-    return [path for path in found if path.name != "__main__.py"]
+        if path.is_file():
+            found.append(path)
+            continue
+        for folder, subfolders, names in os.walk(path):
+            subfolders[:] = [name for name in subfolders if name not in (".venv", "node_modules")]
+            found += [Path(folder, name) for name in names if name.endswith(".py")]
+    return sorted(path for path in found if path.name != "__main__.py")
+
+
+@functools.cache
+def _imports_of(path: Path) -> frozenset[str]:
+    """What the module at ``path`` imports (:func:`imports`), parsed once for every rule."""
+    return frozenset(imports(path.read_text(encoding="utf-8")))
 
 
 def _violations(files: list[Path], forbidden: object) -> dict[str, list[str]]:
     checks = forbidden if callable(forbidden) else None
     found = {}
     for path in files:
-        bad = sorted({name for name in imports(path.read_text(encoding="utf-8")) if checks and checks(name)})
+        bad = sorted({name for name in _imports_of(path) if checks and checks(name)})
         if bad:
             found[str(path.relative_to(ROOT))] = bad
     return found
