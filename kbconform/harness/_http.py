@@ -47,41 +47,51 @@ class HttpTransport:
     def exchange(self, call: str, message: Mapping[str, Any], timeout: float) -> Mapping[str, Any]:
         if self._broken is not None:
             raise HarnessBroken(call, f"the harness is unusable ({self._broken.what})")
-        body = dumps(message)
-        for reused in (True, False):
-            connection = self._checkout(timeout) if reused else None
-            if connection is None:
-                reused, connection = False, http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-            try:
-                connection.request(
-                    "POST",
-                    f"{self.prefix}/v1/{message['op']}",
-                    body=body,
-                    headers={"Content-Type": "application/json"},
-                )
-                answer = connection.getresponse()
-                answer_body = answer.read()
-            except TimeoutError:
-                connection.close()
-                self._fail(call, f"got no answer within its deadline of {timeout:g} s", timeout)
-            except _STALE:
-                connection.close()
-                if reused:  # the harness closed the kept connection before reading the request
-                    continue
-                self._fail(call, "got no answer: the harness closed the connection")
-            except (OSError, http.client.HTTPException) as error:
-                connection.close()
-                self._fail(call, f"got no answer: {error}")
-            self._checkin(connection)
-            break
-        body = answer_body
-        if answer.status not in (200, 400):
-            self._fail(call, f"was answered with HTTP {answer.status}: {body[:200]!r}")
+        request = dumps(message)
+        kept = self._checkout(timeout)
+        answered = self._send(call, kept, request, message["op"], timeout) if kept is not None else None
+        if answered is None:  # no kept connection, or the harness had closed it before reading
+            fresh = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+            answered = self._send(call, fresh, request, message["op"], timeout) or self._fail(
+                call, "got no answer: the harness closed the connection"
+            )
+        status, body = answered
+        if status not in (200, 400):
+            self._fail(call, f"was answered with HTTP {status}: {body[:200]!r}")
         try:
             return read_response(call, body, message["id"], "")
         except HarnessBroken as error:
             self._broken = error
             raise
+
+    def _send(
+        self, call: str, connection: http.client.HTTPConnection, request: bytes, op: str, timeout: float
+    ) -> tuple[int, bytes] | None:
+        """The status and body of the answer to ``request`` on ``connection`` (kept for the next
+        request). None when a kept connection turns out closed by the harness before it read the
+        request: the only case in which a request is sent again, on a fresh connection. Any
+        other missing answer fails the call."""
+        reused = connection.sock is not None
+        answer: http.client.HTTPResponse | None = None
+        try:
+            connection.request(
+                "POST", f"{self.prefix}/v1/{op}", body=request, headers={"Content-Type": "application/json"}
+            )
+            answer = connection.getresponse()
+            body = answer.read()
+        except TimeoutError:
+            connection.close()
+            self._fail(call, f"got no answer within its deadline of {timeout:g} s", timeout)
+        except _STALE:
+            connection.close()
+            if reused and answer is None:  # closed before any of the answer came
+                return None
+            self._fail(call, "got no answer: the harness closed the connection")
+        except (OSError, http.client.HTTPException) as error:
+            connection.close()
+            self._fail(call, f"got no answer: {error}")
+        self._checkin(connection)
+        return answer.status, body
 
     def _checkout(self, timeout: float) -> http.client.HTTPConnection | None:
         """A kept connection still open (its deadline now ``timeout``), or None."""
