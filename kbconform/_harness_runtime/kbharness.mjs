@@ -34,6 +34,7 @@
 // import it from there.
 
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import readline from 'node:readline';
 import {fileURLToPath} from 'node:url';
@@ -234,11 +235,25 @@ export class Runtime {
     }
 }
 
-/** Serves `harness` on stdin and stdout until shutdown or the end of stdin, then exits 0. */
+// Set in a harness's environment by the kit that starts it for HTTP: HOST:PORT to listen on.
+export const HTTP_ADDRESS = 'KBCONFORM_HARNESS_HTTP';
+
+/** Serves `harness` on stdin and stdout until shutdown or the end of stdin, then exits 0. With
+ *  HTTP_ADDRESS in the environment, serves POST /v1/{op} there instead, requests at once
+ *  answered at once, until shutdown (serveHttp). */
 export async function serve(harness, {name = 'harness', schema} = {}) {
     const respond = claimStdout();
     const log = message => process.stderr.write(`[${name}] ${message}\n`);
     const runtime = new Runtime(harness, loadOperations(schema), log);
+    if (process.env[HTTP_ADDRESS]) {
+        try {
+            await serveHttp(runtime, process.env[HTTP_ADDRESS], respond);
+            await runtime.release();
+        } catch (error) {
+            log(`stopping: ${error?.stack || error}`);
+        }
+        process.exit(0);
+    }
     const lines = readline.createInterface({input: process.stdin, crlfDelay: Infinity, terminal: false});
     try {
         for await (const line of lines) {
@@ -253,4 +268,59 @@ export async function serve(harness, {name = 'harness', schema} = {}) {
         log(`stopping: ${error?.stack || error}`);
     }
     process.exit(0);
+}
+
+/** Answers POST /v1/{op} on `address` (HOST:PORT; port 0: a free one) on kept connections, each
+ *  request as it comes (schemas/harness-v1.md, Transports); the URL is the first line written
+ *  with `respond`. Resolves once shutdown is answered. */
+export async function serveHttp(runtime, address, respond) {
+    const at = address.lastIndexOf(':');
+    const host = address.slice(0, at) || '127.0.0.1';
+    const port = Number(address.slice(at + 1) || 0);
+    let finish;
+    const finished = new Promise(resolve => { finish = resolve; });
+    const server = http.createServer({keepAliveTimeout: 300_000, noDelay: true}, (request, reply) => {
+        const chunks = [];
+        request.on('data', chunk => chunks.push(chunk));
+        request.on('end', async () => {
+            const send = (status, message, close = false) => {
+                const body = encode(message);
+                reply.writeHead(status, {'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body),
+                    ...(close ? {Connection: 'close'} : {})});
+                reply.end(body);
+            };
+            const op = request.url.startsWith('/v1/') ? request.url.slice(4) : null;
+            if (op === null || !(runtime.operations.has(op) || runtime.served.has(op))) {
+                send(404, {id: null, error: {code: 'KB_HARNESS_REQUEST_INVALID', message: `no operation at ${JSON.stringify(request.url)}`}});
+                return;
+            }
+            if (request.method !== 'POST') {
+                send(405, {id: null, error: {code: 'KB_HARNESS_REQUEST_INVALID', message: `${request.method} is not allowed: POST only`}});
+                return;
+            }
+            const line = Buffer.concat(chunks).toString('utf8');
+            let named = op;
+            try {
+                named = JSON.parse(line)?.op ?? op;
+            } catch {
+                // not JSON: the runtime's answer says what is wrong with it
+            }
+            if (named !== op) {
+                send(400, {id: null, error: {code: 'KB_HARNESS_REQUEST_INVALID', message: `the message's op must be ${JSON.stringify(op)}, as in the path`}});
+                return;
+            }
+            const [response, done] = await runtime.answer(line);
+            send(response.error?.code === 'KB_HARNESS_REQUEST_INVALID' ? 400 : 200, response, done);
+            if (done) finish();
+        });
+    });
+    await new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, resolve);
+    });
+    const bound = server.address();
+    await respond(`http://${bound.address}:${bound.port}\n`);
+    await finished;
+    server.close();
+    server.closeAllConnections?.();
 }

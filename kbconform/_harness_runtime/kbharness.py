@@ -33,10 +33,12 @@ it from there by path.
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -161,6 +163,7 @@ class Runtime:
         self.served = operations.served_by(harness)
         self.backends: dict[str, Any] = {}
         self.opened = 0
+        self._lock = threading.Lock()
         self.log = log
 
     @property
@@ -226,8 +229,9 @@ class Runtime:
 
     def _on_backend(self, op: str, params: dict[str, Any]) -> Any:
         if op == "open":
-            self.opened += 1
-            opened = f"b{self.opened}"
+            with self._lock:  # callers at once (HTTP) each get a handle of their own
+                self.opened += 1
+                opened = f"b{self.opened}"
             self.backends[opened] = self.harness.open(params, opened)
             return {"backend": opened}
         handle = params.get("backend")
@@ -272,8 +276,14 @@ def _terminate(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)  # unwinds through serve's finally: every backend released
 
 
+#: Set in a harness's environment by the kit that starts it for HTTP: ``HOST:PORT`` to listen on.
+HTTP_ADDRESS = "KBCONFORM_HARNESS_HTTP"
+
+
 def serve(harness: Any, *, name: str = "harness", schema: Path | None = None) -> int:
-    """Serve ``harness`` on stdin and stdout until ``shutdown`` or the end of stdin; return 0."""
+    """Serve ``harness`` on stdin and stdout until ``shutdown`` or the end of stdin; return 0.
+    With :data:`HTTP_ADDRESS` in the environment, serve ``POST /v1/{op}`` there instead, callers
+    at once each on a thread of their own, until ``shutdown`` (:func:`serve_http`)."""
     out = _claimed or sys.stdout
 
     def log(message: str) -> None:
@@ -281,6 +291,12 @@ def serve(harness: Any, *, name: str = "harness", schema: Path | None = None) ->
 
     runtime = Runtime(harness, Operations.load(schema), log)
     signal.signal(signal.SIGTERM, _terminate)
+    if os.environ.get(HTTP_ADDRESS):
+        try:
+            serve_http(runtime, os.environ[HTTP_ADDRESS], out)
+        finally:
+            runtime.release()
+        return 0
     try:
         for line in sys.stdin.buffer:
             if not line.strip():
@@ -293,3 +309,68 @@ def serve(harness: Any, *, name: str = "harness", schema: Path | None = None) ->
     finally:
         runtime.release()
     return 0
+
+
+def serve_http(runtime: Runtime, address: str, out: IO[str]) -> None:
+    """Answer ``POST /v1/{op}`` on ``address`` (``HOST:PORT``; port 0: a free one), each
+    connection on a thread of its own and kept open, as ``schemas/harness-v1.md`` (Transports)
+    says; the URL is the first line on ``out``. Returns once ``shutdown`` is answered."""
+    host, _, port = address.rpartition(":")
+    answered = threading.Event()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        timeout = 300  # seconds a kept connection may wait for its next request
+        disable_nagle_algorithm = True  # an answer's headers and body are two writes
+
+        def do_POST(self) -> None:  # the name http.server calls
+            op = self.path.removeprefix("/v1/")
+            length = self.headers.get("Content-Length") or "0"
+            body = self.rfile.read(int(length)) if length.isdigit() else b""
+            if not (self.path.startswith("/v1/") and (op in runtime.operations or op in runtime.served)):
+                self._send(404, error_response(None, invalid(f"no operation at {self.path!r}")))
+                return
+            try:
+                named = json.loads(body.decode("utf-8")).get("op", op)
+            except (UnicodeDecodeError, ValueError, AttributeError):
+                named = op  # not a request object: the runtime's answer says what is wrong
+            if named != op:
+                self._send(
+                    400, error_response(None, invalid(f"the message's op must be {op!r}, as in the path"))
+                )
+                return
+            response, done = runtime.answer(body)
+            refused = response.get("error", {}).get("code") == "KB_HARNESS_REQUEST_INVALID"
+            self._send(400 if refused else 200, response, close=done)
+            if done:
+                answered.set()
+
+        def _not_allowed(self) -> None:
+            self._send(405, error_response(None, invalid(f"{self.command} is not allowed: POST only")))
+
+        do_GET = do_PUT = do_PATCH = do_DELETE = _not_allowed
+
+        def _send(self, status: int, response: Mapping[str, Any], close: bool = False) -> None:
+            encoded = encode(response).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(encoded)))
+            if close:
+                self.send_header("Connection", "close")
+                self.close_connection = True
+            self.end_headers()
+            self.wfile.write(encoded)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # the runtime logs each request
+
+    server = http.server.ThreadingHTTPServer((host or "127.0.0.1", int(port or 0)), Handler)
+    server.daemon_threads = True
+    try:
+        out.write(f"http://{server.server_address[0]}:{server.server_address[1]}\n")
+        out.flush()
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        answered.wait()
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -7,9 +7,12 @@ answered KB_HARNESS_INTERNAL, and ``shutdown`` answered, then the end."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +46,12 @@ class Tiny:
     def listMemories(self, backend, params):
         raise TypeError("boom")
 
+    together = __import__("threading").Barrier(2, timeout=20)
+
+    def searchMemories(self, backend, params):
+        self.together.wait()  # answers only while another search is in flight
+        return {{"hits": []}}
+
 
 kbharness.serve(Tiny(), name="tiny")
 """
@@ -60,6 +69,15 @@ await kbharness.serve({{
         throw new kbharness.HarnessError('KB_NOT_FOUND', 'no memory ' + params.id);
     }},
     listMemories(backend, params) {{ throw new TypeError('boom'); }},
+    waiting: [],
+    searchMemories(backend, params) {{
+        // answers only while another search is in flight
+        return new Promise((resolve, reject) => {{
+            this.waiting.push(resolve);
+            if (this.waiting.length === 2) this.waiting.splice(0).forEach(go => go({{hits: []}}));
+            setTimeout(() => reject(new Error('no other search came')), 20000);
+        }});
+    }},
 }}, {{name: 'tiny'}});
 """
 
@@ -144,3 +162,70 @@ def test_the_javascript_runtime_answers_as_the_python_one(tmp_path: Path) -> Non
     script = tmp_path / "tiny.mjs"
     script.write_text(NODE_HARNESS, encoding="utf-8")
     assert _shown(_served(["node", str(script)])) == EXPECTED
+
+
+SEARCH = {
+    "op": "searchMemories",
+    "params": {"backend": "b1", "scope": {}, "text": "t", "limit": 1, "where": None},
+}
+
+
+def _posted(url: str, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """The status and response of ``request`` sent as ``POST /v1/{op}`` to ``url``."""
+    sent = urllib.request.Request(
+        f"{url}/v1/{request['op']}",
+        data=json.dumps(request).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(sent, timeout=30) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.loads(refused.read())
+
+
+def _served_over_http(command: list[str]) -> tuple[list[dict[str, Any]], list[int], list[Any]]:
+    """The harness started with KBCONFORM_HARNESS_HTTP: the responses and statuses of REQUESTS
+    (the unknown operation, which has no path, and those after shutdown left out), and of two
+    searches sent at once before the shutdown."""
+    env = {**os.environ, "KBCONFORM_HARNESS_HTTP": "127.0.0.1:0"}
+    with subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as harness:
+        try:
+            url = harness.stdout.readline().strip()  # type: ignore[union-attr]
+            assert url.startswith("http://127.0.0.1:"), url
+            asked = [r for r in REQUESTS if r["op"] != "frobnicate"][:-1]
+            answers = [_posted(url, r) for r in asked[:2]]
+            with ThreadPoolExecutor(2) as pool:
+                searches = list(pool.map(lambda n: _posted(url, {"id": 100 + n, **SEARCH}), range(2)))
+            answers += [_posted(url, r) for r in asked[2:]]
+            assert harness.wait(timeout=30) == 0
+        finally:
+            harness.kill()
+    return [r for _, r in answers], [status for status, _ in answers], searches
+
+
+@pytest.mark.parametrize("language", ["python", "javascript"])
+def test_either_runtime_serves_http_when_asked_and_callers_at_once_are_answered_at_once(
+    language: str, tmp_path: Path
+) -> None:
+    """With KBCONFORM_HARNESS_HTTP in its environment a harness prints its URL and answers
+    ``POST /v1/{op}`` as on stdio (400 for a request it cannot read or carry out), two searches
+    at once are answered together (each answers only while the other is in flight: a runtime
+    serving one request at a time fails them), and shutdown ends it."""
+    if language == "javascript" and shutil.which("node") is None:
+        pytest.skip("node is not on PATH: no JavaScript to run")
+    script = tmp_path / ("tiny.py" if language == "python" else "tiny.mjs")
+    script.write_text(PYTHON_HARNESS if language == "python" else NODE_HARNESS, encoding="utf-8")
+    program = sys.executable if language == "python" else "node"
+    responses, statuses, searches = _served_over_http([program, str(script)])
+    expected = [r for r in EXPECTED if r["id"] != 7]
+    assert _shown(responses) == expected
+    refused = [r.get("error", {}).get("code") == INVALID for r in expected]
+    assert statuses == [400 if no else 200 for no in refused]
+    assert searches == [
+        (200, {"id": 100, "result": {"hits": []}}),
+        (200, {"id": 101, "result": {"hits": []}}),
+    ]
