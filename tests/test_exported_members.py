@@ -362,6 +362,7 @@ SUBPACKAGES = {
         "PROTOCOL",
         "START_TIMEOUT",
         "GROUPS_FILE",
+        "HTTP_ADDRESS",
         "Dispatcher",
         "HarnessAdapter",
         "HarnessBackend",

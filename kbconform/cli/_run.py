@@ -54,6 +54,15 @@ def add(commands: Any) -> None:
         metavar="URL",
         help="test the backend behind the harness-v1 server at URL (http://127.0.0.1:PORT)",
     )
+    run.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="how --adapter or --harness is spoken to: stdio (default; one request at a time), or "
+        "http (the adapter served by 'kbconform serve --http', the harness told where to listen by "
+        "KBCONFORM_HARNESS_HTTP): callers at once reach it at once, so the concurrency suite can "
+        "judge races",
+    )
     run.add_argument("--level", choices=LEVELS, help="run up to this level (default: L4, all)")
     run.add_argument("--seed", type=int, help="seed for canary data and Hypothesis")
     run.add_argument(
@@ -107,6 +116,10 @@ def _run(arguments: argparse.Namespace) -> int:
         check_output_path(path)
     if arguments.adapter and (arguments.harness or arguments.harness_url):
         raise UsageError("give --adapter, --harness or --harness-url, not two of them")
+    if arguments.harness_url and arguments.transport != "stdio":
+        raise UsageError(
+            "--transport is how the kit speaks to --adapter or --harness; a --harness-url is HTTP already"
+        )
     target: dict[str, Any] = (
         {"harness": arguments.harness}
         if arguments.harness
@@ -132,6 +145,7 @@ def _run(arguments: argparse.Namespace) -> int:
     outcome = _suites(
         arguments,
         **target,
+        **({"transport": arguments.transport} if not arguments.harness_url else {}),
         level=arguments.level,
         seed=arguments.seed,
         profile=arguments.hypothesis_profile,

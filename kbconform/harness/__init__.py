@@ -11,6 +11,7 @@ each profile's by its :class:`WireTable` (``Profile.wire``).
 
 from kbconform.harness._client import (
     GROUPS_FILE,
+    HTTP_ADDRESS,
     START_TIMEOUT,
     HarnessAdapter,
     HarnessBackend,
@@ -31,6 +32,7 @@ __all__ = [
     "PROTOCOL",
     "START_TIMEOUT",
     "GROUPS_FILE",
+    "HTTP_ADDRESS",
     "Dispatcher",
     "HarnessAdapter",
     "HarnessBackend",

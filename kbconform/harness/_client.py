@@ -66,6 +66,9 @@ class Transport(Protocol):
 #: The environment variable naming a file where every harness process group is listed, so a
 #: supervisor (``kbconform run``) can end them with the run, whatever ends it.
 GROUPS_FILE = "KBCONFORM_HARNESS_GROUPS"
+#: The environment variable a harness started to serve HTTP is given: the ``HOST:PORT`` to listen
+#: on (port 0: a free one); it prints its URL as the first line of its output.
+HTTP_ADDRESS = "KBCONFORM_HARNESS_HTTP"
 
 
 class _BoundedLog:

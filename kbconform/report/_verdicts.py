@@ -236,5 +236,5 @@ def turns_line(report: Mapping[str, Any]) -> str:
     return (
         f"callers at once took turns ({len(ran)} concurrency tests): harness-v1 on stdio carries one "
         "request at a time, so state kept between requests can show and a race cannot; serve the "
-        "backend over HTTP (--harness-url) to judge races"
+        "backend over HTTP (kbconform run --transport http) to judge races"
     )

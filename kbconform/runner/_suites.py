@@ -24,11 +24,11 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from kbconform.harness import GROUPS_FILE
+from kbconform.harness import GROUPS_FILE, HTTP_ADDRESS
 from kbconform.runner._outcome import HARNESS_LOG_LIMIT, Outcome, read_report, soundness
 from kbconform.runner._request import RunError, RunRequest
 from kbconform.runner._supervision import (
@@ -74,7 +74,12 @@ def run_suites(
         if request.adapter and request.transport == "stdio":
             harness = shlex.join(serve_command(request.adapter))
         elif request.adapter and request.transport == "http":
-            harness_url = stack.enter_context(_served(request.adapter, where, harness_log))
+            served = serve_command(request.adapter, http=True)
+            harness_url = stack.enter_context(_served(served, {}, where, harness_log))
+        elif harness and request.transport == "http":  # the harness serves HTTP where it is told
+            listen = {HTTP_ADDRESS: "127.0.0.1:0"}
+            harness_url = stack.enter_context(_served(shlex.split(harness), listen, where, harness_log))
+            harness = None
         target = (
             f"--kbconform-adapter={request.adapter}"
             if request.adapter and request.transport == "in-process"
@@ -185,14 +190,15 @@ def declared_catalogue(profiles: Iterable[str] | None = None) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _served(adapter: str, where: str, log: Path) -> Iterator[str]:
-    """``adapter`` served over HTTP by ``kbconform serve`` in a process group of its own; yields
-    its URL, and ends the group afterwards."""
+def _served(command: list[str], env: Mapping[str, str], where: str, log: Path) -> Iterator[str]:
+    """A harness serving HTTP, started from ``command`` (with ``env`` added to its environment)
+    in a process group of its own: ``kbconform serve --http``, or a harness told where by
+    :data:`HTTP_ADDRESS`. Yields the URL it prints first, and ends the group afterwards."""
     with log.open("ab") as sink:
         process = subprocess.Popen(
-            serve_command(adapter, http=True),
+            command,
             cwd=where,
-            env=environment(),
+            env={**environment(), **env},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=sink,
@@ -208,7 +214,7 @@ def _served(adapter: str, where: str, log: Path) -> Iterator[str]:
         url = lines[0].decode("utf-8", errors="replace").strip() if lines else ""
         if not url.startswith("http://"):
             said = tail(log, 2000) if log.exists() else ""
-            raise RunError(f"kbconform serve {adapter} --http did not start: {url or 'no answer'}\n{said}")
+            raise RunError(f"{shlex.join(command)} did not start serving HTTP: {url or 'no answer'}\n{said}")
         yield url
     finally:
         kill_group(process.pid, grace=0.0)

@@ -229,3 +229,23 @@ def test_either_runtime_serves_http_when_asked_and_callers_at_once_are_answered_
         (200, {"id": 100, "result": {"hits": []}}),
         (200, {"id": 101, "result": {"hits": []}}),
     ]
+
+
+def test_a_harness_command_run_over_http_is_told_where_to_listen_and_judged_there() -> None:
+    """``run_suites(harness=..., transport="http")`` (``kbconform run --harness CMD --transport
+    http``) starts the harness with KBCONFORM_HARNESS_HTTP, reads its URL and runs the suites
+    against it: the same statuses as on stdio (control), the report naming the URL, not the
+    command."""
+    from kbconform import runner
+
+    command = f"{sys.executable} {Path(__file__).with_name('uuid_memory_harness.py')}"
+    chosen = ("iso-01[search-memories]", "conc-01[search-memories]")
+    over_http = runner.run_suites(harness=command, transport="http", seed=0, select=chosen)
+    on_stdio = runner.run_suites(harness=command, seed=0, select=chosen)
+    statuses = [{t["id"]: t["status"] for t in o.report["tests"]} for o in (over_http, on_stdio)]
+    assert (over_http.problems, on_stdio.problems) == ((), ()), over_http.output[-2000:]
+    assert statuses[0] == statuses[1]
+    assert statuses[0]["iso-01[search-memories]"] in ("pass", "fail")  # it reached the harness
+    assert over_http.report["config"]["harness"].get("url", "").startswith("http://127.0.0.1:")
+    assert "command" not in over_http.report["config"]["harness"]
+    assert "command" in on_stdio.report["config"]["harness"]
