@@ -270,15 +270,27 @@ export async function serve(harness, {name = 'harness', schema} = {}) {
     process.exit(0);
 }
 
-/** Answers POST /v1/{op} on `address` (HOST:PORT; port 0: a free one) on kept connections, each
- *  request as it comes (schemas/harness-v1.md, Transports); the URL is the first line written
- *  with `respond`. Resolves once shutdown is answered. */
+/** Answers POST /v1/{op} on `address` (HOST:PORT; port 0: a free one) on kept connections
+ *  (schemas/harness-v1.md, Transports), requests at once answered at once when the manifest
+ *  declares `concurrency: threads`, else in turn; the URL is the first line written with
+ *  `respond`. Resolves once shutdown is answered. */
 export async function serveHttp(runtime, address, respond) {
     const at = address.lastIndexOf(':');
     const host = address.slice(0, at) || '127.0.0.1';
     const port = Number(address.slice(at + 1) || 0);
     let finish;
     const finished = new Promise(resolve => { finish = resolve; });
+    // Requests overlap only for a backend that declares it serves callers at once
+    // (schemas/concurrency.md); any other's wait their turn, as kbconform serve does.
+    let last = Promise.resolve();
+    let atOnce = null;
+    const answered = async line => {
+        atOnce ??= (await runtime.manifest())?.concurrency === 'threads';
+        if (atOnce) return runtime.answer(line);
+        const mine = last.then(() => runtime.answer(line));
+        last = mine.catch(() => {});
+        return mine;
+    };
     const server = http.createServer({keepAliveTimeout: 300_000, noDelay: true}, (request, reply) => {
         const chunks = [];
         request.on('data', chunk => chunks.push(chunk));
@@ -309,7 +321,7 @@ export async function serveHttp(runtime, address, respond) {
                 send(400, {id: null, error: {code: 'KB_HARNESS_REQUEST_INVALID', message: `the message's op must be ${JSON.stringify(op)}, as in the path`}});
                 return;
             }
-            const [response, done] = await runtime.answer(line);
+            const [response, done] = await answered(line);
             send(response.error?.code === 'KB_HARNESS_REQUEST_INVALID' ? 400 : 200, response, done);
             if (done) finish();
         });

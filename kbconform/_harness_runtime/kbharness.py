@@ -33,6 +33,7 @@ it from there by path.
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import os
@@ -314,9 +315,17 @@ def serve(harness: Any, *, name: str = "harness", schema: Path | None = None) ->
 def serve_http(runtime: Runtime, address: str, out: IO[str]) -> None:
     """Answer ``POST /v1/{op}`` on ``address`` (``HOST:PORT``; port 0: a free one), each
     connection on a thread of its own and kept open, as ``schemas/harness-v1.md`` (Transports)
-    says; the URL is the first line on ``out``. Returns once ``shutdown`` is answered."""
+    says; the URL is the first line on ``out``. Requests overlap only when the manifest declares
+    ``concurrency: threads``. Returns once ``shutdown`` is answered."""
     host, _, port = address.rpartition(":")
     answered = threading.Event()
+    # Requests overlap only for a backend that declares it serves callers at once
+    # (schemas/concurrency.md); any other waits its turn, as kbconform serve does.
+    turns = (
+        contextlib.nullcontext()
+        if runtime.harness.manifest.get("concurrency") == "threads"
+        else threading.Lock()
+    )
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -339,7 +348,8 @@ def serve_http(runtime: Runtime, address: str, out: IO[str]) -> None:
                     400, error_response(None, invalid(f"the message's op must be {op!r}, as in the path"))
                 )
                 return
-            response, done = runtime.answer(body)
+            with turns:
+                response, done = runtime.answer(body)
             refused = response.get("error", {}).get("code") == "KB_HARNESS_REQUEST_INVALID"
             self._send(400 if refused else 200, response, close=done)
             if done:

@@ -29,7 +29,7 @@ print("a library printing: never on stdout")
 
 
 class Tiny:
-    manifest = {{"isolationProfile": "memory-scope"}}
+    manifest = {{"isolationProfile": "memory-scope", "concurrency": "threads"}}
 
     def open(self, params, handle):
         return {{"handle": handle}}
@@ -61,7 +61,7 @@ import * as kbharness from {json.dumps((RUNTIME / "kbharness.mjs").as_uri())};
 kbharness.claimStdout();
 console.log('a library printing: never on stdout');
 await kbharness.serve({{
-    manifest: {{isolationProfile: 'memory-scope'}},
+    manifest: {{isolationProfile: 'memory-scope', concurrency: 'threads'}},
     open(params, handle) {{ return {{handle}}; }},
     close(backend) {{}},
     addMemory(backend, params) {{ return {{id: backend.handle}}; }},
@@ -101,7 +101,13 @@ REQUESTS = [
 
 INVALID = "KB_HARNESS_REQUEST_INVALID"
 EXPECTED = [
-    {"id": 1, "result": {"protocol": "harness-v1", "manifest": {"isolationProfile": "memory-scope"}}},
+    {
+        "id": 1,
+        "result": {
+            "protocol": "harness-v1",
+            "manifest": {"isolationProfile": "memory-scope", "concurrency": "threads"},
+        },
+    },
     {"id": 2, "result": {"backend": "b1"}},
     {"id": 3, "result": {"id": "b1"}},
     {"id": 4, "error": {"code": "KB_NOT_FOUND", "message": "no memory x"}},
