@@ -24,9 +24,11 @@ from typing import Any
 import pytest
 
 from kbconform.conformance import (
+    Charge,
     Run,
     World,
     Writing,
+    charged,
     concurrent_callers,
     concurrently,
     judge_writes,
@@ -61,7 +63,9 @@ def _assert_each_caller_answered_as_itself(
     reach = reach_of(run.adapter)
     found = concurrently(world, backend, facade, crowd, reach=reach, deadline=run.call_timeout)
     how = HOW[reach]
-    assert not found.problems, f"{facade}, {len(crowd)} callers {how}:\n{found.summary()}"
+    said = found.charge() or Charge()
+    with charged(said.caller, said.effect):
+        assert not found.problems, f"{facade}, {len(crowd)} callers {how}:\n{found.summary()}"
     assert found.calls == len(crowd) * found.rounds, (
         f"{facade}: {found.calls} of {len(crowd) * found.rounds} calls were made ({how})"
     )
@@ -144,7 +148,11 @@ def test_writers_at_once_each_write_into_exactly_their_own_scope(
     )
     how, storm = HOW[reach], found.storm
     callers = len(writers) + len(readers) + len(nobody)
-    assert not storm.problems, f"{facade}: {callers} callers writing and reading {how}:\n{storm.summary()}"
+    said = storm.charge() or Charge()
+    with charged(said.caller, said.effect):
+        assert not storm.problems, (
+            f"{facade}: {callers} callers writing and reading {how}:\n{storm.summary()}"
+        )
     assert storm.calls == callers * storm.rounds, (
         f"{storm.calls} of {callers * storm.rounds} calls were made ({how})"
     )

@@ -119,6 +119,8 @@ export class Runtime {
         this.backends = new Map();
         this.opened = 0;
         this.profile = null;
+        // Whether requests may be answered at once: the manifest declares concurrency threads.
+        this.atOnce = false;
         this.log = log;
     }
 
@@ -173,6 +175,7 @@ export class Runtime {
             if (typeof this.harness.start === 'function') await this.harness.start();
             const manifest = await this.manifest();
             this.profile = manifest.isolationProfile ?? 'tenant-namespace';
+            this.atOnce = manifest.concurrency === 'threads';
             return {protocol: PROTOCOL, manifest};
         }
         if (op === 'shutdown') return {};
@@ -283,10 +286,8 @@ export async function serveHttp(runtime, address, respond) {
     // Requests overlap only for a backend that declares it serves callers at once
     // (schemas/concurrency.md); any other's wait their turn, as kbconform serve does.
     let last = Promise.resolve();
-    let atOnce = null;
-    const answered = async line => {
-        atOnce ??= (await runtime.manifest())?.concurrency === 'threads';
-        if (atOnce) return runtime.answer(line);
+    const answered = line => {
+        if (runtime.atOnce) return runtime.answer(line);  // known once hello has read the manifest
         const mine = last.then(() => runtime.answer(line));
         last = mine.catch(() => {});
         return mine;

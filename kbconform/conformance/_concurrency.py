@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from kbconform.conformance._deadline import Guarded
 from kbconform.conformance._effects import described
-from kbconform.conformance._judging import Reader, Reading, World
+from kbconform.conformance._judging import NO_IDENTITY, Charge, Reader, Reading, World, gravest
 from kbconform.errors import KbconformError, Unauthenticated
 
 #: How many rounds each caller makes by default: enough that a race on a shared attribute is
@@ -55,10 +55,20 @@ class Storm:
     problems: dict[str, list[str]] = field(default_factory=dict)
     calls: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    #: What each problem charges, where the judging knew it (a caller with no identity answered;
+    #: a reading that only lacked items: recall).
+    charges: list[Charge] = field(default_factory=list, repr=False)
 
-    def found(self, label: str, problem: str) -> None:
+    def found(self, label: str, problem: str, charge: Charge | None = None) -> None:
         with self.lock:
             self.problems.setdefault(label, []).append(problem)
+            self.charges.append(charge or Charge())
+
+    def charge(self) -> Charge | None:
+        """What the storm's problems charge the backend with: the gravest (:func:`gravest`); a
+        problem the judging gave no charge (a race, by the test's catalogue entry) outranks a
+        recall."""
+        return gravest(c if c.effect else Charge(c.caller, "read") for c in self.charges)
 
     def summary(self, shown: int = 3) -> str:
         """The problems, a few per caller (for a failure's message)."""
@@ -110,9 +120,11 @@ def concurrent_callers(world: World, facade: str, anonymous: int) -> list[Concur
     return found + [ConcurrentCaller(f"no identity ({label})", identity, None) for label, identity in nobody]
 
 
-def _judge(world: World, storm: Storm, caller: ConcurrentCaller, call: Callable[[], Any]) -> None:
+def _judge(
+    world: World, storm: Storm, caller: ConcurrentCaller, call: Callable[[], Any], effect: str = "read"
+) -> None:
     """One call of ``caller``, judged: a reading exactly the model's, or the refusal it expects,
-    carrying no stored text."""
+    carrying no stored text (a call with no identity that lands charges ``effect``)."""
     try:
         outcome = call()
     except KbconformError as error:
@@ -127,10 +139,13 @@ def _judge(world: World, storm: Storm, caller: ConcurrentCaller, call: Callable[
         storm.found(caller.label, f"failed: {error!r}")
         return
     if caller.expected is None:
-        storm.found(caller.label, f"was answered, not refused: {described(outcome)}")
+        storm.found(
+            caller.label, f"was answered, not refused: {described(outcome)}", Charge(NO_IDENTITY, effect)
+        )
     elif isinstance(outcome, Reading):
+        charge = Charge(None, caller.expected.effect(outcome))
         for problem in caller.expected.differences(outcome):
-            storm.found(caller.label, problem)
+            storm.found(caller.label, problem, charge)
 
 
 def concurrently(

@@ -96,8 +96,14 @@ def charge_of(error: BaseException) -> Charge | None:
         inner = getattr(failure, "exceptions", None)
         if isinstance(inner, (list, tuple)):
             pending += [e for e in inner if isinstance(e, BaseException)]
+    return gravest(found)
+
+
+def gravest(charges: Iterable[Charge]) -> Charge | None:
+    """Of ``charges``, the one of the gravest effect (:data:`EFFECTS` is gravest first), the
+    first found among equals; None for none."""
     rank = {effect: number for number, effect in enumerate(EFFECTS)}
-    return min(found, key=lambda c: rank.get(c.effect or "", len(EFFECTS)), default=None)
+    return min(charges, key=lambda c: rank.get(c.effect or "", len(EFFECTS)), default=None)
 
 
 @contextmanager

@@ -99,7 +99,8 @@ def writes_at_once(
         label, mark = labels[index], planned[index][number]
         if index >= len(writers) + len(readers):
             caller = anonymous[index - len(writers) - len(readers)]
-            _judge(world, result.storm, caller, lambda: world.write(target, facade, caller.identity, mark))
+            write = lambda: world.write(target, facade, caller.identity, mark)  # noqa: E731
+            _judge(world, result.storm, caller, write, effect="written")
             return
         try:
             if index < len(writers):

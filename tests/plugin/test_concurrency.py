@@ -366,3 +366,21 @@ def test_a_write_stamped_with_the_caller_kept_on_the_object_is_found_in_anothers
     assert any(
         words in said for words in ("which it may not read", "was answered, not refused", "write was refused")
     ), said
+
+
+def test_a_storm_charges_what_its_gravest_problem_was() -> None:
+    """A caller with no identity answered charges no identity (one cause with its sequential
+    failures); a reading that only lacked items charges recall; a problem the judging gave no
+    charge (a crossing, a race) outranks a recall; no problem, no charge (control)."""
+    from kbconform.conformance import Charge, Storm
+
+    storm = Storm("requests", 1)
+    assert storm.charge() is None
+    storm.found("acme", "shows 5 items; its scope holds 6", Charge(None, "recall"))
+    assert storm.charge() == Charge(None, "recall")
+    storm.found("no identity (None)", "was answered, not refused: 3 results", Charge("no identity", "read"))
+    assert storm.charge() == Charge("no identity", "read")
+    raced = Storm("threads", 1)
+    raced.found("acme", "shows 5 items; its scope holds 6", Charge(None, "recall"))
+    raced.found("beta", "shows acme's item, which it may not read")
+    assert raced.charge() == Charge(None, "read")
