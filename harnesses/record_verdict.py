@@ -51,6 +51,9 @@ INSTALL_TIMEOUT = {"neo": 1800, "mem0": 900, "langgraph": 900, "adk": 900}
 HARNESSES = tuple(INSTALL_TIMEOUT)
 #: The harnesses whose system is started beside a ``chroma`` server (on PATH).
 WITH_CHROMA = frozenset({"neo"})
+#: How each harness is spoken to (stdio unless named): Neo's is a server that answers its
+#: clients at once, so it is run over HTTP and the concurrency suite can judge races.
+TRANSPORT = {"neo": "http"}
 
 
 def _system(report: dict[str, Any], name: str) -> dict[str, str]:
@@ -68,6 +71,7 @@ def verdict_of(report: dict[str, Any], name: str) -> dict[str, Any]:
         **_system(report, name),
         "seed": report["seed"],
         "profile": report["profile"],
+        "transport": report["config"].get("harness", {}).get("transport", "stdio"),
         "levels": {level: bool(v["earned"]) for level, v in sorted(report["levels"].items())},
         "tests": {t["id"]: t["status"] for t in sorted(report["tests"], key=lambda t: t["id"])},
         **({"charges": charges} if (charges := _charges(report)) else {}),
@@ -90,7 +94,7 @@ def changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
     found = [
         f"{key}: {old.get(key)!r} -> {new.get(key)!r}"
-        for key in ("neo", "backend", "seed", "profile")
+        for key in ("neo", "backend", "seed", "profile", "transport")
         if old.get(key) != new.get(key)
     ]
     for group in ("levels", "tests"):
@@ -119,7 +123,9 @@ def _fresh(name: str, seed: int) -> dict[str, Any]:
     if name in WITH_CHROMA:
         os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     print(f"record_verdict: running the suites on harnesses/{name}/harness with seed {seed}", flush=True)
-    outcome = runner.run_suites(harness=str(HERE / name / "harness"), seed=seed, shrink=False)
+    outcome = runner.run_suites(
+        harness=str(HERE / name / "harness"), seed=seed, shrink=False, transport=TRANSPORT.get(name, "stdio")
+    )
     if outcome.problems or not outcome.report:
         print(outcome.output[-4000:], file=sys.stderr)
         sys.exit(

@@ -182,6 +182,9 @@ export function manifest() {
         // single-tenant mode: no tag on writes, no filter on reads" (RequestContextService.mjs:164-167).
         // The identity is the server's (OIDC), not the application's: the kit does not honour it.
         noIdentity     : 'single-tenant',
+        // Neo's knowledge-base server answers its clients' requests as they come (one Node event
+        // loop; each request's identity in RequestContextService's AsyncLocalStorage).
+        concurrency    : 'threads',
         // Export and import have no MCP tool: DatabaseService, from an operator's command line.
         operatorPaths  : 'command-line',
         // Neo checks records against its own parsed-chunk-v1 (parser/parsed-chunk-v1.schema.json),

@@ -53,7 +53,10 @@ def test_the_library_gives_every_test_its_recorded_status(name: str) -> None:
     assert set(recorded["levels"]) == {"L0", "L1", "L2", "L3", "L4"}
     _install(name)
     outcome = runner.run_suites(
-        harness=str(HARNESSES / name / "harness"), seed=recorded["seed"], shrink=False
+        harness=str(HARNESSES / name / "harness"),
+        seed=recorded["seed"],
+        shrink=False,
+        transport=recorded.get("transport", "stdio"),
     )
     assert outcome.problems == (), (
         f"the {name} run gave no sound report:\n"

@@ -76,7 +76,12 @@ def test_neo_gives_every_test_its_recorded_status_and_earns_the_recorded_levels(
     )
     # Statuses only: a failing example unshrunk fails as the shrunk one does, and shrinking
     # Neo's 73 failures took more than half of the run.
-    outcome = runner.run_suites(harness=str(NEO / "harness"), seed=recorded["seed"], shrink=False)
+    outcome = runner.run_suites(
+        harness=str(NEO / "harness"),
+        seed=recorded["seed"],
+        shrink=False,
+        transport=recorded.get("transport", "stdio"),
+    )
     assert outcome.problems == (), (
         "the Neo run gave no sound report:\n"
         + "\n".join(outcome.problems)
