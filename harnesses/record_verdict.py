@@ -12,9 +12,10 @@ the recorded seed (``--seed`` to change it), the default profile and no shrinkin
 what is compared); for Neo, with the directory of this interpreter (where the ``chroma`` server
 of ``pip install chromadb`` is) first on PATH.
 ``--from-report`` takes the report of ``kbconform run --harness harnesses/NAME/harness --seed 1
---report REPORT`` (for Neo with ``--transport http``: :data:`TRANSPORT`). Either way the report must be sound (valid evidence of a full run) or nothing
-is written. The script prints every id whose status changed, writes the transcript of each
-cause's failing test (``transcripts/causes.json`` names it) to ``transcripts/<cause>.jsonl``, and
+--report REPORT`` (for Neo with ``--transport http``: :data:`TRANSPORT`). Either way the report
+must be sound (valid evidence of a full run) or nothing is written. The script prints every id
+whose status changed, writes the transcript of each cause's failing test
+(``transcripts/causes.json`` names it) to ``transcripts/<cause>.jsonl``, and
 generates VERDICT.md.
 
     python harnesses/record_verdict.py mem0 --docs                # VERDICT.md only, from what is recorded

@@ -5,8 +5,8 @@ not noise: the failure names each changed id with its old and new status.
 
 Re-record (after reading why it changed): ``python harnesses/record_verdict.py neo`` (a fresh run)
 or ``python harnesses/record_verdict.py neo --from-report REPORT`` (the report of
-``kbconform run --harness harnesses/neo/harness --transport http --seed 1 --report REPORT``); then update the prose
-of ``harnesses/neo/VERDICT.md`` by hand.
+``kbconform run --harness harnesses/neo/harness --transport http --seed 1 --report REPORT``);
+then update the prose of ``harnesses/neo/VERDICT.md`` by hand.
 
 Needs Node.js >= 20 with npm (the test fails without them: it is never skipped), g++, make and
 python3 for the first install (it compiles better-sqlite3: 2-4 minutes on 2 cores), and the
@@ -42,8 +42,8 @@ INSTALL_TIMEOUT = 1800  # seconds
 RERECORD = (
     "If the change is understood, re-record it: `python harnesses/record_verdict.py neo` (a fresh run), "
     "or `python harnesses/record_verdict.py neo --from-report REPORT` with the report of "
-    "`kbconform run --harness harnesses/neo/harness --transport http --seed {seed} --report REPORT`; then update "
-    "harnesses/neo/VERDICT.md by hand."
+    "`kbconform run --harness harnesses/neo/harness --transport http --seed {seed} --report REPORT`; "
+    "then update harnesses/neo/VERDICT.md by hand."
 )
 
 
