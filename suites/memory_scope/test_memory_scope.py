@@ -519,12 +519,14 @@ class Program:
 def test_random_programs_of_writes_and_deletes_leave_every_read_as_the_model_says(
     kbconform_run: Run, kbconform_open: Any
 ) -> None:
-    """M1-M9: after a random program of memories added, updated and deleted by id (by their
-    scope or another) and scopes deleted, over values that collide under common mistakes,
-    every read of every scope equals the model. Each program ends with two scopes writing and
-    the second updating and deleting the first's memory by its id, so a by-id call across
-    scopes is always judged and a read that is neither empty nor everything is compared (the
-    guard below is the control)."""
+    """M1-M9, M11, M12: after a random program of memories added (some with the text another
+    memory of any scope holds), got, updated and deleted by id (by their scope or another) and
+    scopes deleted, over values that collide under common mistakes or are long look-alikes and
+    scopes using every declared key, every read of every scope equals the model. Each program
+    ends with two scopes writing and the second updating and deleting the first's memory by its
+    id, so a by-id call across scopes is always judged and a read that is neither empty nor
+    everything is compared (the guard below is the control). Then one program on a fresh
+    backend draws what a store shares, reuses, caches and shortens (:func:`_storage_program`)."""
     informative = [0]
 
     @kbconform_run.given(
@@ -682,10 +684,11 @@ class ScopeMachine(DriverMachine[ScopeDriver]):
 
 @pytest.mark.kbconform(id="mem-12", rule=RULE, guide=GUIDE, level="L4")
 def test_interleaved_writes_deletes_and_reads_match_the_model(kbconform_run: Run) -> None:
-    """M1-M10: every step of every program (memories added under scopes and by no identity,
-    by-id calls of any scope on any memory, scopes deleted, searches with small limits, store
-    faults from any store call of a call) and, after each, every read of every scope equals the
-    policy model; the model compared reads that are neither empty nor everything (control)."""
+    """M1-M12: every step of every program (memories added under scopes and by no identity,
+    memories added with the text another memory holds, by-id calls of any scope on any memory,
+    scopes deleted, searches with small limits, store faults from any store call of a call)
+    and, after each, every read of every scope equals the policy model; the model compared reads
+    that are neither empty nor everything (control)."""
     machine = ScopeMachine.bound(kbconform_run, "MemoryScope")
     kbconform_run.run_machine(machine)
     assert machine.compared[0] > 0, "no step compared a read that is neither empty nor everything"
