@@ -24,6 +24,7 @@ from kbconform.adapter import BackendOptions
 from kbconform.conformance import DriverMachine, Fault, Run, every_fault
 from kbconform.errors import BackendUnavailable, ContractViolation
 from kbconform.profiles.memory_scope.protocol import MAX_LIMIT, MEMORY_INVALID
+from kbconform.profiles.memory_scope.world import LONG as WORLD_LONG
 from kbconform.profiles.memory_scope.world import ScopeDriver, no_scopes
 
 #: The isolation profile these tests are written for (schemas/memory-scope.md).
@@ -32,10 +33,20 @@ PROFILES = ("memory-scope",)
 RULE = "memory-scope.md#the-rules"
 GUIDE = "the-memory-scope-profile"
 
+#: Long values that look alike: two sharing their first 77 characters, two of 256 characters
+#: differing in the last, two sharing 80 bytes of two-byte characters (a store that cuts a value
+#: at a column's width or a byte limit, or compares a fixed-length prefix, makes each pair one).
+LONG = (
+    *WORLD_LONG,
+    "y" * 255 + "1",
+    "y" * 255 + "2",
+    "\u00e9" * 40 + "a",
+    "\u00e9" * 40 + "b",
+)
 #: Scope values that collide under a common mistake, by the mistake: each group's values are
 #: different scopes (M4). Case; surrounding space; the NFC and NFD forms of one name; separators
 #: a key format folds; a prefix (and a leading zero); a value holding the separator a composite
-#: key joins with; the wildcards of query languages.
+#: key joins with; the wildcards of query languages; long values alike but for their ends.
 VALUE_GROUPS: dict[str, tuple[str, ...]] = {
     "case": ("alice", "Alice", "ALICE"),
     "surrounding space": ("alice", "alice ", " alice"),
@@ -44,6 +55,7 @@ VALUE_GROUPS: dict[str, tuple[str, ...]] = {
     "prefix": ("u1", "u10", "1", "01"),
     "composite": ("alice:planner", "alice", "alice|planner", "alice,planner"),
     "wildcard": ("*", "%", "alice"),
+    "long": LONG,
 }
 #: Two-key scopes that one joined string cannot tell apart (group ``composite``).
 JOINED = (("alice", "planner"), ("a", "b:c"), ("a:b", "c"), ("a", "b/c"), ("a/b", "c"))
@@ -83,7 +95,9 @@ def test_a_memory_is_read_under_its_scope_and_every_scope_it_matches(
     """M2, M3: memories written under alice, under alice with an agent, and under bob are read
     by exactly the scopes they match: alice's reads find alice's and alice's agent's; the agent
     scope finds its own only; bob finds bob's; a scope no one wrote under finds nothing (and
-    under ``scopeMatch: keys`` the agent alone finds every user's memories with that agent)."""
+    under ``scopeMatch: keys`` the agent alone finds every user's memories with that agent).
+    With a third key, two runs of alice's agent are two scopes, each read by its own, and both
+    by the agent's scope (and under ``keys`` a run alone finds that run's only)."""
     d = _driver(kbconform_run, kbconform_backend, "mem-01")
     alice, bob, carol = d.scope("alice"), d.scope("bob"), d.scope("carol")
     mine = {d.add(alice), d.add(alice)}
@@ -101,6 +115,15 @@ def test_a_memory_is_read_under_its_scope_and_every_scope_it_matches(
             assert d.read(facade, planner) == planned
             if not d.policy.prefix:
                 assert d.read(facade, {d.policy.keys[1]: "planner"}) == planned | bob_planner
+    if len(d.policy.keys) > 2:  # every declared key: two runs of alice's planner
+        runs = [d.scope("alice", "planner", run) for run in ("run-1", "run-2")]
+        ran = [{d.add(run)} for run in runs]
+        for facade in d.facades:
+            for run, own in zip(runs, ran, strict=True):
+                assert d.read(facade, run) == own
+            assert d.read(facade, d.scope("alice", "planner")) == planned | ran[0] | ran[1]
+            if not d.policy.prefix:
+                assert d.read(facade, {d.policy.keys[2]: "run-1"}) == ran[0]
     assert d.check()
 
 
@@ -149,7 +172,8 @@ def test_scope_values_compare_exactly(group: str, kbconform_run: Run, kbconform_
     """M4: values that collide under one common mistake (case; surrounding space; NFC and NFD;
     separators folded; a prefix or a leading zero; a value holding the separator a composite key
     joins with, and with two keys ``{alice:planner}`` alone beside ``{alice, planner}``,
-    ``(a, b:c)`` beside ``(a:b, c)``; a wildcard) are each their own scope: every read of every
+    ``(a, b:c)`` beside ``(a:b, c)``; a wildcard; long values alike but for their ends, past
+    64 characters, 255 characters or 80 bytes) are each their own scope: every read of every
     scope is exactly its own memories, beside bob's (values the manifest reserves a character
     of are left out)."""
     d = _driver(kbconform_run, kbconform_backend, f"mem-03 {group}")
@@ -295,7 +319,8 @@ def test_metadata_named_like_scope_keys_changes_nothing(kbconform_run: Run, kbco
 def test_deleting_a_scopes_memories_deletes_exactly_those(kbconform_run: Run, kbconform_backend: Any) -> None:
     """M8: deleting every memory of alice's agent scope deletes those only; of alice, every one
     alice's scope matches and nothing of Alice, alice2 or bob; a delete with no scope deletes
-    nothing (M1). Every read equals the model after each."""
+    nothing (M1). Every read equals the model after each, and a read made with the same
+    arguments before and after the delete (one a read cache would keep) finds the scope empty."""
     d = _driver(kbconform_run, kbconform_backend, "mem-08")
     for values in (("alice",), ("alice", "planner"), ("alice", "writer"), ("Alice",), ("alice2",), ("bob",)):
         scope = d.scope(*values)
@@ -305,12 +330,26 @@ def test_deleting_a_scopes_memories_deletes_exactly_those(kbconform_run: Run, kb
         d.refuse("delete_all", caller)
     assert d.check()
     if _two(d):
+        _read_again(d, d.scope("alice", "planner"))
         d.call("delete_all", d.scope("alice", "planner"))
+        assert _read_again(d, d.scope("alice", "planner")) == set()
         assert d.check()
         assert d.read("search", d.scope("alice", "writer")), "control: alice's other agent kept its memories"
+    _read_again(d, d.scope("alice"))
     d.call("delete_all", d.scope("alice"))
+    assert _read_again(d, d.scope("alice")) == set()
     assert d.read("search", d.scope("alice")) == set()
     assert d.check()
+
+
+#: The arguments of a read made before and after a write, as a read cache would key it.
+AGAIN: dict[str, Any] = {"text": "what was said about billing", "limit": MAX_LIMIT}
+
+
+def _read_again(d: ScopeDriver, scope: dict[str, str]) -> set[str]:
+    """Every read facade as ``scope``, with the same arguments each time (:data:`AGAIN`): the
+    ids found, each read judged by the model."""
+    return set().union(*(d.read(facade, scope, **AGAIN) for facade in d.facades))
 
 
 @pytest.mark.kbconform(
@@ -423,30 +462,43 @@ class Step:
 
 STEPS = st.builds(
     Step,
-    op=st.sampled_from(["add", "add", "update", "delete", "delete_all"]),
+    op=st.sampled_from(["add", "add", "again", "get", "update", "delete", "delete_all"]),
     first=st.integers(0, 30),
     second=st.integers(-1, 3),
     memory=st.integers(0, 50),
 )
 #: Second key values (an agent, say): a pair that collides, and one more.
 SECONDS = ("planner", "Planner", "planner2")
+#: Third key values (a run, say), each beside the first second value.
+RUNS = ("run-1", "run-2")
 
 
 class Program:
     """What a program step needs: the driver, the scopes it draws, the features offered."""
 
-    def __init__(self, d: ScopeDriver, values: list[str], run: Run) -> None:
+    def __init__(self, d: ScopeDriver, values: list[str], run: Run, every_key: bool = True) -> None:
         self.d = d
         self.values = [v for v in values if d.policy.valid(d.scope(v))]
-        self.offered = {f for f in ("update", "delete", "delete-all") if _offers(run, f)}
+        self.offered = {f for f in ("get", "update", "delete", "delete-all") if _offers(run, f)}
+        #: Whether scopes use a third key (the programs of mem-11 do; the state machine, which
+        #: reads every scope after every step, keeps to two and its colliding second values).
+        self.every_key = every_key
 
     def scope(self, first: int, second: int) -> dict[str, str]:
+        """The scope of the drawn value ``first``; with ``second`` from 0, a second key too, and
+        from 2, when three keys are declared (and ``every_key``), a third."""
         value = self.values[first % len(self.values)]
-        return (
-            self.d.scope(value)
-            if second < 0 or len(self.d.policy.keys) < 2
-            else self.d.scope(value, SECONDS[second % len(SECONDS)])
-        )
+        keys = len(self.d.policy.keys)
+        if second < 0 or keys < 2:
+            return self.d.scope(value)
+        if second < 2 or keys < 3 or not self.every_key:
+            return self.d.scope(value, SECONDS[second % len(SECONDS)])
+        return self.d.scope(value, SECONDS[0], RUNS[second % len(RUNS)])
+
+    def again(self, scope: dict[str, str], target: str) -> str:
+        """A memory under ``scope`` whose text is the text of ``target`` (of any scope): two
+        memories holding one text are two memories, each in its own scope."""
+        return str(self.d.call("add", scope, self.d.policy.memories[target].text, {"topic": "billing"}))
 
     def step(self, step: Step) -> None:
         scope = self.scope(step.first, step.second)
@@ -454,6 +506,10 @@ class Program:
         target = memories[step.memory % len(memories)] if memories else "no-such-memory"
         if step.op == "add" or not memories:
             self.d.add(scope)
+        elif step.op == "again":
+            self.again(scope, target)
+        elif step.op == "get" and "get" in self.offered:
+            self.d.attempt("get", scope, target)
         elif step.op == "update" and "update" in self.offered:
             self.d.attempt("update", scope, target, self.d.text("updated"))
         elif step.op == "delete" and "delete" in self.offered:
@@ -466,12 +522,14 @@ class Program:
 def test_random_programs_of_writes_and_deletes_leave_every_read_as_the_model_says(
     kbconform_run: Run, kbconform_open: Any
 ) -> None:
-    """M1-M9: after a random program of memories added, updated and deleted by id (by their
-    scope or another) and scopes deleted, over values that collide under common mistakes,
-    every read of every scope equals the model. Each program ends with two scopes writing and
-    the second updating and deleting the first's memory by its id, so a by-id call across
-    scopes is always judged and a read that is neither empty nor everything is compared (the
-    guard below is the control)."""
+    """M1-M9, M11, M12: after a random program of memories added (some with the text another
+    memory of any scope holds), got, updated and deleted by id (by their scope or another) and
+    scopes deleted, over values that collide under common mistakes or are long look-alikes and
+    scopes using every declared key, every read of every scope equals the model. Each program
+    ends with two scopes writing and the second updating and deleting the first's memory by its
+    id, so a by-id call across scopes is always judged and a read that is neither empty nor
+    everything is compared (the guard below is the control). Then one program on a fresh
+    backend draws what a store shares, reuses, caches and shortens (:func:`_storage_program`)."""
     informative = [0]
 
     @kbconform_run.given(
@@ -499,6 +557,46 @@ def test_random_programs_of_writes_and_deletes_leave_every_read_as_the_model_say
 
     check()
     assert informative[0] > 0, "no example compared a read that is neither empty nor everything"
+    backend = kbconform_open()
+    try:
+        _storage_program(
+            Program(_driver(kbconform_run, backend, "mem-11 storage"), list(LONG), kbconform_run)
+        )
+    finally:
+        kbconform_run.close(backend)
+
+
+def _storage_program(p: Program) -> None:
+    """One program drawing what a store shares, reuses, caches and shortens, under scopes that
+    use every declared key and long look-alike values: one text written under two scopes (and
+    near-identical under a third), one of them deleted, its id named again by a get after a new
+    memory took its place, and a scope deleted between two reads with the same arguments;
+    every read of every scope equals the model after each."""
+    d = p.d
+    a, b = d.scope(LONG[0], SECONDS[0], RUNS[0]), d.scope(LONG[1], SECONDS[0], RUNS[0])
+    d.add(d.scope(LONG[0], SECONDS[0], RUNS[1]))  # a's other run (with fewer keys, a itself)
+    text = d.text("said under two scopes")
+    first = str(d.call("add", a, text, {"topic": "billing"}))
+    d.call("add", b, text, {"topic": "billing"})
+    d.call("add", b, f"  {text.upper()} ", {"topic": "billing"})
+    assert d.check()
+    if "get" in p.offered:
+        d.call("get", a, first)
+    if "delete" in p.offered:
+        d.call("delete", a, first)
+        assert d.check()
+        taken = d.add(b)
+        if "get" in p.offered:
+            d.attempt("get", a, first)
+            d.attempt("get", a, taken)
+            d.call("get", b, taken)
+        if "update" in p.offered:
+            d.attempt("update", a, first, d.text("after its delete"))
+    if "delete-all" in p.offered:
+        _read_again(d, b)
+        d.call("delete_all", b)
+        assert _read_again(d, b) == set()
+    d.check()  # every read as the model says (what is left may be one scope's, or nothing)
 
 
 #: Callers of the state machine: a known scope (an index), or no identity (a negative index).
@@ -517,7 +615,7 @@ class ScopeMachine(DriverMachine[ScopeDriver]):
     def open_backend(self, values: list[str], seed: int) -> None:
         """A backend with a memory under each drawn scope."""
         self.driver = d = ScopeDriver.of(self.fresh_backend(), self.run.manifest, random.Random(seed))
-        self.program = Program(d, values, self.run)
+        self.program = Program(d, values, self.run, every_key=False)
         self.no_scopes = list(no_scopes(d.policy).values())
         for first in range(len(self.program.values)):
             d.add(self.program.scope(first, -1))
@@ -561,6 +659,12 @@ class ScopeMachine(DriverMachine[ScopeDriver]):
         with self._armed(fault) as armed:
             self.d.attempt(op, *args, may_fail=armed)
 
+    @rule(caller=st.integers(0, 30), second=st.integers(-1, 3), pick=st.integers(0, 50))
+    def add_again(self, caller: int, second: int, pick: int) -> None:
+        """A memory whose text another memory (of any scope) already holds."""
+        if self.d.policy.memories:
+            self.program.again(self.program.scope(caller, second), self._target(pick))
+
     @rule(caller=CALLERS, second=st.integers(-1, 3), fault=FAULTS)
     def delete_all(self, caller: int, second: int, fault: int | None) -> None:
         """Every memory of a scope deleted (or refused for no identity), when offered."""
@@ -583,10 +687,11 @@ class ScopeMachine(DriverMachine[ScopeDriver]):
 
 @pytest.mark.kbconform(id="mem-12", rule=RULE, guide=GUIDE, level="L4")
 def test_interleaved_writes_deletes_and_reads_match_the_model(kbconform_run: Run) -> None:
-    """M1-M10: every step of every program (memories added under scopes and by no identity,
-    by-id calls of any scope on any memory, scopes deleted, searches with small limits, store
-    faults from any store call of a call) and, after each, every read of every scope equals the
-    policy model; the model compared reads that are neither empty nor everything (control)."""
+    """M1-M12: every step of every program (memories added under scopes and by no identity,
+    memories added with the text another memory holds, by-id calls of any scope on any memory,
+    scopes deleted, searches with small limits, store faults from any store call of a call)
+    and, after each, every read of every scope equals the policy model; the model compared reads
+    that are neither empty nor everything (control)."""
     machine = ScopeMachine.bound(kbconform_run, "MemoryScope")
     kbconform_run.run_machine(machine)
     assert machine.compared[0] > 0, "no step compared a read that is neither empty nor everything"

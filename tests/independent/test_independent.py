@@ -6,8 +6,10 @@ read filter in SQL, a transaction per write), ``sqlite_pool.py`` (project-pool: 
 SQLite tables, every search one scoped SQL statement, every write and membership change one
 transaction), ``sqlite_grant.py`` (kb-grant: the catalogue and every store's documents as
 rows of one SQLite store, authorization joined in SQL, a transaction per write, copy and move)
-and ``sqlite_memory.py`` (memory-scope in prefix mode: namespace paths compared as exact
-prefixes in SQL, a transaction per write) are written from the spec docs, and so are the in-memory doubles
+``sqlite_memory.py`` (memory-scope in prefix mode: namespace paths compared as exact
+prefixes in SQL, a transaction per write) and ``sqlite_shared_vectors.py`` (memory-scope with
+named keys: a scope as rows of its keys, each text's vector stored once and shared between
+scopes, counted by its holders) are written from the spec docs, and so are the in-memory doubles
 ``tests/plugin/pool_adapter.py`` (project-pool: dictionaries of internal ids) and
 ``tests/plugin/grant_adapter.py`` (kb-grant: held to every kb-grant test by
 ``tests/plugin/test_kb_grant_suite.py``). They are the control that keeps the suites' model
@@ -19,7 +21,13 @@ from __future__ import annotations
 import pytest
 
 from kbconform import runner
-from tests.independent import sqlite_grant, sqlite_memory, sqlite_namespace, sqlite_pool
+from tests.independent import (
+    sqlite_grant,
+    sqlite_memory,
+    sqlite_namespace,
+    sqlite_pool,
+    sqlite_shared_vectors,
+)
 from tests.plugin import pool_adapter
 
 #: Each test here runs the suites in a child process: the slow tier.
@@ -40,6 +48,7 @@ def _declined(manifest: dict[str, object]) -> set[str]:
         ("tests.plugin.pool_adapter:make", pool_adapter.MANIFEST, set()),
         ("tests.independent.sqlite_grant:make", sqlite_grant.MANIFEST, set()),
         ("tests.independent.sqlite_memory:make", sqlite_memory.MANIFEST, set()),
+        ("tests.independent.sqlite_shared_vectors:make", sqlite_shared_vectors.MANIFEST, set()),
     ],
 )
 def test_an_independent_backend_passes_every_test_it_does_not_decline(

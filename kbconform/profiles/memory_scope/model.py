@@ -6,7 +6,7 @@ It answers, for any caller: the exact memories a read returns, and which error e
 It never asks the backend: a suite calls the backend, compares, and then tells the model that the
 call landed (:meth:`ScopePolicy.commit_add` and the others); a call that raised changes nothing.
 
-Each method names its rule (M1 to M10 of ``schemas/memory-scope.md``). A call that breaks two
+Each method names its rule (M1 to M12 of ``schemas/memory-scope.md``). A call that breaks two
 rules at once (no identity and empty text) is refused for its identity first.
 """
 

@@ -25,7 +25,7 @@ from kbconform.errors import KbconformError
 from kbconform.profiles.memory_scope.model import ScopePolicy
 from kbconform.profiles.memory_scope.protocol import MAX_LIMIT, scope_text
 
-__all__ = ["ScopeDriver", "ScopeIsolation", "ScopeWorld"]
+__all__ = ["LONG", "ScopeDriver", "ScopeIsolation", "ScopeWorld"]
 
 
 class Named(dict[str, str]):
@@ -360,9 +360,14 @@ class ScopeWorld:
         return carried(error, self.policy.stored.values())
 
 
-#: The seeded layout: a scope as values of the declared keys in order (a second value is used
-#: only when the manifest declares a second key), and how many memories it writes. "Alice" and
-#: "alice2" are a case and a prefix twin of "alice"; carol writes nothing.
+#: Two long scope values alike in their first 77 characters (a store that cuts values at a
+#: column's width makes them one).
+LONG = ("tenant-" + "0" * 70 + "-a", "tenant-" + "0" * 70 + "-b")
+
+#: The seeded layout: a scope as values of the declared keys in order (a second and third value
+#: are used only when the manifest declares that many keys), and how many memories it writes.
+#: "Alice" and "alice2" are a case and a prefix twin of "alice"; a run of alice's planner uses
+#: every key; the long values are look-alikes; carol writes nothing.
 LAYOUT: tuple[tuple[tuple[str, ...], int], ...] = (
     (("alice",), 2),
     (("alice", "planner"), 2),
@@ -371,6 +376,9 @@ LAYOUT: tuple[tuple[tuple[str, ...], int], ...] = (
     (("bob", "planner"), 2),
     (("Alice",), 1),
     (("alice2",), 1),
+    (("alice", "planner", "run-1"), 1),
+    ((LONG[0],), 1),
+    ((LONG[1],), 1),
     (("carol",), 0),
 )
 

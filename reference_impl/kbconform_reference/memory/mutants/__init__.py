@@ -15,7 +15,7 @@ from __future__ import annotations
 from kbconform.adapter import BackendOptions
 from kbconform_reference._mutant_base import ServesMutant, factories
 from kbconform_reference.memory.adapter import MemoryAdapter
-from kbconform_reference.memory.mutants import by_id, claims, concurrency, contract, reads
+from kbconform_reference.memory.mutants import by_id, claims, concurrency, contract, reads, storage
 from kbconform_reference.memory.mutants._base import Mutant
 from kbconform_reference.memory.service import ScopedMemory
 
@@ -27,6 +27,7 @@ MUTANTS: tuple[Mutant, ...] = (
     *by_id.MUTANTS,
     *contract.MUTANTS,
     *concurrency.MUTANTS,
+    *storage.MUTANTS,
 )
 
 
