@@ -266,7 +266,7 @@ class TenantStore:
         found = self._resolve(where, collection, action)
         call = {"add": self.api._add, "upsert": self.api._upsert, "update": self.api._update}[action]
         with self._store(action):
-            call(ids, found.id, vectors, documents=texts, **self._at(where))
+            call(ids=ids, collection_id=found.id, embeddings=vectors, documents=texts, **self._at(where))
 
     def add(self, credential: object, tenant: str, database: str, collection: str, *rows: Any) -> None:
         self._write("add", credential, tenant, database, collection, *rows)
