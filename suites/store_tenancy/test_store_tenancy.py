@@ -52,7 +52,7 @@ class Store:
     def __init__(self, run: Run, backend: Any, name: str) -> None:
         self.backend = backend
         self.rng = run.rng(name)
-        self.fork = run.manifest.supports("fork")  # type: ignore[arg-type]  # a store-tenancy capability
+        self.fork = run.manifest.supports("fork")
         self.model = StoreModel.provisioned(backend)
         self.notes = self.make("alice", ACME, "main", "notes", 2)
         self.theirs = self.make("bob", BETA, "main", "notes", 2)
