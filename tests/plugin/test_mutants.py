@@ -163,7 +163,9 @@ def test_every_kb_grant_mutant_is_killed_by_its_killers_in_process() -> None:
             assert result.killed_by == sorted(set(mutant.killers)), mutant.name
 
 
-def test_every_store_tenancy_mutant_is_killed_by_its_killers_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_store_tenancy_mutant_is_killed_by_its_killers_in_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The store-tenancy reference's set, in process, every mutant on one Chroma server
     (``KBCONFORM_TENANCY_SERVER``): each broken backend fails every test named for it, the races
     included. Between them the set names every store-tenancy test id (st-01 to st-10, iso-01 to

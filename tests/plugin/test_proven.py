@@ -15,7 +15,9 @@ from kbconform.mutants import discover
 
 #: Every built-in mutant: the tenant-namespace, project-pool, kb-grant, memory-scope and
 #: store-tenancy references' sets.
-MUTANTS = discover(("reference", "reference-pool", "reference-grant", "reference-memory", "reference-tenancy"))
+MUTANTS = discover(
+    ("reference", "reference-pool", "reference-grant", "reference-memory", "reference-tenancy")
+)
 
 
 def _catalogue() -> set[str]:

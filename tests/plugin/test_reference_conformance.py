@@ -39,7 +39,13 @@ MODES = {
     "store-tenancy-chroma-server": ("kbconform_reference.tenancy.adapter:chroma_server", "stdio"),
 }
 #: The fewest tests a full run of each profile holds.
-FEWEST = {"tenant-namespace": 140, "project-pool": 15, "kb-grant": 20, "memory-scope": 15, "store-tenancy": 30}
+FEWEST = {
+    "tenant-namespace": 140,
+    "project-pool": 15,
+    "kb-grant": 20,
+    "memory-scope": 15,
+    "store-tenancy": 30,
+}
 SHIPPED = data_dir("suites") / "catalogue.json"
 
 
