@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -85,7 +86,7 @@ class Store:
         kept = self.model.collections.get(collection)
         held = next(iter(kept.records), None) if kept is not None else None
         name = kept.name if kept is not None else "nowhere"
-        return {
+        made: dict[str, Callable[[], tuple[Any, ...]]] = {
             "create_collection": lambda: (self.fresh("made"), {}),
             "get_collection": lambda: (name,),
             "list_collections": lambda: (None, 0),
@@ -100,7 +101,8 @@ class Store:
             "query": lambda: (collection, embedding(self.rng), 10),
             "delete": lambda: (collection, [held or "kbr-none"]),
             "count": lambda: (collection,),
-        }[action]()
+        }
+        return made[action]()
 
     def actions(self) -> tuple[str, ...]:
         return tuple(a for a in ACTIONS if self.fork or a != "fork_collection")
