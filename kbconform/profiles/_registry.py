@@ -44,6 +44,7 @@ BUILT_IN = (
     "kbconform.profiles.project_pool:PROFILE",
     "kbconform.profiles.kb_grant:PROFILE",
     "kbconform.profiles.memory_scope:PROFILE",
+    "kbconform.profiles.store_tenancy:PROFILE",
 )
 
 #: The capabilities every profile has, whatever it registers (a test of the shared suite may

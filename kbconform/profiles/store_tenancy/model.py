@@ -1,0 +1,135 @@
+"""The store-tenancy policy model (the oracle): the plan's users, their grants and actions, and
+the collections and records the store holds, by where they were made.
+
+The suites make every call through the model's judgement: :meth:`StoreModel.expect` says how a
+call must be refused (or None: it must land), and the model commits what landed."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbconform.errors import Forbidden, KbconformError, NotFound, Unauthenticated
+from kbconform.profiles.store_tenancy.protocol import DIMENSION, PLAN
+
+__all__ = ["Kept", "StoreModel", "embedding", "pairs", "token"]
+
+#: How a refused call must fail: one of these errors.
+Refusal = tuple[type[KbconformError], ...]
+#: A credential that names no user.
+UNAUTHENTICATED: Refusal = (Unauthenticated,)
+#: A (tenant, database) the credential is not granted: nothing of it may be shown.
+NOT_GRANTED: Refusal = (Forbidden, NotFound)
+#: An action the credential's user lacks on a pair it is granted.
+FORBIDDEN: Refusal = (Forbidden,)
+#: A collection that is not in the named pair: exactly as a missing one.
+MISSING: Refusal = (NotFound,)
+
+
+def token(user: str) -> str:
+    """The token :data:`PLAN` gives ``user``."""
+    return str(PLAN["users"][user]["token"])
+
+
+def pairs(user: str | None) -> set[tuple[str, str]]:
+    """The (tenant, database) pairs ``user`` is granted (none for no user)."""
+    if user is None:
+        return set()
+    return {(grant["tenant"], grant["database"]) for grant in PLAN["users"][user]["grants"]}
+
+
+def embedding(rng: random.Random) -> list[float]:
+    """An embedding the kit gives: :data:`DIMENSION` numbers in [-1, 1], two decimals."""
+    return [round(rng.uniform(-1, 1), 2) for _ in range(DIMENSION)]
+
+
+@dataclass
+class Kept:
+    """One collection as the model holds it: where it is, its name and metadata, its records
+    (id to embedding and document)."""
+
+    id: str
+    tenant: str
+    database: str
+    name: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    records: dict[str, tuple[list[float], str]] = field(default_factory=dict)
+
+
+@dataclass
+class StoreModel:
+    """What the store holds, and who may do what."""
+
+    collections: dict[str, Kept] = field(default_factory=dict)
+
+    @classmethod
+    def provisioned(cls, backend: Any) -> StoreModel:
+        """A fresh store: :data:`PLAN` provisioned on ``backend``, no collection."""
+        backend.provision(PLAN)
+        return cls()
+
+    # -- who may ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def user_of(credential: object) -> str | None:
+        """The user whose token ``credential`` is exactly (None: no credential)."""
+        if not isinstance(credential, str):
+            return None
+        return next((user for user, held in PLAN["users"].items() if held["token"] == credential), None)
+
+    def expect(self, credential: object, tenant: str, database: str, action: str) -> Refusal | None:
+        """How a call of ``action`` as ``credential`` in (``tenant``, ``database``) must be refused,
+        or None when it may run."""
+        user = self.user_of(credential)
+        if user is None:
+            return UNAUTHENTICATED
+        if (tenant, database) not in pairs(user):
+            return NOT_GRANTED
+        if action not in PLAN["users"][user]["actions"]:
+            return FORBIDDEN
+        return None
+
+    def find(self, tenant: str, database: str, collection: str) -> Kept | None:
+        """The collection of id ``collection`` if it is in (``tenant``, ``database``)."""
+        kept = self.collections.get(collection)
+        return kept if kept is not None and (kept.tenant, kept.database) == (tenant, database) else None
+
+    def named(self, tenant: str, database: str, name: str) -> Kept | None:
+        """The collection called ``name`` in (``tenant``, ``database``)."""
+        return next(
+            (c for c in self.collections.values() if (c.tenant, c.database, c.name) == (tenant, database, name)),
+            None,
+        )
+
+    def in_pair(self, tenant: str, database: str) -> list[Kept]:
+        """The collections of (``tenant``, ``database``), oldest first."""
+        return [c for c in self.collections.values() if (c.tenant, c.database) == (tenant, database)]
+
+    def records(self) -> dict[str, tuple[list[float], str]]:
+        """Every record the store holds, by id."""
+        return {rid: row for kept in self.collections.values() for rid, row in kept.records.items()}
+
+    # -- writes that must land -----------------------------------------------------------------
+
+    def create(
+        self, backend: Any, user: str, tenant: str, database: str, name: str, metadata: Mapping[str, Any] | None = None
+    ) -> str:
+        """A collection ``name`` that ``user`` makes in (``tenant``, ``database``); its id."""
+        made = backend.create_collection(token(user), tenant, database, name, dict(metadata or {}))
+        assert isinstance(made, str) and made, f"create_collection returned {made!r}, not an id"
+        assert made not in self.collections, f"create_collection gave the id {made} twice"
+        self.collections[made] = Kept(made, tenant, database, name, dict(metadata or {}))
+        return made
+
+    def add(self, backend: Any, user: str, collection: str, texts: Sequence[str], rng: random.Random) -> list[str]:
+        """Records of ``texts`` that ``user`` adds to ``collection``; their ids."""
+        kept = self.collections[collection]
+        ids = [f"kbr{rng.getrandbits(40):010x}" for _ in texts]
+        rows = [(embedding(rng), f"kbs{rng.getrandbits(48):012x} {text}") for text in texts]
+        backend.add(
+            token(user), kept.tenant, kept.database, collection, ids, [e for e, _ in rows], [d for _, d in rows]
+        )
+        kept.records.update(zip(ids, rows, strict=True))
+        return ids

@@ -1,0 +1,103 @@
+"""The store-tenancy profile's world for the shared isolation suite: :data:`PLAN` provisioned,
+collections of the same name in two tenants and one in a second database, and the model of who
+reads what (a credential reads exactly the collections of the (tenant, database) pairs it is
+granted, and every other collection's id, named under its own pairs, is not found)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kbconform.adapter import BackendOptions, Manifest
+from kbconform.conformance import Reader, Reading, carried
+from kbconform.errors import Forbidden, NotFound
+from kbconform.profiles.store_tenancy.model import StoreModel, pairs, token
+
+__all__ = ["TenancyIsolation", "TenancyWorld"]
+
+#: The world's collections: (owner, tenant, database, name, how many records).
+COLLECTIONS = (
+    ("alice", "kbst-acme", "main", "notes", 2),
+    ("alice", "kbst-acme", "archive", "old", 1),
+    ("bob", "kbst-beta", "main", "notes", 2),
+)
+#: Who reads (users of the plan).
+READERS = ("alice", "rita", "bob")
+
+
+@dataclass
+class TenancyWorld:
+    """The seeded store, as :class:`StoreModel` holds it."""
+
+    model: StoreModel
+    readers: tuple[Reader, ...]
+
+    def size(self, facade: str) -> int:
+        return len(self.model.collections) if facade == "list" else len(self.model.records())
+
+    def read(self, backend: Any, facade: str, reader: Reader) -> Reading:
+        items: dict[str, str | None] = {}
+        number = 0
+        user = self.model.user_of(reader.identity)
+        for tenant, database in pairs(user):
+            if facade == "list":
+                shown = list(backend.list_collections(reader.identity, tenant, database, None, 0))
+                items.update({c.id: c.name for c in shown})
+                number += len(shown)
+                continue
+            for collection in self.model.collections:  # every collection's id, the foreign ones too
+                try:
+                    records = list(backend.get(reader.identity, tenant, database, collection, None))
+                except (NotFound, Forbidden):
+                    continue
+                items.update({r.id: r.document for r in records})
+                number += len(records)
+        return Reading(items, number)
+
+    def expected(self, facade: str, reader: Reader) -> Reading:
+        user = self.model.user_of(reader.identity)
+        mine = [c for c in self.model.collections.values() if (c.tenant, c.database) in pairs(user)]
+        if facade == "list":
+            return Reading({c.id: c.name for c in mine}, len(mine))
+        items: dict[str, str | None] = {r: c.records[r][1] for c in mine for r in c.records}
+        return Reading(items, len(items))
+
+    def read_once(self, backend: Any, facade: str, identity: object) -> object:
+        first = next(iter(self.model.collections.values()))
+        if facade == "list":
+            return backend.list_collections(identity, first.tenant, first.database, None, 0)
+        return backend.get(identity, first.tenant, first.database, first.id, None)
+
+    def no_identities(self) -> dict[str, object]:
+        alice = token("alice")
+        return {
+            "None": None,
+            "the empty string": "",
+            "an unknown token": "kbst-token-nobody-0000",
+            "a token with a Bearer prefix": f"Bearer {alice}",
+            "a token with a trailing space": f"{alice} ",
+            "a number": 7,
+        }
+
+    def carried(self, error: BaseException) -> list[str]:
+        return carried(error, (doc for _, doc in self.model.records().values()))
+
+
+@dataclass(frozen=True)
+class TenancyIsolation:
+    """:data:`~kbconform.profiles.store_tenancy.protocol.PLAN` provisioned, then
+    :data:`COLLECTIONS`, each with its records."""
+
+    manifest: Manifest
+
+    def seed(self, backend: Any, rng: random.Random) -> TenancyWorld:
+        model = StoreModel.provisioned(backend)
+        for owner, tenant, database, name, count in COLLECTIONS:
+            made = model.create(backend, owner, tenant, database, name)
+            model.add(backend, owner, made, [f"{tenant}'s {name} {n}" for n in range(count)], rng)
+        return TenancyWorld(model, tuple(Reader(user, token(user)) for user in READERS))
+
+    def options(self, store_fails: Callable[..., bool]) -> BackendOptions:
+        return BackendOptions(store_fails=store_fails)
