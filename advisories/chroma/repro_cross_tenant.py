@@ -7,7 +7,7 @@ installed chromadb, with the standard library and the server alone (no kbconform
     python advisories/chroma/repro_cross_tenant.py --json     # the JSON summary only
 
 The server runs with token authentication and SimpleRBAC configured as Chroma documents them
-(server.py): `admin` (every tenant, every action) makes tenants `tenant_a` and `tenant_b`, each
+(harnesses/chroma_server/chroma_server.py): `admin` (every tenant, every action) makes tenants `tenant_a` and `tenant_b`, each
 with one database; `alice` is bound to `tenant_a`/`db_a`, `bob` to `tenant_b`/`db_b`, both with
 the same role (every collection and database action). Alice makes a collection and adds two
 records; bob then calls each endpoint on alice's collection, first by its id under his own
@@ -27,9 +27,9 @@ import os
 import sys
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "harnesses", "chroma_server"))
 
-import server as chroma  # noqa: E402
+import chroma_server as chroma  # noqa: E402
 
 ADMIN = chroma.User("admin", "tok-admin", "*", ("*",), "admin")
 ALICE = chroma.User("alice", "tok-alice", "tenant_a", ("db_a",), "writer")

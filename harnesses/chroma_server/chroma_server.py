@@ -9,7 +9,9 @@ and each role to its actions (`chromadb/auth/simple_rbac_authz`), set by the ser
 `chroma_server_authz_provider` and `chroma_server_authz_config_file` (as `CHROMA_*`
 environment variables), with `chroma_overwrite_singleton_tenant_database_access_from_auth`.
 
-Used by the reproductions beside it and by the harness in harnesses/chroma_server/.
+Used by harness.py beside it and by the reproductions in advisories/chroma/. The server runs in
+the interpreter ``python()`` names: ``$KBCONFORM_CHROMA_PYTHON``, else this folder's ``.venv``
+(``install``), else the interpreter running this module.
 """
 
 from __future__ import annotations
@@ -111,6 +113,18 @@ def authz_yaml(users: list[User], roles: dict[str, list[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def python() -> str:
+    """The interpreter the server runs in (chromadb, fastapi and uvicorn installed)."""
+    named = os.environ.get("KBCONFORM_CHROMA_PYTHON")
+    if named:
+        return named
+    venv = os.path.join(HERE, ".venv", "bin", "python")
+    return venv if os.path.exists(venv) else sys.executable
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -169,7 +183,7 @@ def server_env(folder: str, overwrite_singleton: bool = True) -> dict[str, str]:
 def start(
     users: list[User],
     roles: dict[str, list[str]] | None = None,
-    python: str = sys.executable,
+    interpreter: str | None = None,
     overwrite_singleton: bool = True,
 ) -> Server:
     """Writes the auth files, starts uvicorn on chromadb.app:app and waits for its heartbeat."""
@@ -182,7 +196,7 @@ def start(
     log = os.path.join(folder, "server.log")
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [python, "-m", "uvicorn", "chromadb.app:app", "--host", "127.0.0.1",
+            [interpreter or python(), "-m", "uvicorn", "chromadb.app:app", "--host", "127.0.0.1",
              "--port", str(port), "--log-level", "warning", "--workers", "1"],
             env=server_env(folder, overwrite_singleton),
             cwd=folder,
