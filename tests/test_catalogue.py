@@ -33,7 +33,7 @@ def test_the_shipped_catalogue_is_what_the_suites_declare() -> None:
     )
     tests = catalogue["tests"]
     assert {entry.get("profile", "tenant-namespace") for entry in tests} == {
-        "tenant-namespace", "project-pool", "kb-grant", "memory-scope"
+        "tenant-namespace", "project-pool", "kb-grant", "memory-scope", "store-tenancy"
     }  # fmt: skip
     tenant = [entry for entry in tests if "profile" not in entry]
     assert {entry["spoofMode"] for entry in tenant if "spoofMode" in entry} == {"overwrite", "reject"}

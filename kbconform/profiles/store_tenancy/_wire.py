@@ -128,79 +128,6 @@ def _rows(a: Mapping[str, Any]) -> tuple[Any, Any, Any, Any]:
     return a["collection"], a["ids"], a["embeddings"], a["documents"]
 
 
-_ANY = {"description": "any JSON value, as the client sent it (the backend checks it)"}
-_CREDENTIAL = {"description": "a token string, or any other JSON value (no credential)"}
-_OBJECT = {"type": "object"}
-
-
-def _params(*names: str) -> dict[str, Any]:
-    """An operation's params: ``backend``, ``credential``, ``tenant``, ``database``, then ``names``."""
-    every = ("credential", "tenant", "database", *names)
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["backend", *every],
-        "properties": {"backend": {"type": "string"}, "credential": _CREDENTIAL, **{n: _ANY for n in every[1:]}},
-    }
-
-
-def _result(key: str, schema: Mapping[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "required": [key], "properties": {key: schema}}
-
-
-_COLLECTION = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["id", "name", "metadata"],
-    "properties": {"id": {"type": "string"}, "name": {"type": "string"}, "metadata": _OBJECT},
-}
-_RECORDS = _result(
-    "records",
-    {
-        "type": "array",
-        "items": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["id", "document"],
-            "properties": {"id": {"type": "string"}, "document": {"type": "string"}},
-        },
-    },
-)
-_DONE = {"const": {}}
-_ID = _result("id", {"type": "string"})
-_COUNT = _result("count", {"type": "integer", "minimum": 0})
-_ROWS = ("collection", "ids", "embeddings", "documents")
-
-#: Each operation's params and result (harness-v1's envelope around them).
-SCHEMAS: Mapping[str, Mapping[str, Any]] = {
-    "provisionStore": {
-        "params": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["backend", "plan"],
-            "properties": {"backend": {"type": "string"}, "plan": _OBJECT},
-        },
-        "result": _DONE,
-    },
-    "createCollection": {"params": _params("name", "metadata"), "result": _ID},
-    "getCollection": {"params": _params("name"), "result": _result("collection", _COLLECTION)},
-    "listCollections": {
-        "params": _params("limit", "offset"),
-        "result": _result("collections", {"type": "array", "items": _COLLECTION}),
-    },
-    "countCollections": {"params": _params(), "result": _COUNT},
-    "modifyCollection": {"params": _params("collection", "name", "metadata"), "result": _DONE},
-    "deleteCollection": {"params": _params("name"), "result": _DONE},
-    "forkCollection": {"params": _params("collection", "name"), "result": _ID},
-    "addRecords": {"params": _params(*_ROWS), "result": _DONE},
-    "upsertRecords": {"params": _params(*_ROWS), "result": _DONE},
-    "updateRecords": {"params": _params(*_ROWS), "result": _DONE},
-    "getRecords": {"params": _params("collection", "ids"), "result": _RECORDS},
-    "queryRecords": {"params": _params("collection", "embedding", "n"), "result": _RECORDS},
-    "deleteRecords": {"params": _params("collection", "ids"), "result": _DONE},
-    "countRecords": {"params": _params("collection"), "result": _COUNT},
-}
-
 WIRE = WireTable(
     handlers={
         "provisionStore": lambda s, a: done(s.backend.provision(a["plan"])),
@@ -224,6 +151,5 @@ WIRE = WireTable(
         "countRecords": lambda s, a: {"count": s.backend.count(*_where(a), a["collection"])},
     },
     backend=TenancyHarnessBackend,
-    schemas=SCHEMAS,
     named={"getCollection": "name", "deleteCollection": "name"},
 )

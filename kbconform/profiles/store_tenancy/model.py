@@ -133,3 +133,105 @@ class StoreModel:
         )
         kept.records.update(zip(ids, rows, strict=True))
         return ids
+
+    # -- calls judged ----------------------------------------------------------------------------
+
+    def refusal(self, action: str, credential: object, tenant: str, database: str, *args: Any) -> Refusal | None:
+        """How the call must be refused, or None: it must land. A by-id call whose collection is
+        not in the named pair, and a by-name call whose name is not there, are missing."""
+        expected = self.expect(credential, tenant, database, action)
+        if expected is not None:
+            return expected
+        if action in BY_ID and self.find(tenant, database, args[0]) is None:
+            return MISSING
+        if action in BY_NAME and self.named(tenant, database, args[0]) is None:
+            return MISSING
+        return None
+
+    def judge(self, backend: Any, action: str, credential: object, tenant: str, database: str, *args: Any) -> Any:
+        """Make the call; a refusal the model expects is returned (as the error), a call that
+        lands is committed and its answer returned. Any other outcome fails, and so does an
+        error that carries a stored document."""
+        expected = self.refusal(action, credential, tenant, database, *args)
+        said = f"{action}({credential!r}, {tenant!r}, {database!r}, {', '.join(map(repr, args))})"
+        try:
+            answer = getattr(backend, action)(credential, tenant, database, *args)
+        except KbconformError as error:
+            leaked = sorted(mark for mark in self.marks() if mark in str(error) or mark in repr(error))
+            assert not leaked, f"{said} raised an error carrying stored documents {leaked}: {error}"
+            if expected is None:
+                raise AssertionError(f"{said} must land; it raised {error!r}") from error
+            names = " or ".join(kind.__name__ for kind in expected)
+            assert isinstance(error, expected), f"{said} must be refused with {names}; it raised {error!r}"
+            return error
+        assert expected is None, (
+            f"{said} must be refused with {' or '.join(k.__name__ for k in expected)}; it answered {answer!r}"
+        )
+        self.commit(action, tenant, database, args, answer)
+        return answer
+
+    def commit(self, action: str, tenant: str, database: str, args: tuple[Any, ...], answer: Any) -> None:
+        """What a call that landed changed."""
+        if action == "create_collection":
+            assert isinstance(answer, str) and answer and answer not in self.collections, (
+                f"create_collection returned {answer!r}, not a new id"
+            )
+            self.collections[answer] = Kept(answer, tenant, database, args[0], dict(args[1]))
+        elif action == "delete_collection":
+            gone = self.named(tenant, database, args[0])
+            assert gone is not None
+            del self.collections[gone.id]
+        elif action == "modify_collection":
+            kept = self.collections[args[0]]
+            kept.name = kept.name if args[1] is None else args[1]
+            kept.metadata = kept.metadata if args[2] is None else dict(args[2])
+        elif action == "fork_collection":
+            source = self.collections[args[0]]
+            assert isinstance(answer, str) and answer and answer not in self.collections, (
+                f"fork_collection returned {answer!r}, not a new id"
+            )
+            self.collections[answer] = Kept(
+                answer, tenant, database, args[1], dict(source.metadata), dict(source.records)
+            )
+        elif action in ("add", "upsert", "update"):
+            records = self.collections[args[0]].records
+            for rid, vector, document in zip(args[1], args[2], args[3], strict=True):
+                if action == "upsert" or (action == "add") != (rid in records):
+                    records[rid] = (list(vector), document)
+        elif action == "delete":
+            for rid in args[1]:
+                self.collections[args[0]].records.pop(rid, None)
+
+    def marks(self) -> set[str]:
+        """The unique token every stored document starts with."""
+        return {document.split()[0] for _, document in self.records().values()}
+
+    def differences(self, backend: Any) -> list[str]:
+        """How the store, read by each pair's admin, differs from the model: its collections (id,
+        name, metadata) and each one's records."""
+        found = []
+        for tenant, databases in PLAN["tenants"].items():
+            for database in databases:
+                admin = ADMINS[tenant]
+                shown = {c.id: c for c in backend.list_collections(token(admin), tenant, database, None, 0)}
+                kept = {c.id: c for c in self.in_pair(tenant, database)}
+                if set(shown) != set(kept):
+                    found.append(f"{tenant}/{database} holds collections {sorted(shown)}; expected {sorted(kept)}")
+                for cid in set(shown) & set(kept):
+                    if (shown[cid].name, dict(shown[cid].metadata)) != (kept[cid].name, kept[cid].metadata):
+                        found.append(f"{tenant}/{database} shows {shown[cid]!r}; expected {kept[cid]!r}")
+                    got = {r.id: r.document for r in backend.get(token(admin), tenant, database, cid, None)}
+                    want = {rid: row[1] for rid, row in kept[cid].records.items()}
+                    if got != want:
+                        found.append(f"{tenant}/{database} collection {cid} holds {got}; expected {want}")
+        return found
+
+
+#: The actions that name a collection by its id (its first argument after the pair).
+BY_ID = frozenset(
+    ("modify_collection", "fork_collection", "add", "upsert", "update", "get", "query", "delete", "count")
+)
+#: The actions that name a collection by its name.
+BY_NAME = frozenset(("get_collection", "delete_collection"))
+#: Who reads each tenant's pairs to check the store: a user granted every one of them, as admin.
+ADMINS = {"kbst-acme": "alice", "kbst-beta": "bob"}

@@ -65,10 +65,14 @@ class TenancyWorld:
         return Reading(items, len(items))
 
     def read_once(self, backend: Any, facade: str, identity: object) -> object:
-        first = next(iter(self.model.collections.values()))
+        """One read as ``identity`` of its own first pair (a reader's; kbst-acme/main for no
+        credential): its collections, or the records of its first collection."""
+        own = sorted(pairs(self.model.user_of(identity))) or [("kbst-acme", "main")]
+        tenant, database = own[0]
         if facade == "list":
-            return backend.list_collections(identity, first.tenant, first.database, None, 0)
-        return backend.get(identity, first.tenant, first.database, first.id, None)
+            return backend.list_collections(identity, tenant, database, None, 0)
+        there = self.model.in_pair(tenant, database)
+        return backend.get(identity, tenant, database, there[0].id if there else "kbst-none", None)
 
     def no_identities(self) -> dict[str, object]:
         alice = token("alice")

@@ -1,0 +1,1 @@
+"""The store-tenancy profile's own suite."""
