@@ -1,0 +1,84 @@
+"""Whether the Rust server `chroma run` (chromadb's own CLI) can be put behind token authentication.
+
+Standard library and the installed `chroma` command alone (no kbconform):
+
+    python advisories/chroma/repro_rust_no_auth.py [--chroma PATH]
+
+Starts `chroma run --host 127.0.0.1` with the settings that configure the Python server's token
+authentication and SimpleRBAC (the `CHROMA_SERVER_AUTHN_*` and `CHROMA_SERVER_AUTHZ_*` variables
+and their files, harnesses/chroma_server/chroma_server.py), then asks it, with no token at all,
+to list a database's collections and to create a tenant. chromadb 1.5.9's Rust server answers
+both (its command takes a config file with no authentication settings, and it reads none of the
+Python settings): there is no offline way to judge it with authentication, so the kit does not.
+
+Exit status: 0 when both calls were answered with no credential (the server has no
+authentication), 1 when either was refused, 2 when the server could not be run. About 10 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "harnesses", "chroma_server"))
+
+import chroma_server as chroma  # noqa: E402
+
+
+def _chroma_command() -> str | None:
+    beside = os.path.join(os.path.dirname(chroma.python()), "chroma")
+    return beside if os.path.exists(beside) else shutil.which("chroma")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chroma", help="the chroma command (default: beside the server's Python)")
+    args = parser.parse_args(argv)
+    command = args.chroma or _chroma_command()
+    if not command:
+        print("repro_rust_no_auth: no chroma command found", file=sys.stderr)
+        return 2
+    folder = tempfile.mkdtemp(prefix="kbconform-chroma-rust-")
+    admin = chroma.User("admin", "tok-admin", "*", ("*",), "admin")
+    with open(os.path.join(folder, "credentials.yaml"), "w", encoding="utf-8") as f:
+        f.write(chroma.credentials_yaml([admin]))
+    with open(os.path.join(folder, "authz.yaml"), "w", encoding="utf-8") as f:
+        f.write(chroma.authz_yaml([admin], chroma.ROLES))
+    port = chroma._free_port()
+    log = open(os.path.join(folder, "server.log"), "wb")
+    process = subprocess.Popen(
+        [command, "run", "--path", os.path.join(folder, "data"), "--host", "127.0.0.1", "--port", str(port)],
+        env=chroma.server_env(folder), cwd=folder, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+    )
+    server = chroma.Server(f"http://127.0.0.1:{port}", folder, process, log.name)
+    try:
+        deadline = time.monotonic() + chroma.START_SECONDS
+        while True:
+            if process.poll() is not None or time.monotonic() > deadline:
+                print("repro_rust_no_auth: chroma run did not start", file=sys.stderr)
+                return 2
+            try:
+                chroma.call(server, "GET", "/api/v2/heartbeat", None, timeout=2)
+                break
+            except OSError:
+                time.sleep(0.2)
+        version = chroma.call(server, "GET", "/api/v2/version", None)[1]
+        listed = chroma.call(server, "GET", "/api/v2/tenants/default_tenant/databases/default_database/collections", None)
+        made = chroma.call(server, "POST", "/api/v2/tenants", None, {"name": "made_without_a_token"})
+    finally:
+        server.stop()
+        log.close()
+    summary = {"chroma_version": version, "list_without_token": listed[0], "create_tenant_without_token": made[0]}
+    print(json.dumps(summary, sort_keys=True))
+    return 0 if listed[0] == 200 and made[0] == 200 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
