@@ -1,6 +1,6 @@
 """Re-record the verdict of a harness for a real system (harnesses/neo, harnesses/mem0,
-harnesses/langgraph, harnesses/adk, harnesses/chroma_server): its verdict.json and the transcript of each cause its
-VERDICT.md explains.
+harnesses/langgraph, harnesses/adk, harnesses/chroma_server): its verdict.json and the
+transcript of each cause its VERDICT.md explains.
 
     python harnesses/record_verdict.py mem0                       # install, run (under a minute), record
     python harnesses/record_verdict.py mem0 --from-report REPORT  # record a report already written

@@ -7,12 +7,13 @@ installed chromadb, with the standard library and the server alone (no kbconform
     python advisories/chroma/repro_cross_tenant.py --json     # the JSON summary only
 
 The server runs with token authentication and SimpleRBAC configured as Chroma documents them
-(harnesses/chroma_server/chroma_server.py): `admin` (every tenant, every action) makes tenants `tenant_a` and `tenant_b`, each
-with one database; `alice` is bound to `tenant_a`/`db_a`, `bob` to `tenant_b`/`db_b`, both with
-the same role (every collection and database action). Alice makes a collection and adds two
-records; bob then calls each endpoint on alice's collection, first by its id under his own
-tenant's path (#7462: the id alone resolves the collection), then under alice's tenant's path
-(#7588: SimpleRBAC never reads the tenant), then on the v1 API (no tenant in the path at all).
+(harnesses/chroma_server/chroma_server.py): `admin` (every tenant, every action) makes tenants
+`tenant_a` and `tenant_b`, each with one database; `alice` is bound to `tenant_a`/`db_a`, `bob`
+to `tenant_b`/`db_b`, both with the same role (every collection and database action). Alice
+makes a collection and adds two records; bob then calls each endpoint on alice's collection,
+first by its id under his own tenant's path (#7462: the id alone resolves the collection), then
+under alice's tenant's path (#7588: SimpleRBAC never reads the tenant), then on the v1 API (no
+tenant in the path at all).
 Alice reads her collection afterwards to see what bob changed.
 
 Exit status: 0 when bob reached alice's collection (the reports reproduce), 1 when every
@@ -23,13 +24,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
+from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "harnesses", "chroma_server"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "harnesses" / "chroma_server"))
 
-import chroma_server as chroma  # noqa: E402
+import chroma_server as chroma
 
 ADMIN = chroma.User("admin", "tok-admin", "*", ("*",), "admin")
 ALICE = chroma.User("alice", "tok-alice", "tenant_a", ("db_a",), "writer")
@@ -53,9 +54,7 @@ def setup(server: chroma.Server) -> str:
             status, out = chroma.call(server, "POST", path, ADMIN.token, body)
             if not _ok(status):
                 raise RuntimeError(f"admin POST {path}: {status} {out}")
-    status, coll = chroma.call(
-        server, "POST", f"{A}/collections", ALICE.token, {"name": "alice_notes"}
-    )
+    status, coll = chroma.call(server, "POST", f"{A}/collections", ALICE.token, {"name": "alice_notes"})
     if not _ok(status):
         raise RuntimeError(f"alice creates her collection: {status} {coll}")
     cid = coll["id"]
@@ -87,21 +86,37 @@ def probes(cid: str) -> list[tuple[str, str, str, str, Any]]:
             "/query",
             {"query_embeddings": [[1.0, 0.0, 0.0]], "n_results": 1, "include": ["documents"]},
         ),
-        "add": ("POST", "/add", {"ids": ["bob-add-{api}"], "embeddings": [[0.0, 0.0, 1.0]],
-                                 "documents": ["planted by bob"]}),
-        "upsert": ("POST", "/upsert", {"ids": ["bob-upsert-{api}"],
-                                       "embeddings": [[0.0, 0.0, 1.0]],
-                                       "documents": ["upserted by bob"]}),
+        "add": (
+            "POST",
+            "/add",
+            {"ids": ["bob-add-{api}"], "embeddings": [[0.0, 0.0, 1.0]], "documents": ["planted by bob"]},
+        ),
+        "upsert": (
+            "POST",
+            "/upsert",
+            {"ids": ["bob-upsert-{api}"], "embeddings": [[0.0, 0.0, 1.0]], "documents": ["upserted by bob"]},
+        ),
         "update": ("POST", "/update", {"ids": ["a1"], "documents": ["rewritten by bob {api}"]}),
         "delete": ("POST", "/delete", {"ids": ["a2"]}),
     }
-    for api, base in (("v2-own-path", f"{B}/collections/{cid}"),
-                      ("v2-victim-path", f"{A}/collections/{cid}"),
-                      ("v1", f"/api/v1/collections/{cid}")):
-        out.append((api, "get-by-id", "GET",
-                    f"{B}/collections/by-id/{cid}" if api == "v2-own-path"
-                    else f"{A}/collections/by-id/{cid}" if api == "v2-victim-path"
-                    else f"/api/v1/collections/{cid}", None))
+    for api, base in (
+        ("v2-own-path", f"{B}/collections/{cid}"),
+        ("v2-victim-path", f"{A}/collections/{cid}"),
+        ("v1", f"/api/v1/collections/{cid}"),
+    ):
+        out.append(
+            (
+                api,
+                "get-by-id",
+                "GET",
+                f"{B}/collections/by-id/{cid}"
+                if api == "v2-own-path"
+                else f"{A}/collections/by-id/{cid}"
+                if api == "v2-victim-path"
+                else f"/api/v1/collections/{cid}",
+                None,
+            )
+        )
         for action, (method, suffix, body) in data.items():
             b = json.loads(json.dumps(body).replace("{api}", api)) if body else None
             out.append((api, action, method, base + suffix, b))
@@ -138,17 +153,25 @@ def run() -> dict[str, Any]:
         results = []
         for api, action, method, path, body in probes(cid):
             status, out = chroma.call(server, method, path, BOB.token, body)
-            results.append({"api": api, "action": action, "method": method, "path": path,
-                            "status": status, "body": _short(out),
-                            "reached": _ok(status) and (api, action) not in CONTROLS})
-        status, after = chroma.call(server, "POST", f"{A}/collections/{cid}/get", ALICE.token,
-                                    {"include": ["documents", "metadatas"]})
+            results.append(
+                {
+                    "api": api,
+                    "action": action,
+                    "method": method,
+                    "path": path,
+                    "status": status,
+                    "body": _short(out),
+                    "reached": _ok(status) and (api, action) not in CONTROLS,
+                }
+            )
+        status, after = chroma.call(
+            server, "POST", f"{A}/collections/{cid}/get", ALICE.token, {"include": ["documents", "metadatas"]}
+        )
         meta = chroma.call(server, "GET", f"{A}/collections/by-id/{cid}", ALICE.token)[1]
         controls = {
             "no-token": chroma.call(server, "GET", f"{A}/collections", None)[0],
             "unknown-token": chroma.call(server, "GET", f"{A}/collections", "tok-nobody")[0],
-            "alice-own-count": chroma.call(server, "GET", f"{A}/collections/{cid}/count",
-                                           ALICE.token)[0],
+            "alice-own-count": chroma.call(server, "GET", f"{A}/collections/{cid}/count", ALICE.token)[0],
         }
     finally:
         server.stop()
@@ -156,15 +179,14 @@ def run() -> dict[str, Any]:
         "chroma_version": version,
         "collection_id": cid,
         "probes": results,
-        "alice_reads_after": {"status": status, "ids": sorted(after.get("ids", []))
-                              if isinstance(after, dict) else after,
-                              "documents": after.get("documents") if isinstance(after, dict)
-                              else None,
-                              "metadata": meta.get("metadata") if isinstance(meta, dict)
-                              else meta},
+        "alice_reads_after": {
+            "status": status,
+            "ids": sorted(after.get("ids", [])) if isinstance(after, dict) else after,
+            "documents": after.get("documents") if isinstance(after, dict) else None,
+            "metadata": meta.get("metadata") if isinstance(meta, dict) else meta,
+        },
         "controls": controls,
-        "cross_tenant_reached": sorted({f"{r['api']}:{r['action']}" for r in results
-                                        if r["reached"]}),
+        "cross_tenant_reached": sorted({f"{r['api']}:{r['action']}" for r in results if r["reached"]}),
     }
 
 
@@ -178,11 +200,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"repro_cross_tenant: could not run: {e}", file=sys.stderr)
         return 2
     if not args.json:
-        print(f"chromadb {summary['chroma_version']}, bob (tenant_b) on alice's "
-              f"collection {summary['collection_id']} (tenant_a):")
+        print(
+            f"chromadb {summary['chroma_version']}, bob (tenant_b) on alice's "
+            f"collection {summary['collection_id']} (tenant_a):"
+        )
         for r in summary["probes"]:
-            print(f"  {r['api']:15} {r['action']:18} {r['method']:4} {r['status']}  "
-                  f"{_short(r['body'])[:90]}")
+            print(f"  {r['api']:15} {r['action']:18} {r['method']:4} {r['status']}  {_short(r['body'])[:90]}")
         print("alice afterwards:", json.dumps(summary["alice_reads_after"]))
         print("controls:", json.dumps(summary["controls"]))
     print(json.dumps(summary, indent=1 if not args.json else None, sort_keys=True))

@@ -19,22 +19,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "harnesses", "chroma_server"))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1] / "harnesses" / "chroma_server"))
 
 import chroma_server as chroma  # noqa: E402
 
 
 def _chroma_command() -> str | None:
-    beside = os.path.join(os.path.dirname(chroma.python()), "chroma")
-    return beside if os.path.exists(beside) else shutil.which("chroma")
+    beside = Path(chroma.python()).parent / "chroma"
+    return str(beside) if beside.exists() else shutil.which("chroma")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,15 +47,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     folder = tempfile.mkdtemp(prefix="kbconform-chroma-rust-")
     admin = chroma.User("admin", "tok-admin", "*", ("*",), "admin")
-    with open(os.path.join(folder, "credentials.yaml"), "w", encoding="utf-8") as f:
-        f.write(chroma.credentials_yaml([admin]))
-    with open(os.path.join(folder, "authz.yaml"), "w", encoding="utf-8") as f:
-        f.write(chroma.authz_yaml([admin], chroma.ROLES))
+    chroma.write_files(folder, [admin], chroma.ROLES)
     port = chroma._free_port()
-    log = open(os.path.join(folder, "server.log"), "wb")
+    log = (Path(folder) / "server.log").open("wb")  # closed in the finally below
     process = subprocess.Popen(
-        [command, "run", "--path", os.path.join(folder, "data"), "--host", "127.0.0.1", "--port", str(port)],
-        env=chroma.server_env(folder), cwd=folder, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+        [command, "run", "--path", str(Path(folder) / "data"), "--host", "127.0.0.1", "--port", str(port)],
+        env=chroma.server_env(folder),
+        cwd=folder,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     server = chroma.Server(f"http://127.0.0.1:{port}", folder, process, log.name)
     try:
@@ -70,12 +71,18 @@ def main(argv: list[str] | None = None) -> int:
             except OSError:
                 time.sleep(0.2)
         version = chroma.call(server, "GET", "/api/v2/version", None)[1]
-        listed = chroma.call(server, "GET", "/api/v2/tenants/default_tenant/databases/default_database/collections", None)
+        listed = chroma.call(
+            server, "GET", "/api/v2/tenants/default_tenant/databases/default_database/collections", None
+        )
         made = chroma.call(server, "POST", "/api/v2/tenants", None, {"name": "made_without_a_token"})
     finally:
         server.stop()
         log.close()
-    summary = {"chroma_version": version, "list_without_token": listed[0], "create_tenant_without_token": made[0]}
+    summary = {
+        "chroma_version": version,
+        "list_without_token": listed[0],
+        "create_tenant_without_token": made[0],
+    }
     print(json.dumps(summary, sort_keys=True))
     return 0 if listed[0] == 200 and made[0] == 200 else 1
 

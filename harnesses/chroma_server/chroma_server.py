@@ -28,6 +28,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 AUTHN = "chromadb.auth.token_authn.TokenAuthenticationServerProvider"
@@ -113,7 +114,7 @@ def authz_yaml(users: list[User], roles: dict[str, list[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = Path(__file__).resolve().parent
 
 
 def python() -> str:
@@ -121,8 +122,8 @@ def python() -> str:
     named = os.environ.get("KBCONFORM_CHROMA_PYTHON")
     if named:
         return named
-    venv = os.path.join(HERE, ".venv", "bin", "python")
-    return venv if os.path.exists(venv) else sys.executable
+    venv = HERE / ".venv" / "bin" / "python"
+    return str(venv) if venv.exists() else sys.executable
 
 
 def _free_port() -> int:
@@ -160,16 +161,17 @@ class Server:
 
 def server_env(folder: str, overwrite_singleton: bool = True) -> dict[str, str]:
     """The environment that configures the server: persistence, auth, telemetry off."""
+    at = Path(folder)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHROMA_")}
     env.update(
         {
             "IS_PERSISTENT": "TRUE",
-            "PERSIST_DIRECTORY": os.path.join(folder, "data"),
+            "PERSIST_DIRECTORY": str(at / "data"),
             "ANONYMIZED_TELEMETRY": "FALSE",
             "CHROMA_SERVER_AUTHN_PROVIDER": AUTHN,
-            "CHROMA_SERVER_AUTHN_CREDENTIALS_FILE": os.path.join(folder, "credentials.yaml"),
+            "CHROMA_SERVER_AUTHN_CREDENTIALS_FILE": str(at / "credentials.yaml"),
             "CHROMA_SERVER_AUTHZ_PROVIDER": AUTHZ,
-            "CHROMA_SERVER_AUTHZ_CONFIG_FILE": os.path.join(folder, "authz.yaml"),
+            "CHROMA_SERVER_AUTHZ_CONFIG_FILE": str(at / "authz.yaml"),
             "CHROMA_OVERWRITE_SINGLETON_TENANT_DATABASE_ACCESS_FROM_AUTH": (
                 "TRUE" if overwrite_singleton else "FALSE"
             ),
@@ -180,6 +182,12 @@ def server_env(folder: str, overwrite_singleton: bool = True) -> dict[str, str]:
     return env
 
 
+def write_files(folder: str, users: list[User], roles: dict[str, list[str]]) -> None:
+    """The credentials file and the authorization file, in ``folder``."""
+    (Path(folder) / "credentials.yaml").write_text(credentials_yaml(users), encoding="utf-8")
+    (Path(folder) / "authz.yaml").write_text(authz_yaml(users, roles), encoding="utf-8")
+
+
 def start(
     users: list[User],
     roles: dict[str, list[str]] | None = None,
@@ -188,16 +196,25 @@ def start(
 ) -> Server:
     """Writes the auth files, starts uvicorn on chromadb.app:app and waits for its heartbeat."""
     folder = tempfile.mkdtemp(prefix="kbconform-chroma-")
-    with open(os.path.join(folder, "credentials.yaml"), "w", encoding="utf-8") as f:
-        f.write(credentials_yaml(users))
-    with open(os.path.join(folder, "authz.yaml"), "w", encoding="utf-8") as f:
-        f.write(authz_yaml(users, roles or ROLES))
+    write_files(folder, users, roles or ROLES)
     port = _free_port()
-    log = os.path.join(folder, "server.log")
-    with open(log, "wb") as out:
+    log = str(Path(folder) / "server.log")
+    with Path(log).open("wb") as out:
         process = subprocess.Popen(
-            [interpreter or python(), "-m", "uvicorn", "chromadb.app:app", "--host", "127.0.0.1",
-             "--port", str(port), "--log-level", "warning", "--workers", "1"],
+            [
+                interpreter or python(),
+                "-m",
+                "uvicorn",
+                "chromadb.app:app",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+                "--workers",
+                "1",
+            ],
             env=server_env(folder, overwrite_singleton),
             cwd=folder,
             stdin=subprocess.DEVNULL,
@@ -208,7 +225,7 @@ def start(
     deadline = time.monotonic() + START_SECONDS
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            text = open(log, encoding="utf-8", errors="replace").read()[-4000:]
+            text = Path(log).read_text(encoding="utf-8", errors="replace")[-4000:]
             server.stop()
             raise RuntimeError(f"the Chroma server exited ({process.returncode}):\n{text}")
         try:

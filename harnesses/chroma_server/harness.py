@@ -48,7 +48,10 @@ def _version() -> str:
     try:
         done = subprocess.run(
             [chroma.python(), "-c", "import importlib.metadata as m; print(m.version('chromadb'))"],
-            capture_output=True, text=True, timeout=60, check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
@@ -213,10 +216,21 @@ class ChromaServerHarness:
 
     manifest = MANIFEST
     operations = (
-        "provisionStore", "createCollection", "getCollection", "listCollections",
-        "countCollections", "modifyCollection", "deleteCollection", "forkCollection",
-        "addRecords", "upsertRecords", "updateRecords", "getRecords", "queryRecords",
-        "deleteRecords", "countRecords",
+        "provisionStore",
+        "createCollection",
+        "getCollection",
+        "listCollections",
+        "countCollections",
+        "modifyCollection",
+        "deleteCollection",
+        "forkCollection",
+        "addRecords",
+        "upsertRecords",
+        "updateRecords",
+        "getRecords",
+        "queryRecords",
+        "deleteRecords",
+        "countRecords",
     )
 
     # --- lifecycle ---------------------------------------------------------------------------------
@@ -242,8 +256,9 @@ class ChromaServerHarness:
             status, out = chroma.call(backend.server, method, path, token, body)
         except (ValueError, http.client.InvalidURL) as e:
             # http.client refuses a header or URL with control characters before sending it.
-            raise kbharness.HarnessError("KB_UNAUTHENTICATED" if token is not None else "KB_STORE_INVALID",
-                                         f"{_CANNOT_SEND}: {e}") from None
+            raise kbharness.HarnessError(
+                "KB_UNAUTHENTICATED" if token is not None else "KB_STORE_INVALID", f"{_CANNOT_SEND}: {e}"
+            ) from None
         except OSError as e:
             raise kbharness.HarnessError("KB_BACKEND_UNAVAILABLE", f"{type(e).__name__}: {e}") from None
         if not 200 <= status < 300:
@@ -287,14 +302,18 @@ class ChromaServerHarness:
                 listed = self._operator(server, "GET", f"/api/v2/tenants/{t}/databases/{d}/collections", op)
                 for found in listed:
                     name = _segment(found["name"])
-                    self._operator(server, "DELETE", f"/api/v2/tenants/{t}/databases/{d}/collections/{name}", op)
+                    self._operator(
+                        server, "DELETE", f"/api/v2/tenants/{t}/databases/{d}/collections/{name}", op
+                    )
         return {}
 
     @staticmethod
     def _operator(server: chroma.Server, method: str, path: str, token: str, body: Any = None) -> Any:
         status, out = chroma.call(server, method, path, token, body)
         if not 200 <= status < 300:
-            raise kbharness.HarnessError("KB_BACKEND_UNAVAILABLE", f"provisioning {method} {path}: HTTP {status} {out}")
+            raise kbharness.HarnessError(
+                "KB_BACKEND_UNAVAILABLE", f"provisioning {method} {path}: HTTP {status} {out}"
+            )
         return out
 
     # --- collections -------------------------------------------------------------------------------

@@ -106,11 +106,15 @@ def test_every_unfixed_entry_is_held_by_its_harnesss_recorded_verdict() -> None:
         assert entry["fixed"] is None, f"{entry['id']} has a fixed release: move it to entries"
         assert re.fullmatch(r"store-tenancy\.md S\d+", entry["cause"]["rule"]), entry["id"]
         causes, controls = entry["cause"]["tests"], entry["controls"]
-        assert causes and controls and not set(causes) & set(controls), entry["id"]
+        assert causes, entry["id"]
+        assert controls, entry["id"]
+        assert not set(causes) & set(controls), entry["id"]
         assert set(causes) | set(controls) <= catalogue, entry["id"]
         assert (ROOT / entry["reproduction"]).is_file(), entry["id"]
         assert f"| {entry['id']} |" in readme, f"{entry['id']} has no row in advisories/README.md"
-        verdict = json.loads((ROOT / "harnesses" / entry["harness"] / "verdict.json").read_text(encoding="utf-8"))
+        verdict = json.loads(
+            (ROOT / "harnesses" / entry["harness"] / "verdict.json").read_text(encoding="utf-8")
+        )
         assert verdict["backend"].endswith(entry["vulnerable"]), entry["id"]
         tests = verdict["tests"]
         assert {t: tests.get(t) for t in causes} == dict.fromkeys(causes, "fail"), entry["id"]

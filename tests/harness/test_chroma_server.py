@@ -50,7 +50,10 @@ def _session(probes: dict[str, list[tuple[str, dict[str, Any]]]]) -> dict[str, A
     lines = [
         {"id": 1, "op": "hello", "params": {"protocol": "harness-v1"}},
         {"id": 2, "op": "open", "params": OPEN},
-        *({"id": n, "op": op, "params": {"backend": "b1", **params}} for n, (_, op, params) in enumerate(steps, 3)),
+        *(
+            {"id": n, "op": op, "params": {"backend": "b1", **params}}
+            for n, (_, op, params) in enumerate(steps, 3)
+        ),
         {"id": len(steps) + 3, "op": "shutdown", "params": {}},
     ]
     done = subprocess.run(
@@ -147,8 +150,13 @@ def test_the_configuration_files_are_in_chromas_shape() -> None:
     creds = yaml.safe_load(server.credentials_yaml(users))
     assert creds == {
         "users": [
-            {"id": "alice", "role": "kbst-alice", "tenant": "kbst-acme", "databases": ["main", "archive"],
-             "tokens": ["tok: a"]},
+            {
+                "id": "alice",
+                "role": "kbst-alice",
+                "tenant": "kbst-acme",
+                "databases": ["main", "archive"],
+                "tokens": ["tok: a"],
+            },
             {"id": "007", "role": "kbst-007", "tenant": "*", "databases": ["*"], "tokens": ["yes"]},
         ]
     }
@@ -167,7 +175,9 @@ def answers() -> dict[str, Answer]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("what", [*DEPARTURES, *PASSED])
-def test_each_departure_and_pass_through_shows_the_servers_answer(what: str, answers: dict[str, Answer]) -> None:
+def test_each_departure_and_pass_through_shows_the_servers_answer(
+    what: str, answers: dict[str, Answer]
+) -> None:
     """The probe's requests through the harness are answered as the README says."""
     shows = {**DEPARTURES, **PASSED}[what][1]
     assert shows(answers[what]), f"{what}: {answers[what]}"
@@ -177,7 +187,8 @@ def _reproduce(script: str) -> tuple[int, dict[str, Any]]:
     """Runs advisories/chroma/SCRIPT with this interpreter (the server in the harness's venv)."""
     _install()
     done = subprocess.run(
-        [sys.executable, str(ADVISORIES / script), "--json"] if script.startswith("repro_cross")
+        [sys.executable, str(ADVISORIES / script), "--json"]
+        if script.startswith("repro_cross")
         else [sys.executable, str(ADVISORIES / script)],
         capture_output=True,
         text=True,
@@ -197,7 +208,9 @@ def test_the_cross_tenant_reproduction_still_reproduces_on_the_pinned_release() 
     assert summary["chroma_version"] == "1.5.9"
     reached = set(summary["cross_tenant_reached"])
     for api in ("v2-own-path", "v1"):
-        assert {f"{api}:{action}" for action in ("get", "count", "query", "add", "update", "delete")} <= reached
+        assert {
+            f"{api}:{action}" for action in ("get", "count", "query", "add", "update", "delete")
+        } <= reached
     assert {"v2-victim-path:list", "v2-victim-path:get-by-name"} <= reached
     assert "v2-own-path:get-by-id" not in reached  # the one route that checks the path
     assert summary["controls"] == {"no-token": 403, "unknown-token": 403, "alice-own-count": 200}
