@@ -13,7 +13,8 @@ from typing import Any
 from kbconform.adapter import BackendOptions, Manifest
 from kbconform.conformance import Reader, Reading, carried
 from kbconform.errors import Forbidden, NotFound
-from kbconform.profiles.store_tenancy.model import StoreModel, pairs, token
+from kbconform.profiles.store_tenancy.model import Kept, StoreModel, pairs, token
+from kbconform.profiles.store_tenancy.protocol import DIMENSION, PLAN
 
 __all__ = ["TenancyIsolation", "TenancyWorld"]
 
@@ -84,6 +85,35 @@ class TenancyWorld:
             "a token with a trailing space": f"{alice} ",
             "a number": 7,
         }
+
+    def writers(self) -> tuple[Reader, ...]:
+        """The readers granted writes: alice and bob, each in its own tenant."""
+        return tuple(r for r in self.readers if "add" in PLAN["users"][r.label]["actions"])
+
+    def _target(self, identity: object) -> Kept:
+        """Where a write as ``identity`` goes: the first collection of its first pair
+        (kbst-acme/main's for no credential)."""
+        own = sorted(pairs(self.model.user_of(identity))) or [("kbst-acme", "main")]
+        return self.model.in_pair(*own[0])[0]
+
+    def write(self, backend: Any, facade: str, identity: object, mark: str) -> object:
+        """A record ``mark`` added to the writer's first collection (``get``), or a collection
+        called ``mark`` made in its first pair (``list``)."""
+        target = self._target(identity)
+        if facade == "list":
+            return backend.create_collection(identity, target.tenant, target.database, mark, {})
+        vector = [0.5] * DIMENSION
+        return backend.add(identity, target.tenant, target.database, target.id, [mark], [vector], [f"{mark} at once"])
+
+    def wrote(self, facade: str, writer: Reader, mark: str, answer: object) -> list[str]:
+        target = self._target(writer.identity)
+        if facade == "get":
+            target.records[mark] = ([0.5] * DIMENSION, f"{mark} at once")
+            return []
+        if not isinstance(answer, str) or not answer or answer in self.model.collections:
+            return [f"create_collection returned {answer!r}, not a new id"]
+        self.model.collections[answer] = Kept(answer, target.tenant, target.database, mark)
+        return []
 
     def carried(self, error: BaseException) -> list[str]:
         return carried(error, (doc for _, doc in self.model.records().values()))

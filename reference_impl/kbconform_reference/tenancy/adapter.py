@@ -31,6 +31,7 @@ class TenancyAdapter(OpenBackends):
             "adapter": {"name": "kbconform-reference-tenancy", "version": version("kbconform")},
             "backend": {"name": "chroma-server", "version": version("chromadb")},
             "readFacades": ["get", "list"],
+            "concurrency": "threads",
             "features": {"fault-injection": True, "fork": True},
             "config": {
                 "vectorStore": "chroma run on 127.0.0.1, started by the adapter",

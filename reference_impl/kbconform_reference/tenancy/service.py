@@ -35,6 +35,15 @@ class User:
 
 
 @dataclass(frozen=True, slots=True)
+class Located:
+    """A collection found for a by-id call: the server's collection, and where the call on it is
+    made (the server's tenant and database)."""
+
+    model: Any
+    at: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
 class Where:
     """The pair a call names, as the plan and as the server call it."""
 
@@ -141,14 +150,14 @@ class TenantStore:
     def _at(self, where: Where) -> dict[str, str]:
         return {"tenant": where.server_tenant, "database": where.database}
 
-    def _resolve(self, where: Where, collection: object, operation: str) -> Any:
+    def _resolve(self, where: Where, collection: object, operation: str) -> Located:
         """The server's collection of id ``collection`` if it is in ``where``'s pair; NotFound
         otherwise, another pair's exactly as a missing one."""
         with self._store(operation):
             found = [c for c in self.api.list_collections(**self._at(where)) if str(c.id) == collection]
         if not found:
             raise NotFound(str(collection))
-        return found[0]
+        return Located(found[0], self._at(where))
 
     def _named(self, where: Where, name: object, operation: str) -> Any:
         with self._store(operation):
@@ -220,7 +229,7 @@ class TenantStore:
         kept = None if metadata is None else _metadata(metadata)
         found = self._resolve(where, collection, "modify_collection")
         with self._store("modify_collection"):
-            self.api._modify(found.id, new_name=renamed, new_metadata=kept, **self._at(where))
+            self.api._modify(found.model.id, new_name=renamed, new_metadata=kept, **found.at)
 
     def delete_collection(self, credential: object, tenant: str, database: str, name: str, /) -> None:
         where = self._where(credential, tenant, database, "delete_collection")
@@ -237,15 +246,15 @@ class TenantStore:
         made = _text(name, "name")
         found = self._resolve(where, collection, "fork_collection")
         with self._store("fork_collection"):
-            rows = self.api._get(found.id, include=["embeddings", "documents"], **self._at(where))
-            fork = self.api.create_collection(made, metadata=found.metadata or None, **self._at(where))
+            rows = self.api._get(found.model.id, include=["embeddings", "documents"], **found.at)
+            fork = self.api.create_collection(made, metadata=found.model.metadata or None, **found.at)
             if rows["ids"]:
                 self.api._add(
                     list(rows["ids"]),
                     fork.id,
                     [list(map(float, e)) for e in rows["embeddings"]],
                     documents=list(rows["documents"]),
-                    **self._at(where),
+                    **found.at,
                 )
         return str(fork.id)
 
@@ -266,7 +275,7 @@ class TenantStore:
         found = self._resolve(where, collection, action)
         call = {"add": self.api._add, "upsert": self.api._upsert, "update": self.api._update}[action]
         with self._store(action):
-            call(ids=ids, collection_id=found.id, embeddings=vectors, documents=texts, **self._at(where))
+            call(ids=ids, collection_id=found.model.id, embeddings=vectors, documents=texts, **found.at)
 
     def add(self, credential: object, tenant: str, database: str, collection: str, *rows: Any) -> None:
         self._write("add", credential, tenant, database, collection, *rows)
@@ -284,7 +293,7 @@ class TenantStore:
         wanted = None if ids is None else _strings(ids, "ids")
         found = self._resolve(where, collection, "get")
         with self._store("get"):
-            rows = self.api._get(found.id, ids=wanted, include=["documents"], **self._at(where))
+            rows = self.api._get(found.model.id, ids=wanted, include=["documents"], **found.at)
         return [Record(str(i), str(d)) for i, d in zip(rows["ids"], rows["documents"], strict=True)]
 
     def query(
@@ -298,7 +307,7 @@ class TenantStore:
         with self._store("query"):
             import numpy
 
-            rows = self.api._query(found.id, numpy.array([vector], dtype=numpy.float32), n_results=n, include=["documents"], **self._at(where))
+            rows = self.api._query(found.model.id, numpy.array([vector], dtype=numpy.float32), n_results=n, include=["documents"], **found.at)
         return [Record(str(i), str(d)) for i, d in zip(rows["ids"][0], rows["documents"][0], strict=True)]
 
     def delete(self, credential: object, tenant: str, database: str, collection: str, ids: Sequence[str], /) -> None:
@@ -306,13 +315,13 @@ class TenantStore:
         gone = _strings(ids, "ids")
         found = self._resolve(where, collection, "delete")
         with self._store("delete"):
-            self.api._delete(found.id, ids=gone, **self._at(where))
+            self.api._delete(found.model.id, ids=gone, **found.at)
 
     def count(self, credential: object, tenant: str, database: str, collection: str, /) -> int:
         where = self._where(credential, tenant, database, "count")
         found = self._resolve(where, collection, "count")
         with self._store("count"):
-            return int(self.api._count(found.id, **self._at(where)))
+            return int(self.api._count(found.model.id, **found.at))
 
     def close(self) -> None:
         """Delete the backend's tenants' collections (the server keeps its tenants)."""
