@@ -221,8 +221,12 @@ def test_the_cross_tenant_reproduction_still_reproduces_on_the_pinned_release() 
 @pytest.mark.slow
 def test_the_rust_server_takes_no_authentication() -> None:
     """``chroma run`` answers with no token while the Python server's authentication settings are
-    set: the kit has no credential to judge on it."""
+    set (the kit has no credential to judge on it), and reads a collection by its id under another
+    tenant's path."""
     status, summary = _reproduce("repro_rust_no_auth.py")
     assert summary["list_without_token"] == 200
     assert summary["create_tenant_without_token"] == 200
+    assert summary["get_by_id_under_another_tenant"] == 200
+    assert summary["documents_under_another_tenant"] == ["alice secret"]
+    assert summary["by_id_route_under_another_tenant"] == 404  # the route that checks the path
     assert status == 0
