@@ -230,3 +230,23 @@ def test_the_rust_server_takes_no_authentication() -> None:
     assert summary["documents_under_another_tenant"] == ["alice secret"]
     assert summary["by_id_route_under_another_tenant"] == 404  # the route that checks the path
     assert status == 0
+
+
+@pytest.mark.slow
+def test_the_v1_route_gives_every_test_the_v2_verdicts_status() -> None:
+    """Judged through the v1 API (``KBCONFORM_CHROMA_ROUTE=v1``), the server gives every test the
+    status verdict.json records for v2 with the same seed, and the manifest names the route."""
+    from kbconform import runner
+    from tests.harness.installs import load_script
+
+    recorded = json.loads((FOLDER / "verdict.json").read_text(encoding="utf-8"))
+    _install()
+    outcome = runner.run_suites(
+        harness=f"env KBCONFORM_CHROMA_ROUTE=v1 {FOLDER / 'harness'}", seed=recorded["seed"], shrink=False
+    )
+    assert outcome.problems == (), "\n".join(outcome.problems) + outcome.output[-4000:]
+    assert outcome.report is not None
+    assert outcome.report["manifest"]["config"]["route"] == "v1"
+    recorder = load_script(ROOT / "harnesses" / "record_verdict.py")
+    changed = recorder.changes(recorded, recorder.verdict_of(outcome.report, "chroma_server"))
+    assert not changed, "\n".join(changed)
