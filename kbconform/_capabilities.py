@@ -46,6 +46,7 @@ Capability = Literal[
     "delete",
     "delete-all",
     "filter",
+    "fork",
     "caller-identity",
     "concurrency",
 ]

@@ -210,7 +210,9 @@ def test_the_typed_capability_lists_are_the_registrys_and_the_schemas() -> None:
 
 def test_an_unknown_profile_is_refused_naming_the_registered_ones() -> None:
     """Asking for a profile nobody registered is a LookupError that lists the known ones."""
-    with pytest.raises(LookupError, match="tenant-namespace, project-pool, kb-grant, memory-scope"):
+    with pytest.raises(
+        LookupError, match="tenant-namespace, project-pool, kb-grant, memory-scope, store-tenancy"
+    ):
         profiles.profile("store-native")
     assert profiles.profile("kb-grant").name == "kb-grant"  # control
 
@@ -279,13 +281,20 @@ def test_an_installed_package_registers_its_profile_by_entry_point(tmp_path: Pat
 
     unregistered = run()
     assert unregistered == {
-        "names": ["tenant-namespace", "project-pool", "kb-grant", "memory-scope"],
+        "names": ["tenant-namespace", "project-pool", "kb-grant", "memory-scope", "store-tenancy"],
         "manifest": "ContractViolation",
     }
     (info / "entry_points.txt").write_text("[kbconform.profiles]\nstore-native = store_native:PROFILE\n")
     registered = run()
     assert registered == {
-        "names": ["tenant-namespace", "project-pool", "kb-grant", "memory-scope", "store-native"],
+        "names": [
+            "tenant-namespace",
+            "project-pool",
+            "kb-grant",
+            "memory-scope",
+            "store-tenancy",
+            "store-native",
+        ],
         "manifest": "valid",
     }
 

@@ -200,6 +200,16 @@ CHARGES: dict[str, tuple[str, str, str]] = {
     "grant-14": ("read", MEMBER, "read"),
     "grant-15": ("read", MEMBER, "read"),
     "grant-16": ("write", MEMBER, "atomicity"),
+    "st-01": ("read", NO_IDENTITY, "read"),
+    "st-02": ("read", ANOTHER_TENANT, "read"),
+    "st-03": ("read", ANOTHER_TENANT, "read"),
+    "st-04": ("read", ANOTHER_TENANT, "read"),
+    "st-05": ("read", ANOTHER_TENANT, "read"),
+    "st-06": ("write", MEMBER, "written"),
+    "st-07": ("write", ANOTHER_TENANT, "written"),
+    "st-08": ("write", ANOTHER_TENANT, "read"),
+    "st-09": ("read", MEMBER, "read"),
+    "st-10": ("write", MEMBER, "strictness"),
 }
 
 #: What fixes a cause, by its caller kind (identity causes) or its effect.

@@ -27,6 +27,7 @@ ALL = mutants.discover()
 SERVED = ("reference", "reference-pool", "reference-memory")
 MUTANTS = tuple(m for m in ALL if m.source in SERVED)
 GRANT = tuple(m for m in ALL if m.source == "reference-grant")
+TENANCY = tuple(m for m in ALL if m.source == "reference-tenancy")
 POSTGRES = tuple(m for m in ALL if m.source == "reference-postgres")
 #: The concurrency mutants of each reference (prefixed by its set): a race needs requests at
 #: once, so they run in process (and over HTTP; tests/plugin/test_concurrency.py), never on stdio.
@@ -58,6 +59,7 @@ def test_every_mutant_is_killed_by_its_killers_and_the_smokes_fail(
         "reference-grant",
         "reference-postgres",
         "reference-memory",
+        "reference-tenancy",
     }
     assert len([m for m in MUTANTS if m.source == "reference-pool" and not m.smoke]) >= 10
     assert len([m for m in MUTANTS if m.source == "reference-memory" and not m.smoke]) >= 15
@@ -159,6 +161,33 @@ def test_every_kb_grant_mutant_is_killed_by_its_killers_in_process() -> None:
             assert len(result.killed_by) > 10, mutant.name
         else:
             assert result.killed_by == sorted(set(mutant.killers)), mutant.name
+
+
+def test_every_store_tenancy_mutant_is_killed_by_its_killers_in_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The store-tenancy reference's set, in process, every mutant on one Chroma server
+    (``KBCONFORM_TENANCY_SERVER``): each broken backend fails every test named for it, the races
+    included. Between them the set names every store-tenancy test id (st-01 to st-10, iso-01 to
+    iso-03, conc-01 to conc-03)."""
+    from kbconform_reference.servers import ChromaServer
+    from kbconform_reference.tenancy.adapter import SERVER_VARIABLE
+
+    assert len(TENANCY) >= 15
+    named = {killer.split("[")[0] for m in TENANCY for killer in m.killers}
+    shared = {"iso-01", "iso-02", "iso-03", "conc-01", "conc-02", "conc-03"}
+    assert named == {f"st-{n:02d}" for n in range(1, 11)} | shared
+    with ChromaServer() as server:
+        monkeypatch.setenv(SERVER_VARIABLE, f"{server.host}:{server.port}")
+        results = {r.name: r for r in runner.run_mutants(sets=["reference-tenancy"], transport="in-process")}
+    assert set(results) == {m.name for m in TENANCY}
+    for mutant in TENANCY:
+        result = results[mutant.name]
+        assert (result.killed, result.unmet, result.not_applicable) == (True, [], None), (
+            mutant.name,
+            result.error,
+        )
+        assert result.killed_by == sorted(set(mutant.killers)), mutant.name
 
 
 def test_every_postgres_mutant_is_killed_by_its_killers_in_process() -> None:

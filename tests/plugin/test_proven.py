@@ -13,8 +13,11 @@ from kbconform import report as reports
 from kbconform._resources import data_dir
 from kbconform.mutants import discover
 
-#: Every built-in mutant: the tenant-namespace, project-pool, kb-grant and memory-scope references' sets.
-MUTANTS = discover(("reference", "reference-pool", "reference-grant", "reference-memory"))
+#: Every built-in mutant: the tenant-namespace, project-pool, kb-grant, memory-scope and
+#: store-tenancy references' sets.
+MUTANTS = discover(
+    ("reference", "reference-pool", "reference-grant", "reference-memory", "reference-tenancy")
+)
 
 
 def _catalogue() -> set[str]:

@@ -36,9 +36,16 @@ MODES = {
     "qdrant-local": ("kbconform_reference.pool.adapter:qdrant_local", "http"),
     "grant-multi-store": ("kbconform_reference.grant.adapter:multi_store", "in-process"),
     "memory-scope-qdrant": ("kbconform_reference.memory.adapter:qdrant_local", "stdio"),
+    "store-tenancy-chroma-server": ("kbconform_reference.tenancy.adapter:chroma_server", "stdio"),
 }
 #: The fewest tests a full run of each profile holds.
-FEWEST = {"tenant-namespace": 140, "project-pool": 15, "kb-grant": 20, "memory-scope": 15}
+FEWEST = {
+    "tenant-namespace": 140,
+    "project-pool": 15,
+    "kb-grant": 20,
+    "memory-scope": 15,
+    "store-tenancy": 30,
+}
 SHIPPED = data_dir("suites") / "catalogue.json"
 
 

@@ -133,6 +133,7 @@ def test_an_adapter_author_ships_mutants_of_their_own_backend(
         "reference-grant",
         "reference-memory",
         "reference-postgres",
+        "reference-tenancy",
         "tiny",
     }
     assert main(["mutants", "--set", "tiny", "--json", str(tmp_path / "m.json")]) == 0
@@ -185,7 +186,7 @@ def test_no_mutant_set_installed_is_a_clear_error(
     assert main(["mutants", "--set", "nope"]) == 2
     assert (
         "an installed mutant set (installed: reference, reference-grant, reference-memory, reference-pool, "
-        "reference-postgres)" in capsys.readouterr().err
+        "reference-postgres, reference-tenancy)" in capsys.readouterr().err
     )
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda **kwargs: [])
     assert main(["mutants"]) == 2

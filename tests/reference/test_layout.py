@@ -11,7 +11,7 @@ import pytest
 from tests.test_layers import imports
 
 PACKAGE = Path(__file__).resolve().parents[2] / "reference_impl" / "kbconform_reference"
-PROFILES = ("namespace", "pool", "grant", "memory")
+PROFILES = ("namespace", "pool", "grant", "memory", "tenancy")
 
 
 def _foreign(profile: str, names: set[str]) -> list[str]:

@@ -13,7 +13,7 @@ from kbconform.profiles import Declared, Profile
 
 def _declarations(manifest: Mapping[str, Any]) -> tuple[Declared, ...]:
     routes = manifest.get("config", {}).get("route") if isinstance(manifest.get("config"), Mapping) else None
-    return (Declared(f"judged through the route {routes}"),) if isinstance(routes, str) else ()
+    return (Declared(f"the server's API {routes} (config.route)"),) if isinstance(routes, str) else ()
 
 
 def _design(manifest: Mapping[str, Any]) -> tuple[str, ...]:

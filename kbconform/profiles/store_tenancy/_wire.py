@@ -46,7 +46,9 @@ class TenancyHarnessBackend(HarnessBackend):
     def create_collection(
         self, credential: object, tenant: str, database: str, name: str, metadata: Mapping[str, Any], /
     ) -> str:
-        return str(self._at("createCollection", credential, tenant, database, name=name, metadata=metadata)["id"])
+        return str(
+            self._at("createCollection", credential, tenant, database, name=name, metadata=metadata)["id"]
+        )
 
     def get_collection(self, credential: object, tenant: str, database: str, name: str, /) -> Collection:
         return _collection(self._at("getCollection", credential, tenant, database, name=name)["collection"])
@@ -70,7 +72,15 @@ class TenancyHarnessBackend(HarnessBackend):
         metadata: Mapping[str, Any] | None,
         /,
     ) -> None:
-        self._at("modifyCollection", credential, tenant, database, collection=collection, name=name, metadata=metadata)
+        self._at(
+            "modifyCollection",
+            credential,
+            tenant,
+            database,
+            collection=collection,
+            name=name,
+            metadata=metadata,
+        )
 
     def delete_collection(self, credential: object, tenant: str, database: str, name: str, /) -> None:
         self._at("deleteCollection", credential, tenant, database, name=name)
@@ -78,11 +88,24 @@ class TenancyHarnessBackend(HarnessBackend):
     def fork_collection(
         self, credential: object, tenant: str, database: str, collection: str, name: str, /
     ) -> str:
-        return str(self._at("forkCollection", credential, tenant, database, collection=collection, name=name)["id"])
+        return str(
+            self._at("forkCollection", credential, tenant, database, collection=collection, name=name)["id"]
+        )
 
-    def _records(self, op: str, credential: object, tenant: str, database: str, collection: str, *rows: Any) -> None:
+    def _records(
+        self, op: str, credential: object, tenant: str, database: str, collection: str, *rows: Any
+    ) -> None:
         ids, embeddings, documents = rows
-        self._at(op, credential, tenant, database, collection=collection, ids=ids, embeddings=embeddings, documents=documents)
+        self._at(
+            op,
+            credential,
+            tenant,
+            database,
+            collection=collection,
+            ids=ids,
+            embeddings=embeddings,
+            documents=documents,
+        )
 
     def add(self, credential: object, tenant: str, database: str, collection: str, *rows: Any) -> None:
         self._records("addRecords", credential, tenant, database, collection, *rows)
@@ -100,12 +123,23 @@ class TenancyHarnessBackend(HarnessBackend):
         return [_record(item) for item in found["records"]]
 
     def query(
-        self, credential: object, tenant: str, database: str, collection: str, embedding: Sequence[float], n: int, /
+        self,
+        credential: object,
+        tenant: str,
+        database: str,
+        collection: str,
+        embedding: Sequence[float],
+        n: int,
+        /,
     ) -> builtins.list[Record]:
-        found = self._at("queryRecords", credential, tenant, database, collection=collection, embedding=embedding, n=n)
+        found = self._at(
+            "queryRecords", credential, tenant, database, collection=collection, embedding=embedding, n=n
+        )
         return [_record(item) for item in found["records"]]
 
-    def delete(self, credential: object, tenant: str, database: str, collection: str, ids: Sequence[str], /) -> None:
+    def delete(
+        self, credential: object, tenant: str, database: str, collection: str, ids: Sequence[str], /
+    ) -> None:
         self._at("deleteRecords", credential, tenant, database, collection=collection, ids=ids)
 
     def count(self, credential: object, tenant: str, database: str, collection: str, /) -> int:
@@ -131,22 +165,30 @@ def _rows(a: Mapping[str, Any]) -> tuple[Any, Any, Any, Any]:
 WIRE = WireTable(
     handlers={
         "provisionStore": lambda s, a: done(s.backend.provision(a["plan"])),
-        "createCollection": lambda s, a: {"id": s.backend.create_collection(*_where(a), a["name"], a["metadata"])},
+        "createCollection": lambda s, a: {
+            "id": s.backend.create_collection(*_where(a), a["name"], a["metadata"])
+        },
         "getCollection": lambda s, a: {"collection": _shown(s.backend.get_collection(*_where(a), a["name"]))},
         "listCollections": lambda s, a: {
-            "collections": [_shown(c) for c in s.backend.list_collections(*_where(a), a["limit"], a["offset"])]
+            "collections": [
+                _shown(c) for c in s.backend.list_collections(*_where(a), a["limit"], a["offset"])
+            ]
         },
         "countCollections": lambda s, a: {"count": s.backend.count_collections(*_where(a))},
         "modifyCollection": lambda s, a: done(
             s.backend.modify_collection(*_where(a), a["collection"], a["name"], a["metadata"])
         ),
         "deleteCollection": lambda s, a: done(s.backend.delete_collection(*_where(a), a["name"])),
-        "forkCollection": lambda s, a: {"id": s.backend.fork_collection(*_where(a), a["collection"], a["name"])},
+        "forkCollection": lambda s, a: {
+            "id": s.backend.fork_collection(*_where(a), a["collection"], a["name"])
+        },
         "addRecords": lambda s, a: done(s.backend.add(*_where(a), *_rows(a))),
         "upsertRecords": lambda s, a: done(s.backend.upsert(*_where(a), *_rows(a))),
         "updateRecords": lambda s, a: done(s.backend.update(*_where(a), *_rows(a))),
         "getRecords": lambda s, a: _records(s.backend.get(*_where(a), a["collection"], a["ids"])),
-        "queryRecords": lambda s, a: _records(s.backend.query(*_where(a), a["collection"], a["embedding"], a["n"])),
+        "queryRecords": lambda s, a: _records(
+            s.backend.query(*_where(a), a["collection"], a["embedding"], a["n"])
+        ),
         "deleteRecords": lambda s, a: done(s.backend.delete(*_where(a), a["collection"], a["ids"])),
         "countRecords": lambda s, a: {"count": s.backend.count(*_where(a), a["collection"])},
     },

@@ -99,7 +99,11 @@ class StoreModel:
     def named(self, tenant: str, database: str, name: str) -> Kept | None:
         """The collection called ``name`` in (``tenant``, ``database``)."""
         return next(
-            (c for c in self.collections.values() if (c.tenant, c.database, c.name) == (tenant, database, name)),
+            (
+                c
+                for c in self.collections.values()
+                if (c.tenant, c.database, c.name) == (tenant, database, name)
+            ),
             None,
         )
 
@@ -114,29 +118,46 @@ class StoreModel:
     # -- writes that must land -----------------------------------------------------------------
 
     def create(
-        self, backend: Any, user: str, tenant: str, database: str, name: str, metadata: Mapping[str, Any] | None = None
+        self,
+        backend: Any,
+        user: str,
+        tenant: str,
+        database: str,
+        name: str,
+        metadata: Mapping[str, Any] | None = None,
     ) -> str:
         """A collection ``name`` that ``user`` makes in (``tenant``, ``database``); its id."""
         made = backend.create_collection(token(user), tenant, database, name, dict(metadata or {}))
-        assert isinstance(made, str) and made, f"create_collection returned {made!r}, not an id"
+        assert isinstance(made, str), f"create_collection returned {made!r}, not an id"
+        assert made, "create_collection returned an empty id"
         assert made not in self.collections, f"create_collection gave the id {made} twice"
         self.collections[made] = Kept(made, tenant, database, name, dict(metadata or {}))
         return made
 
-    def add(self, backend: Any, user: str, collection: str, texts: Sequence[str], rng: random.Random) -> list[str]:
+    def add(
+        self, backend: Any, user: str, collection: str, texts: Sequence[str], rng: random.Random
+    ) -> list[str]:
         """Records of ``texts`` that ``user`` adds to ``collection``; their ids."""
         kept = self.collections[collection]
         ids = [f"kbr{rng.getrandbits(40):010x}" for _ in texts]
         rows = [(embedding(rng), f"kbs{rng.getrandbits(48):012x} {text}") for text in texts]
         backend.add(
-            token(user), kept.tenant, kept.database, collection, ids, [e for e, _ in rows], [d for _, d in rows]
+            token(user),
+            kept.tenant,
+            kept.database,
+            collection,
+            ids,
+            [e for e, _ in rows],
+            [d for _, d in rows],
         )
         kept.records.update(zip(ids, rows, strict=True))
         return ids
 
     # -- calls judged ----------------------------------------------------------------------------
 
-    def refusal(self, action: str, credential: object, tenant: str, database: str, *args: Any) -> Refusal | None:
+    def refusal(
+        self, action: str, credential: object, tenant: str, database: str, *args: Any
+    ) -> Refusal | None:
         """How the call must be refused, or None: it must land. A by-id call whose collection is
         not in the named pair, and a by-name call whose name is not there, are missing."""
         expected = self.expect(credential, tenant, database, action)
@@ -148,19 +169,23 @@ class StoreModel:
             return MISSING
         return None
 
-    def judge(self, backend: Any, action: str, credential: object, tenant: str, database: str, *args: Any) -> Any:
+    def judge(
+        self, backend: Any, action: str, credential: object, tenant: str, database: str, *args: Any
+    ) -> Any:
         """Make the call; a refusal the model expects is returned (as the error), a call that
         lands is committed and its answer returned. Any other outcome fails, and so does an
         error that carries a stored document."""
         expected = self.refusal(action, credential, tenant, database, *args)
         said = f"{action}({credential!r}, {tenant!r}, {database!r}, {', '.join(map(repr, args))})"
+        error: KbconformError | None = None
         try:
             answer = getattr(backend, action)(credential, tenant, database, *args)
-        except KbconformError as error:
+        except KbconformError as raised:
+            error, answer = raised, None
+        if error is not None:
             leaked = sorted(mark for mark in self.marks() if mark in str(error) or mark in repr(error))
             assert not leaked, f"{said} raised an error carrying stored documents {leaked}: {error}"
-            if expected is None:
-                raise AssertionError(f"{said} must land; it raised {error!r}") from error
+            assert expected is not None, f"{said} must land; it raised {error!r}"
             names = " or ".join(kind.__name__ for kind in expected)
             assert isinstance(error, expected), f"{said} must be refused with {names}; it raised {error!r}"
             return error
@@ -173,9 +198,9 @@ class StoreModel:
     def commit(self, action: str, tenant: str, database: str, args: tuple[Any, ...], answer: Any) -> None:
         """What a call that landed changed."""
         if action == "create_collection":
-            assert isinstance(answer, str) and answer and answer not in self.collections, (
-                f"create_collection returned {answer!r}, not a new id"
-            )
+            assert isinstance(answer, str), f"create_collection returned {answer!r}, not an id"
+            assert answer, "create_collection returned an empty id"
+            assert answer not in self.collections, f"create_collection returned {answer!r} again"
             self.collections[answer] = Kept(answer, tenant, database, args[0], dict(args[1]))
         elif action == "delete_collection":
             gone = self.named(tenant, database, args[0])
@@ -187,9 +212,9 @@ class StoreModel:
             kept.metadata = kept.metadata if args[2] is None else dict(args[2])
         elif action == "fork_collection":
             source = self.collections[args[0]]
-            assert isinstance(answer, str) and answer and answer not in self.collections, (
-                f"fork_collection returned {answer!r}, not a new id"
-            )
+            assert isinstance(answer, str), f"fork_collection returned {answer!r}, not an id"
+            assert answer, "fork_collection returned an empty id"
+            assert answer not in self.collections, f"fork_collection returned {answer!r} again"
             self.collections[answer] = Kept(
                 answer, tenant, database, args[1], dict(source.metadata), dict(source.records)
             )
@@ -216,7 +241,9 @@ class StoreModel:
                 shown = {c.id: c for c in backend.list_collections(token(admin), tenant, database, None, 0)}
                 kept = {c.id: c for c in self.in_pair(tenant, database)}
                 if set(shown) != set(kept):
-                    found.append(f"{tenant}/{database} holds collections {sorted(shown)}; expected {sorted(kept)}")
+                    found.append(
+                        f"{tenant}/{database} holds collections {sorted(shown)}; expected {sorted(kept)}"
+                    )
                 for cid in set(shown) & set(kept):
                     if (shown[cid].name, dict(shown[cid].metadata)) != (kept[cid].name, kept[cid].metadata):
                         found.append(f"{tenant}/{database} shows {shown[cid]!r}; expected {kept[cid]!r}")

@@ -103,7 +103,9 @@ class TenancyWorld:
         if facade == "list":
             return backend.create_collection(identity, target.tenant, target.database, mark, {})
         vector = [0.5] * DIMENSION
-        return backend.add(identity, target.tenant, target.database, target.id, [mark], [vector], [f"{mark} at once"])
+        return backend.add(
+            identity, target.tenant, target.database, target.id, [mark], [vector], [f"{mark} at once"]
+        )
 
     def wrote(self, facade: str, writer: Reader, mark: str, answer: object) -> list[str]:
         target = self._target(writer.identity)

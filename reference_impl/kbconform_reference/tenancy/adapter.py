@@ -3,16 +3,22 @@
 
 The adapter starts one Chroma server (``chroma run`` on 127.0.0.1) when it first opens a
 backend and stops it at shutdown; each backend it opens is a :class:`TenantStore` with its own
-tenants on that server. Needs the ``chroma`` extra.
+tenants on that server. With ``KBCONFORM_TENANCY_SERVER`` set (``127.0.0.1:PORT``) it uses that
+running server instead and leaves it running (the mutant sweeps share one server). Needs the
+``chroma`` extra.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from kbconform.adapter import BackendOptions
 from kbconform_reference._adapter import OpenBackends, version
 from kbconform_reference.tenancy.service import TenantStore, connect
+
+#: A running Chroma server to use (``host:port``) instead of starting one.
+SERVER_VARIABLE = "KBCONFORM_TENANCY_SERVER"
 
 
 class TenancyAdapter(OpenBackends):
@@ -44,7 +50,11 @@ class TenancyAdapter(OpenBackends):
         return TenantStore(self._connected(), options.store_fails)
 
     def _connected(self) -> Any:
-        if self._server is None:
+        running = os.environ.get(SERVER_VARIABLE)
+        if self._api is None and running:
+            host, _, port = running.rpartition(":")
+            self._api = connect(host, int(port))
+        if self._server is None and self._api is None:
             from kbconform_reference.servers import ChromaServer
 
             self._server = ChromaServer().start()

@@ -59,7 +59,8 @@ class ChecksActionOnly(TenantStore):
             raise Forbidden(action, f"{user.name} may not {action}")
         if tenant not in self.tenants:
             raise NotFound(str(tenant))
-        assert isinstance(tenant, str) and isinstance(database, str)
+        assert isinstance(tenant, str)
+        assert isinstance(database, str)
         return Where(tenant, database, self.tenants[tenant])
 
 
@@ -72,7 +73,8 @@ class GrantByTenant(TenantStore):
             raise Forbidden(action, f"{user.name} is not granted {tenant}")
         if action not in user.actions:
             raise Forbidden(action, f"{user.name} may not {action}")
-        assert isinstance(tenant, str) and isinstance(database, str)
+        assert isinstance(tenant, str)
+        assert isinstance(database, str)
         return Where(tenant, database, self.tenants[tenant])
 
 
@@ -86,7 +88,8 @@ class TenantFromRequest(TenantStore):
             raise Forbidden(action, f"{user.name} is not granted {tenant}/{database}")
         if action not in user.actions:
             raise Forbidden(action, f"{user.name} may not {action}")
-        assert isinstance(tenant, str) and isinstance(database, str)
+        assert isinstance(tenant, str)
+        assert isinstance(database, str)
         return Where(tenant, database, self.tenants[tenant])
 
 
@@ -185,7 +188,9 @@ class TokenNormalized(TenantStore):
 class AuthorizedAfterWrite(TenantStore):
     """A write is made first and its action checked after: a refused write has landed."""
 
-    def _write(self, action: str, credential: object, tenant: str, database: str, collection: str, *rows: Any) -> None:
+    def _write(
+        self, action: str, credential: object, tenant: str, database: str, collection: str, *rows: Any
+    ) -> None:
         user = self._user(credential, action)
         if (tenant, database) in user.pairs:
             at = Where(tenant, database, self.tenants[tenant])
@@ -243,24 +248,37 @@ class StoreErrorsAsOutages(TenantStore):
     ) -> str:
         where = self._where(credential, tenant, database, "create_collection")
         try:
-            return str(self.api.create_collection(name, metadata=dict(metadata) or None, **self._at(where)).id)
+            return str(
+                self.api.create_collection(name, metadata=dict(metadata) or None, **self._at(where)).id
+            )
         except Exception as error:
             raise BackendUnavailable("create_collection", str(error)) from None
 
     def query(
-        self, credential: object, tenant: str, database: str, collection: str, embedding: Sequence[float], n: int, /
+        self,
+        credential: object,
+        tenant: str,
+        database: str,
+        collection: str,
+        embedding: Sequence[float],
+        n: int,
+        /,
     ) -> list[Record]:
         where = self._where(credential, tenant, database, "query")
         found = self._resolve(where, collection, "query")
         try:
             import numpy
 
-            rows = self.api._query(found.model.id, numpy.array([embedding]), n_results=n, include=["documents"], **found.at)
+            rows = self.api._query(
+                found.model.id, numpy.array([embedding]), n_results=n, include=["documents"], **found.at
+            )
         except Exception as error:
             raise BackendUnavailable("query", str(error)) from None
         return [Record(str(i), str(d)) for i, d in zip(rows["ids"][0], rows["documents"][0], strict=True)]
 
-    def _write(self, action: str, credential: object, tenant: str, database: str, collection: str, *rows: Any) -> None:
+    def _write(
+        self, action: str, credential: object, tenant: str, database: str, collection: str, *rows: Any
+    ) -> None:
         try:
             super()._write(action, credential, tenant, database, collection, *rows)
         except (Forbidden, NotFound):
@@ -294,8 +312,12 @@ MUTANTS: tuple[Mutant, ...] = (
         ResolvedByIdAlone,
         "S3: a collection id is resolved by the server alone, whatever pair the call names",
         (
-            *_ids("st-04", "another tenant's", "another tenant's, under a database of the same name",
-                  "another database's of its tenant"),
+            *_ids(
+                "st-04",
+                "another tenant's",
+                "another tenant's, under a database of the same name",
+                "another database's of its tenant",
+            ),
             "st-08",
             "iso-01[get-records]",
         ),
@@ -305,8 +327,12 @@ MUTANTS: tuple[Mutant, ...] = (
         ChecksActionOnly,
         "S2: the action is authorized, never the tenant and database it is taken on",
         (
-            *_ids("st-02", "another tenant", "another tenant's database of its own database's name",
-                  "another database of its tenant"),
+            *_ids(
+                "st-02",
+                "another tenant",
+                "another tenant's database of its own database's name",
+                "another database of its tenant",
+            ),
             "st-09",
         ),
     ),
@@ -391,8 +417,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "tenancy-caller-on-self",
         CallerOnSelf,
-        "each read keeps its credential on the service object for the call, which another request"
-        " overwrites",
+        "each read keeps its credential on the service object for the call, which another request overwrites",
         (*_ids("conc-01", *BOTH), *_ids("conc-02", *BOTH)),
         in_process_only=_races.OVERLAP_ONLY,
     ),

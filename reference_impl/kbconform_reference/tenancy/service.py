@@ -144,7 +144,8 @@ class TenantStore:
             raise Forbidden(action, f"{user.name} is not granted {tenant}/{database}")
         if action not in user.actions:
             raise Forbidden(action, f"{user.name} may not {action}")
-        assert isinstance(tenant, str) and isinstance(database, str)
+        assert isinstance(tenant, str)
+        assert isinstance(database, str)
         return Where(tenant, database, self.tenants[tenant])
 
     def _at(self, where: Where) -> dict[str, str]:
@@ -207,7 +208,9 @@ class TenantStore:
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
             raise store_invalid("offset", "a non-negative integer", repr(offset))
         with self._store("list_collections"):
-            return [_shown(c) for c in self.api.list_collections(limit=limit, offset=offset, **self._at(where))]
+            return [
+                _shown(c) for c in self.api.list_collections(limit=limit, offset=offset, **self._at(where))
+            ]
 
     def count_collections(self, credential: object, tenant: str, database: str, /) -> int:
         where = self._where(credential, tenant, database, "count_collections")
@@ -260,7 +263,9 @@ class TenantStore:
 
     # -- records --------------------------------------------------------------------------------
 
-    def _rows(self, ids: object, embeddings: object, documents: object) -> tuple[list[str], list[list[float]], list[str]]:
+    def _rows(
+        self, ids: object, embeddings: object, documents: object
+    ) -> tuple[list[str], list[list[float]], list[str]]:
         checked, texts = _strings(ids, "ids"), _strings(documents, "documents")
         if not isinstance(embeddings, Sequence) or isinstance(embeddings, str):
             raise store_invalid("embeddings", "a list of embeddings", repr(embeddings))
@@ -269,7 +274,9 @@ class TenantStore:
             raise store_invalid("ids", "ids, embeddings and documents of one non-zero length", repr(ids))
         return checked, vectors, texts
 
-    def _write(self, action: str, credential: object, tenant: str, database: str, collection: str, *rows: Any) -> None:
+    def _write(
+        self, action: str, credential: object, tenant: str, database: str, collection: str, *rows: Any
+    ) -> None:
         where = self._where(credential, tenant, database, action)
         ids, vectors, texts = self._rows(*rows)
         found = self._resolve(where, collection, action)
@@ -297,7 +304,14 @@ class TenantStore:
         return [Record(str(i), str(d)) for i, d in zip(rows["ids"], rows["documents"], strict=True)]
 
     def query(
-        self, credential: object, tenant: str, database: str, collection: str, embedding: Sequence[float], n: int, /
+        self,
+        credential: object,
+        tenant: str,
+        database: str,
+        collection: str,
+        embedding: Sequence[float],
+        n: int,
+        /,
     ) -> list[Record]:
         where = self._where(credential, tenant, database, "query")
         vector = _embedding(embedding)
@@ -307,10 +321,18 @@ class TenantStore:
         with self._store("query"):
             import numpy
 
-            rows = self.api._query(found.model.id, numpy.array([vector], dtype=numpy.float32), n_results=n, include=["documents"], **found.at)
+            rows = self.api._query(
+                found.model.id,
+                numpy.array([vector], dtype=numpy.float32),
+                n_results=n,
+                include=["documents"],
+                **found.at,
+            )
         return [Record(str(i), str(d)) for i, d in zip(rows["ids"][0], rows["documents"][0], strict=True)]
 
-    def delete(self, credential: object, tenant: str, database: str, collection: str, ids: Sequence[str], /) -> None:
+    def delete(
+        self, credential: object, tenant: str, database: str, collection: str, ids: Sequence[str], /
+    ) -> None:
         where = self._where(credential, tenant, database, "delete")
         gone = _strings(ids, "ids")
         found = self._resolve(where, collection, "delete")
@@ -331,7 +353,7 @@ class TenantStore:
                 for database in self.api.list_databases(tenant=server_tenant):
                     for c in self.api.list_collections(tenant=server_tenant, database=database.name):
                         self.api.delete_collection(c.name, tenant=server_tenant, database=database.name)
-            except Exception:  # noqa: BLE001 - a server gone at close leaves nothing to clean
+            except Exception:  # a server gone at close leaves nothing to clean
                 return
 
 
