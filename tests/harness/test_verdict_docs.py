@@ -13,7 +13,7 @@ import pytest
 from tests.harness.installs import load_script
 
 HARNESSES = Path(__file__).resolve().parents[2] / "harnesses"
-NAMES = ("neo", "mem0", "langgraph", "adk")
+NAMES = ("neo", "mem0", "langgraph", "adk", "chroma_server")
 
 
 @pytest.mark.parametrize("name", NAMES)
