@@ -33,6 +33,15 @@ METACHARACTER_PATHS: tuple[str, ...] = (
     "docs/a.*$[0].md",
     "docs/$ne/%_?.md",
 )
+#: Pairs of paths where the first, read as a SQL ``LIKE`` pattern (``_`` any one character,
+#: ``%`` any run of them) or a glob, matches the second: a store that matches a path it was
+#: given as a pattern (a tombstone, a protected file) reaches the other. Between them they hold
+#: the characters a store's filter text treats specially (``_ % ' " :``; a path holds no ``\\``).
+PATTERN_PAIRS: tuple[tuple[str, str], ...] = (
+    ("docs/a_b.md", "docs/a-b.md"),
+    ("docs/50%.md", "docs/50-off.md"),
+    ("docs/it's_%.md", 'docs/it\'s-"x":1.md'),
+)
 #: Every adversarial path.
 PATHS: tuple[str, ...] = tuple(
     dict.fromkeys(p for family in (*PATH_FAMILIES, METACHARACTER_PATHS) for p in family)
@@ -58,6 +67,9 @@ AGENT_FAMILIES: tuple[tuple[str, str], ...] = (
     ("caf\u00e9", "cafe\u0301"),
     ("agent:a", "agent"),
 )
+#: An agent identity that closes a quoted literal and ORs a tautology onto a filter built as
+#: text, with the other characters such text treats specially (``"``, ``\\``, ``:``).
+SPLICED_AGENT = "ops' OR 'a'='a \\\" :"
 
 #: Query texts that name things outside the corpus: files a deployment holds (configuration,
 #: environment, credentials, its own sources and docs), system paths and a phrase of the seeded
@@ -105,6 +117,7 @@ class World:
     repos: tuple[str, ...]
     paths: tuple[str, ...] = PATHS
     agents: tuple[str, ...] = AGENT_FAMILIES[0]
+    patterns: tuple[str, str] = PATTERN_PAIRS[0]
 
 
 def _valid_tenant(name: str) -> bool:
@@ -116,7 +129,8 @@ def worlds(draw: st.DrawFn) -> World:
     """Three tenants and three repositories where ``tenant + '-' + repo`` collides across pairs
     and one tenant id is a prefix of another: ``b``, ``b-p``, ``bp`` (or ``p-b``), with repos
     ``app``, ``p-app`` and ``app/docs``; paths from two collision families and a metacharacter
-    path or two, so that colliding paths meet often; two agents of one family."""
+    path or two, so that colliding paths meet often; two agents of one family; a pair of paths
+    the first of which, read as a ``LIKE`` pattern, matches the second."""
     base = draw(st.from_regex(r"[a-z][a-z0-9]{1,5}", fullmatch=True))
     part = draw(st.from_regex(r"[a-z0-9]{1,3}", fullmatch=True))
     third = draw(st.sampled_from([f"{base}{part}", f"{part}-{base}", f"{base}-{part}-{part}"]))
@@ -127,4 +141,5 @@ def worlds(draw: st.DrawFn) -> World:
     odd = draw(st.lists(st.sampled_from(METACHARACTER_PATHS), min_size=1, max_size=2, unique=True))
     paths = tuple(dict.fromkeys(p for family in (*families, odd) for p in family))
     agents = draw(st.sampled_from(AGENT_FAMILIES))
-    return World(tenants, ("app", f"{part}-app", "app/docs"), paths, agents)
+    patterns = draw(st.sampled_from(PATTERN_PAIRS))
+    return World(tenants, ("app", f"{part}-app", "app/docs"), paths, agents, patterns)

@@ -25,9 +25,16 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
-from kbconform.adapter import ENVELOPE_FIELDS, RevisionMap
+from kbconform.adapter import ENVELOPE_FIELDS, RevisionMap, where_matches
 from kbconform.conformance import DriverMachine, Refused, Run, charged
-from kbconform.conformance.strategies import OUTSIDE, PATHS, World, unclean_spellings, worlds
+from kbconform.conformance.strategies import (
+    OUTSIDE,
+    PATHS,
+    SPLICED_AGENT,
+    World,
+    unclean_spellings,
+    worlds,
+)
 from kbconform.contract import is_valid
 from kbconform.errors import BackendUnavailable, KbconformError, NotFound
 from kbconform.identity import DEFAULT_NAMESPACE, Principal
@@ -198,7 +205,9 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         self.world = world
         for tenant in world.tenants:
             self.users += [User(tenant, agent) for agent in world.agents]
-        self.users += [User(world.tenants[0], None), User(world.tenants[1], "ops", "operator")]
+        # the operator's agent identity closes a quote and ORs a tautology onto a filter built as
+        # text: it reads its tenant's team rows and none of its agents' private ones
+        self.users += [User(world.tenants[0], None), User(world.tenants[1], SPLICED_AGENT, "operator")]
         for user, reads in zip(self.users, shared, strict=False):
             user.reads_shared = reads
         if self.shared:
@@ -248,6 +257,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         # whose paths are spelled as a file system would (naming nothing stored)
         boundary = 2 if self.resolver is not None else None
         self.delete(0, SignalSpec(repo=0, tombstones=((None, 0),), boundary=boundary), None)
+        self._patterns_and_pairs()
         operator = next(i for i, u in enumerate(self.users) if u.role == "operator")
         self.export(operator, None)
         if self.exported:
@@ -611,6 +621,45 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         )
         self._readers_of(expected)
         self.policy.commit_deletion(expected)
+
+    def _patterns_and_pairs(self) -> None:
+        """Paths that read as patterns, pairs whose cross product names others, one id twice in a
+        batch, and a write that fails after deletes, in every program's set-up: the first user
+        writes both paths of the world's pattern pair in two repositories in one batch that holds
+        the first record twice (one id, another text: the last one is stored, stamping.md); one
+        signal tombstones the pattern path in the first repository and its twin in the second
+        (the pairs' cross product names two more; deletion-signaling.md: a pair matches
+        exactly); another tombstones the pattern path in the second repository while its push
+        writes that path in the first (a file is protected in its own repository only); then a
+        write fails at its second store call (its rollback restores what it touched, never a
+        state from before the deletes)."""
+        assert self.world is not None
+        (pattern, twin), (first, second) = self.world.patterns, self.world.repos[:2]
+        principal = self._principal(0)
+        tenant, inputs = principal.tenant_id, ["sourcePath", "kind", "name"]
+        records = [
+            record(path, self._content(tenant, repo, path, True), tenant=tenant, repo=repo, hashInputs=inputs)
+            for repo in (first, second)
+            for path in (pattern, twin)
+        ]
+        records.append({**records[0], "content": self._content(tenant, first, pattern, True)})
+        self.seen |= set(self._ingest(principal, records, None))
+        crossed = {
+            "repoSlug": first,
+            "deleted": [{"sourcePath": pattern}, {"repoSlug": second, "sourcePath": twin}],
+        }
+        self._delete(principal, crossed, None)
+        protected = {
+            "repoSlug": first,
+            "deleted": [{"repoSlug": second, "sourcePath": pattern}],
+            "files": [{"sourcePath": pattern}],
+        }
+        self._delete(principal, protected, None)
+        if "fault-injection" in self.features:
+            late = record(
+                "docs/late.md", self._content(tenant, first, "docs/late.md", True), tenant=tenant, repo=first
+            )
+            self.seen |= set(self._ingest(principal, [late], 1))
 
     def _collide(self, operator: int) -> None:
         """An aimed id collision: the operator restores a chunk's id as another tenant's chunk,
