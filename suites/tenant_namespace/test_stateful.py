@@ -124,6 +124,17 @@ ENVELOPES = st.none() | st.lists(
 ).map(tuple)
 
 
+#: The client clauses a query's where takes, each over a path: the path exactly; every path but
+#: it; the path, and a key no row holds ``$nin`` a value (true where a key is lacked, never SQL's
+#: NULL); the path, where another key that differs from ``sourcePath`` only by case ``$ne`` it.
+WHERE_FORMS: tuple[Callable[[str], dict[str, Any]], ...] = (
+    lambda path: {"sourcePath": {"$in": [path]}},
+    lambda path: {"sourcePath": {"$ne": path}},
+    lambda path: {"$and": [{"line_start": {"$nin": [1, 2]}}, {"sourcePath": {"$eq": path}}]},
+    lambda path: {"sourcePath": {"$eq": path}, "SourcePath": {"$ne": path}},
+)
+
+
 @dataclass
 class User:
     """A caller whose rights and agent may change between calls."""
@@ -850,27 +861,34 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         if "client-where" not in self.features:
             return
         assert self.world is not None
-        self._where(self._principal(user), self.world.paths[path % len(self.world.paths)], fault)
+        self._where(self._principal(user), self.world.paths[path % len(self.world.paths)], fault, path)
 
-    def _where(self, principal: Principal, value: str, fault: int | None) -> None:
+    def _where(self, principal: Principal, value: str, fault: int | None, form: int = 0) -> None:
+        """A query whose client clause holds ``value``, in one of the :data:`WHERE_FORMS`, asking
+        for exactly as many hits as the clause selects in scope (at least one): a clause applied
+        after the scoped top-k, rather than with it, returns fewer. What it selects is
+        client-where.md's Matching over the model's rows (a key a row lacks: ``$ne`` and
+        ``$nin`` hold there; ``SourcePath`` is another key than ``sourcePath``)."""
         scope = self.policy.scope(principal)
-        expected = {i for i, row in scope.items() if row.path == value}
-        where = {"sourcePath": {"$in": [value]}}
-        if not self._fresh(principal, "query", WORDS, len(scope) + 3, value, fault=fault):
+        where = WHERE_FORMS[form % len(WHERE_FORMS)](value)
+        expected = {i for i, row in scope.items() if where_matches(row.stamps, where)}
+        n = max(1, len(expected))
+        question = json.dumps(where, ensure_ascii=False)
+        if not self._fresh(principal, "query", WORDS, n, question, fault=fault):
             return
         outcome = self._call(
             principal,
             fault,
             value,
-            lambda: self.backend.query(principal, WORDS, len(scope) + 3, where),
+            lambda: self.backend.query(principal, WORDS, n, where),
             read=True,
         )
         if self._failed(outcome, fault, None):
             return
         got = [h.id for h in outcome]
-        assert len(got) == len(set(got)), f"query where sourcePath is {value!r} returns an id twice"
+        assert len(got) == len(set(got)), f"query where {question} returns an id twice"
         assert set(got) == expected, (
-            f"query where sourcePath is {value!r} as {principal.tenant_id}: "
+            f"query of {n} where {question} as {principal.tenant_id}: "
             f"got {sorted(got)}, expected {sorted(expected)}"
         )
 
@@ -901,6 +919,38 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
             who = f"{principal.tenant_id}/{principal.agent_identity}"
             turns = f"list in pages of {page}, in turns with {other.tenant_id}/{other.agent_identity}"
             self._same(self.policy.scope(principal), found[n], who, turns, exact=True)
+
+    @rule(reader=st.integers(0, 11), writer=st.integers(0, 11), page=st.integers(1, 3))
+    def list_while_others_write(self, reader: int, writer: int, page: int) -> None:
+        """A principal pages through list while a caller outside its scope writes between pages
+        (schemas/read-filter.md: pages are cut in a stable total order; a write the reader
+        cannot read changes nothing it reads): its pages are exactly its scope, each id once."""
+        principal = self._principal(reader)
+        others = [i for i in range(len(self.users)) if not self._reads_tenant(principal, i)]
+        if not others:
+            return
+        author = self._principal(others[writer % len(others)])
+        scope = set(self.policy.scope(principal))
+        found: list[Any] = []
+        for offset in itertools.count(0, page):
+            got = self._call(
+                principal, None, "", partial(self.backend.list, principal, page, offset), read=True
+            )
+            assert not isinstance(got, KbconformError), f"{principal.tenant_id} list failed: {got!r}"
+            found.extend(got)
+            if len(got) < page or offset > 10 * (len(self.policy.rows) + 1):
+                break
+            path = f"between/{next(self.tokens)}.md"
+            made = record(path, self._content(author.tenant_id, "app", path, True), tenant=author.tenant_id)
+            self.seen |= set(self._ingest(author, [made], None))
+        assert set(self.policy.scope(principal)) == scope, "a write outside the reader's scope changed it"
+        who = f"{principal.tenant_id}/{principal.agent_identity}"
+        turns = f"list in pages of {page} while {author.tenant_id} writes between them"
+        self._same(self.policy.scope(principal), found, who, turns, exact=True)
+
+    def _reads_tenant(self, principal: Principal, index: int) -> bool:
+        """Whether ``principal`` reads the tenant the user ``index`` writes into."""
+        return self._principal(index).tenant_id in self.policy.reader(principal).readable_tenants
 
     @rule(
         user=st.integers(0, 11),
@@ -934,7 +984,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
                 self._read(principal, facade, None)
             if "client-where" in self.features and self.world is not None:
                 paths = self.world.paths  # each principal a path per step, in turn: all of them over a run
-                self._where(principal, paths[(self.checks + index) % len(paths)], None)
+                self._where(principal, paths[(self.checks + index) % len(paths)], None, self.checks + index)
         self.checks += 1
         self.touched = set()
         self.regard = {}
