@@ -67,9 +67,10 @@ AGENT_FAMILIES: tuple[tuple[str, str], ...] = (
     ("caf\u00e9", "cafe\u0301"),
     ("agent:a", "agent"),
 )
-#: An agent identity that closes a quoted literal and ORs a tautology onto a filter built as
-#: text, with the other characters such text treats specially (``"``, ``\\``, ``:``).
-SPLICED_AGENT = "ops' OR 'a'='a \\\" :"
+#: An agent identity holding the characters a filter built as text treats specially (``\\``,
+#: ``"``, ``:``), then one that closes a quoted literal and ORs a tautology onto the filter
+#: (``= 'ops ... ' OR 'a'='a'`` holds for every row).
+SPLICED_AGENT = "ops \\\" : ' OR 'a'='a"
 
 #: Query texts that name things outside the corpus: files a deployment holds (configuration,
 #: environment, credentials, its own sources and docs), system paths and a phrase of the seeded

@@ -637,7 +637,8 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         """Paths that read as patterns, pairs whose cross product names others, one id twice in a
         batch, and a write that fails after deletes, in every program's set-up: the first user
         writes both paths of the world's pattern pair in two repositories in one batch that holds
-        the first record twice (one id, another text: the last one is stored, stamping.md); one
+        the first record twice (one id, another text: the last one is stored, stamping.md), and
+        the second tenant's first agent writes a row (after the set-up, a private one); one
         signal tombstones the pattern path in the first repository and its twin in the second
         (the pairs' cross product names two more; deletion-signaling.md: a pair matches
         exactly); another tombstones the pattern path in the second repository while its push
@@ -654,7 +655,22 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
             for path in (pattern, twin)
         ]
         records.append({**records[0], "content": self._content(tenant, first, pattern, True)})
-        self.seen |= set(self._ingest(principal, records, None))
+        ids = self._ingest(principal, records, None)
+        self.seen |= set(ids)
+        if ids:  # read back before anything writes over it
+            held = self._call(principal, None, ids[0], partial(self.backend.get, principal, ids[0]), True)
+            assert not isinstance(held, KbconformError), f"{ids[0]} does not read back: {held!r}"
+            self._same(self.policy.scope(principal), [held], tenant, "get after a batch holding its id twice")
+        # the second tenant's first agent writes a row (one of its private rows after the set-up)
+        neighbour = self._principal(len(self.world.agents))
+        path = f"docs/{next(self.tokens)}.md"
+        made = record(
+            path,
+            self._content(neighbour.tenant_id, first, path, True),
+            tenant=neighbour.tenant_id,
+            repo=first,
+        )
+        self.seen |= set(self._ingest(neighbour, [made], None))
         crossed = {
             "repoSlug": first,
             "deleted": [{"sourcePath": pattern}, {"repoSlug": second, "sourcePath": twin}],
