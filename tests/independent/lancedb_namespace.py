@@ -29,6 +29,8 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 import lancedb
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from kbconform.adapter import (
@@ -64,13 +66,14 @@ from tests.independent.sqlite_namespace import (
     Ingested,
     SpoofNote,
     Synced,
-    _cosine,
     _embed,
 )
 
 SHARED = "neo-shared"
 CONFIG_VERSION = "lancedb-1"
 THRESHOLD, WINDOW = 12, 600.0
+#: Every this many writes the table's fragments are compacted (``Table.optimize``).
+COMPACT_EVERY = 40
 MANIFEST: dict[str, Any] = {
     "manifestVersion": "1",
     "concurrency": "threads",
@@ -157,6 +160,12 @@ def _row(
     }
 
 
+def _cosine_np(a: npt.NDArray[np.float64], b: npt.NDArray[np.float32]) -> float:
+    vector = b.astype(np.float64)
+    norm = float(np.linalg.norm(a) * np.linalg.norm(vector))
+    return float(a @ vector) / norm if norm else 0.0
+
+
 def _ids_in(ids: Sequence[str]) -> str:
     return f"id IN ({', '.join(sql_literal(i) for i in ids)})"
 
@@ -173,6 +182,7 @@ class LanceNamespace:
     _lock: threading.RLock = field(init=False, default_factory=threading.RLock)
     _spoofs: dict[tuple[str, str | None], builtins.list[float]] = field(init=False, default_factory=dict)
     _escalated: set[tuple[str, str | None]] = field(init=False, default_factory=set)
+    _writes: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         self._dir = tempfile.mkdtemp(prefix="kbconform-lancedb-")
@@ -191,9 +201,16 @@ class LanceNamespace:
         except (OSError, RuntimeError, ValueError, pa.ArrowException) as error:
             raise BackendUnavailable("lancedb", f"{type(error).__name__}: {error}") from error
 
-    def _select(self, where: str) -> builtins.list[dict[str, Any]]:
-        """Every row matching ``where``, sorted by id."""
-        rows = self._call(lambda: self._table.search().where(where).limit(None).to_arrow().to_pylist())
+    def _select(self, where: str, vectors: bool = False) -> builtins.list[dict[str, Any]]:
+        """Every row matching ``where``, sorted by id; its vector too when ``vectors`` (a numpy
+        row: a fixed-size list read as Python floats is the slowest part of a read)."""
+        columns = [name for name in SCHEMA.names if vectors or name != "vector"]
+        found = self._call(lambda: self._table.search().where(where).select(columns).limit(None).to_arrow())
+        rows = found.drop_columns(["vector"]).to_pylist() if vectors else found.to_pylist()
+        if vectors:
+            matrix = found.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, DIMENSIONS)
+            for row, vector in zip(rows, matrix, strict=True):
+                row["vector"] = vector
         return sorted(rows, key=lambda row: row["id"])
 
     def _upsert(self, rows: builtins.list[dict[str, Any]]) -> None:
@@ -218,11 +235,15 @@ class LanceNamespace:
         with self._lock:
             version = self._table.version
             try:
-                return work()
+                done = work()
             except BaseException:
                 if self._table.version != version:
                     self._table.restore(version)
                 raise
+            self._writes += 1
+            if self._writes % COMPACT_EVERY == 0:  # many small commits make every scan slower
+                self._table.optimize()
+            return done
 
     # -- identity ---------------------------------------------------------------------------------
 
@@ -258,9 +279,10 @@ class LanceNamespace:
         scope = self._scope(checked)
         if where is not None:
             scope = f"({scope}) AND {where_literal(where, columns=COLUMNS)}"
-        rows = self._select(scope)
-        target = _embed(text)
-        ranked = sorted(rows, key=lambda row: (-_cosine(target, row["vector"]), row["id"]))
+        rows = self._select(scope, vectors=True)
+        target = np.asarray(_embed(text), dtype=np.float64)
+        scores = [_cosine_np(target, row["vector"]) for row in rows]
+        ranked = [row for _, row in sorted(zip(scores, rows, strict=True), key=lambda p: (-p[0], p[1]["id"]))]
         return [self._hit(row) for row in ranked[: max(n_results, 0)]]
 
     def get(self, principal: Principal, chunk_id: str, /) -> Hit:
@@ -419,7 +441,7 @@ class LanceNamespace:
             )
 
         def reembed() -> None:
-            rows = [r for r in self._select("document IS NOT NULL")]
+            rows = self._select("document IS NOT NULL")
             self._upsert([{**r, "vector": _embed(r["document"])} for r in rows])
 
         self._atomic(reembed)
@@ -465,11 +487,11 @@ class LanceNamespace:
     def export(self, principal: Principal, /) -> builtins.list[dict[str, Any]]:
         checked = self._principal(principal, "export")
         self._operator(checked, "export")
-        rows = self._select("id IS NOT NULL")
+        rows = self._select("id IS NOT NULL", vectors=True)
         return [
             {
                 "id": r["id"],
-                "embedding": [float(x) for x in r["vector"]],
+                "embedding": [float(x) for x in r["vector"].tolist()],
                 "metadata": json.loads(r["metadata"]),
                 "document": r["document"],
             }
