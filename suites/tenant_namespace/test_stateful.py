@@ -294,6 +294,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         names = (*world.paths, *world.repos, *world.tenants, *world.agents)
         self.ask_about_names(0, len(names))  # OUTSIDE[0], package.json
         self.ask_about_names(1, 0)  # the world's first path
+        self.list_while_others_write(0, 0, 2)  # and the first user pages while another tenant writes
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -940,7 +941,8 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
     def list_while_others_write(self, reader: int, writer: int, page: int) -> None:
         """A principal pages through list while a caller outside its scope writes between pages
         (schemas/read-filter.md: pages are cut in a stable total order; a write the reader
-        cannot read changes nothing it reads): its pages are exactly its scope, each id once."""
+        cannot read changes nothing it reads): its pages are exactly its scope, each id once.
+        Every program's set-up does it once, in pages of two."""
         principal = self._principal(reader)
         others = [i for i in range(len(self.users)) if not self._reads_tenant(principal, i)]
         if not others:
