@@ -36,11 +36,12 @@ METACHARACTER_PATHS: tuple[str, ...] = (
 #: Pairs of paths where the first, read as a SQL ``LIKE`` pattern (``_`` any one character,
 #: ``%`` any run of them) or a glob, matches the second: a store that matches a path it was
 #: given as a pattern (a tombstone, a protected file) reaches the other. Between them they hold
-#: the characters a store's filter text treats specially (``_ % ' " :``; a path holds no ``\\``).
+#: the characters a store's filter text treats specially (``_ % ' " :``; a path holds no ``\``),
+#: and each an ``é`` in NFC, so that its NFD form is another path.
 PATTERN_PAIRS: tuple[tuple[str, str], ...] = (
-    ("docs/a_b.md", "docs/a-b.md"),
-    ("docs/50%.md", "docs/50-off.md"),
-    ("docs/it's_%.md", 'docs/it\'s-"x":1.md'),
+    ("docs/r\u00e9sum\u00e9_b.md", "docs/r\u00e9sum\u00e9-b.md"),
+    ("docs/50%\u00e9t\u00e9.md", "docs/50-\u00e9t\u00e9.md"),
+    ("docs/it's_%\u00e9.md", 'docs/it\'s-"x":1\u00e9.md'),
 )
 #: Every adversarial path.
 PATHS: tuple[str, ...] = tuple(

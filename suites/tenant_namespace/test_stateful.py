@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
@@ -637,13 +638,14 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
     def _patterns_and_pairs(self) -> None:
         """Paths that read as patterns, pairs whose cross product names others, one id twice in a
         batch, and a write that fails after deletes, in every program's set-up: the first user
-        writes both paths of the world's pattern pair in two repositories in one batch that holds
-        the first record twice (one id, another text: the last one is stored, stamping.md), and
-        the second tenant's first agent writes a row (after the set-up, a private one); one
-        signal tombstones the pattern path in the first repository and its twin in the second
-        (the pairs' cross product names two more; deletion-signaling.md: a pair matches
-        exactly); another tombstones the pattern path in the second repository while its push
-        writes that path in the first (a file is protected in its own repository only); then a
+        writes both paths of the world's pattern pair in two repositories, and the pattern
+        path's NFD form in the first, in one batch that holds the first record twice (one id,
+        another text: the last one is stored, stamping.md), and the second tenant's first agent
+        writes a row (after the set-up, a private one); one signal tombstones the pattern path in
+        the first repository and its twin in the second (the pairs' cross product names two
+        more, and the NFD form stays; deletion-signaling.md: a pair matches exactly); another
+        tombstones the pattern path in the second repository while its push writes that path in
+        the first (a file is protected in its own repository only); then a
         write fails at its second store call (its rollback restores what it touched, never a
         state from before the deletes)."""
         assert self.world is not None
@@ -656,6 +658,8 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
             for path in (pattern, twin)
         ]
         records.append({**records[0], "content": self._content(tenant, first, pattern, True)})
+        nfd = unicodedata.normalize("NFD", pattern)  # the pattern path's NFD form: another path
+        records.append(record(nfd, self._content(tenant, first, nfd, True), tenant=tenant, repo=first))
         ids = self._ingest(principal, records, None)
         self.seen |= set(ids)
         if ids:  # read back before anything writes over it

@@ -389,7 +389,7 @@ class LanceNamespace:
         last = {chunk: index for index, chunk in enumerate(ids)}  # equal ids: the last record lands
 
         def write() -> tuple[str, ...]:
-            old = {row["id"]: row for row in self._select(_ids_in(builtins.list(last)))}
+            old = {row["id"]: row for row in self._select(_ids_in(builtins.list(last)))} if last else {}
             rows = []
             for chunk, index in last.items():
                 rows.append(
