@@ -941,12 +941,13 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
             turns = f"list in pages of {page}, in turns with {other.tenant_id}/{other.agent_identity}"
             self._same(self.policy.scope(principal), found[n], who, turns, exact=True)
 
-    @rule(reader=st.integers(0, 11), writer=st.integers(0, 11), page=st.integers(1, 3))
     def list_while_others_write(self, reader: int, writer: int, page: int) -> None:
         """A principal pages through list while a caller outside its scope writes between pages
         (schemas/read-filter.md: pages are cut in a stable total order; a write the reader
         cannot read changes nothing it reads): its pages are exactly its scope, each id once.
-        Every program's set-up does it once, in pages of two."""
+        The other caller writes after each of the first two pages. Every program's set-up does
+        it once, in pages of two (a rule of its own would change the state in one step of many,
+        and every read after it is asked again: the kit's choice, to keep a run's time)."""
         principal = self._principal(reader)
         others = [i for i in range(len(self.users)) if not self._reads_tenant(principal, i)]
         if not others:
@@ -962,9 +963,11 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
             found.extend(got)
             if len(got) < page or offset > 10 * (len(self.policy.rows) + 1):
                 break
+            if offset >= 2 * page:  # a write after each of the first two pages: the store grows little
+                continue
             path = f"between/{next(self.tokens)}.md"
             made = record(path, self._content(author.tenant_id, "app", path, True), tenant=author.tenant_id)
-            self.seen |= set(self._ingest(author, [made], None))
+            self.bulk |= set(self._ingest(author, [made], None))  # read by get as bulk rows are
         assert set(self.policy.scope(principal)) == scope, "a write outside the reader's scope changed it"
         who = f"{principal.tenant_id}/{principal.agent_identity}"
         turns = f"list in pages of {page} while {author.tenant_id} writes between them"

@@ -10,7 +10,7 @@ two repositories in one batch holding one id twice, tombstones pairs whose cross
 others and a path a push writes in another repository, fails a write after those deletes and
 gives its operator an agent identity that closes a quote; its client clauses name a key no row
 holds and a key that differs from one by case, asking for exactly as many hits as they select;
-and a rule pages through list while a caller outside the reader's scope writes between pages.
+and its set-up pages through list while a caller outside the reader's scope writes between pages.
 """
 
 from __future__ import annotations
