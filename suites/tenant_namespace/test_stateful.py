@@ -968,6 +968,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
             path = f"between/{next(self.tokens)}.md"
             made = record(path, self._content(author.tenant_id, "app", path, True), tenant=author.tenant_id)
             self.bulk |= set(self._ingest(author, [made], None))  # read by get as bulk rows are
+        self._fresh(principal, "list", page)  # its last pages were read of this state: not again
         assert set(self.policy.scope(principal)) == scope, "a write outside the reader's scope changed it"
         who = f"{principal.tenant_id}/{principal.agent_identity}"
         turns = f"list in pages of {page} while {author.tenant_id} writes between them"
