@@ -33,6 +33,16 @@ METACHARACTER_PATHS: tuple[str, ...] = (
     "docs/a.*$[0].md",
     "docs/$ne/%_?.md",
 )
+#: Pairs of paths where the first, read as a SQL ``LIKE`` pattern (``_`` any one character,
+#: ``%`` any run of them) or a glob, matches the second: a store that matches a path it was
+#: given as a pattern (a tombstone, a protected file) reaches the other. Between them they hold
+#: the characters a store's filter text treats specially (``_ % ' " :``; a path holds no ``\``),
+#: and each an ``é`` in NFC, so that its NFD form is another path.
+PATTERN_PAIRS: tuple[tuple[str, str], ...] = (
+    ("docs/r\u00e9sum\u00e9_b.md", "docs/r\u00e9sum\u00e9-b.md"),
+    ("docs/50%\u00e9t\u00e9.md", "docs/50-\u00e9t\u00e9.md"),
+    ("docs/it's_%\u00e9.md", 'docs/it\'s-"x":1\u00e9.md'),
+)
 #: Every adversarial path.
 PATHS: tuple[str, ...] = tuple(
     dict.fromkeys(p for family in (*PATH_FAMILIES, METACHARACTER_PATHS) for p in family)
@@ -58,6 +68,10 @@ AGENT_FAMILIES: tuple[tuple[str, str], ...] = (
     ("caf\u00e9", "cafe\u0301"),
     ("agent:a", "agent"),
 )
+#: An agent identity holding the characters a filter built as text treats specially (``\\``,
+#: ``"``, ``:``), then one that closes a quoted literal and ORs a tautology onto the filter
+#: (``= 'ops ... ' OR 'a'='a'`` holds for every row).
+SPLICED_AGENT = "ops \\\" : ' OR 'a'='a"
 
 #: Query texts that name things outside the corpus: files a deployment holds (configuration,
 #: environment, credentials, its own sources and docs), system paths and a phrase of the seeded
@@ -105,6 +119,7 @@ class World:
     repos: tuple[str, ...]
     paths: tuple[str, ...] = PATHS
     agents: tuple[str, ...] = AGENT_FAMILIES[0]
+    patterns: tuple[str, str] = PATTERN_PAIRS[0]
 
 
 def _valid_tenant(name: str) -> bool:
@@ -116,7 +131,8 @@ def worlds(draw: st.DrawFn) -> World:
     """Three tenants and three repositories where ``tenant + '-' + repo`` collides across pairs
     and one tenant id is a prefix of another: ``b``, ``b-p``, ``bp`` (or ``p-b``), with repos
     ``app``, ``p-app`` and ``app/docs``; paths from two collision families and a metacharacter
-    path or two, so that colliding paths meet often; two agents of one family."""
+    path or two, so that colliding paths meet often; two agents of one family; a pair of paths
+    the first of which, read as a ``LIKE`` pattern, matches the second."""
     base = draw(st.from_regex(r"[a-z][a-z0-9]{1,5}", fullmatch=True))
     part = draw(st.from_regex(r"[a-z0-9]{1,3}", fullmatch=True))
     third = draw(st.sampled_from([f"{base}{part}", f"{part}-{base}", f"{base}-{part}-{part}"]))
@@ -127,4 +143,5 @@ def worlds(draw: st.DrawFn) -> World:
     odd = draw(st.lists(st.sampled_from(METACHARACTER_PATHS), min_size=1, max_size=2, unique=True))
     paths = tuple(dict.fromkeys(p for family in (*families, odd) for p in family))
     agents = draw(st.sampled_from(AGENT_FAMILIES))
-    return World(tenants, ("app", f"{part}-app", "app/docs"), paths, agents)
+    patterns = draw(st.sampled_from(PATTERN_PAIRS))
+    return World(tenants, ("app", f"{part}-app", "app/docs"), paths, agents, patterns)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
@@ -25,9 +26,16 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
-from kbconform.adapter import ENVELOPE_FIELDS, RevisionMap
+from kbconform.adapter import ENVELOPE_FIELDS, RevisionMap, where_matches
 from kbconform.conformance import DriverMachine, Refused, Run, charged
-from kbconform.conformance.strategies import OUTSIDE, PATHS, World, unclean_spellings, worlds
+from kbconform.conformance.strategies import (
+    OUTSIDE,
+    PATHS,
+    SPLICED_AGENT,
+    World,
+    unclean_spellings,
+    worlds,
+)
 from kbconform.contract import is_valid
 from kbconform.errors import BackendUnavailable, KbconformError, NotFound
 from kbconform.identity import DEFAULT_NAMESPACE, Principal
@@ -117,6 +125,17 @@ ENVELOPES = st.none() | st.lists(
 ).map(tuple)
 
 
+#: The client clauses a query's where takes, each over a path: the path exactly; every path but
+#: it; the path, and a key no row holds ``$nin`` a value (true where a key is lacked, never SQL's
+#: NULL); the path, where another key that differs from ``sourcePath`` only by case ``$ne`` it.
+WHERE_FORMS: tuple[Callable[[str], dict[str, Any]], ...] = (
+    lambda path: {"sourcePath": {"$in": [path]}},
+    lambda path: {"sourcePath": {"$ne": path}},
+    lambda path: {"$and": [{"line_start": {"$nin": [1, 2]}}, {"sourcePath": {"$eq": path}}]},
+    lambda path: {"sourcePath": {"$eq": path}, "SourcePath": {"$ne": path}},
+)
+
+
 @dataclass
 class User:
     """A caller whose rights and agent may change between calls."""
@@ -198,7 +217,9 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         self.world = world
         for tenant in world.tenants:
             self.users += [User(tenant, agent) for agent in world.agents]
-        self.users += [User(world.tenants[0], None), User(world.tenants[1], "ops", "operator")]
+        # the operator's agent identity closes a quote and ORs a tautology onto a filter built as
+        # text: it reads its tenant's team rows and none of its agents' private ones
+        self.users += [User(world.tenants[0], None), User(world.tenants[1], SPLICED_AGENT, "operator")]
         for user, reads in zip(self.users, shared, strict=False):
             user.reads_shared = reads
         if self.shared:
@@ -248,6 +269,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         # whose paths are spelled as a file system would (naming nothing stored)
         boundary = 2 if self.resolver is not None else None
         self.delete(0, SignalSpec(repo=0, tombstones=((None, 0),), boundary=boundary), None)
+        self._patterns_and_pairs()
         operator = next(i for i, u in enumerate(self.users) if u.role == "operator")
         self.export(operator, None)
         if self.exported:
@@ -273,6 +295,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         names = (*world.paths, *world.repos, *world.tenants, *world.agents)
         self.ask_about_names(0, len(names))  # OUTSIDE[0], package.json
         self.ask_about_names(1, 0)  # the world's first path
+        self.list_while_others_write(0, 0, 2)  # and the first user pages while another tenant writes
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -613,6 +636,64 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         self._readers_of(expected)
         self.policy.commit_deletion(expected)
 
+    def _patterns_and_pairs(self) -> None:
+        """Paths that read as patterns, pairs whose cross product names others, one id twice in a
+        batch, and a write that fails after deletes, in every program's set-up: the first user
+        writes both paths of the world's pattern pair in two repositories, and the pattern
+        path's NFD form in the first, in one batch that holds the first record twice (one id,
+        another text: the last one is stored, stamping.md), and the second tenant's first agent
+        writes a row (after the set-up, a private one); one signal tombstones the pattern path in
+        the first repository and its twin in the second (the pairs' cross product names two
+        more, and the NFD form stays; deletion-signaling.md: a pair matches exactly); another
+        tombstones the pattern path in the second repository while its push writes that path in
+        the first (a file is protected in its own repository only); then a
+        write fails at its second store call (its rollback restores what it touched, never a
+        state from before the deletes)."""
+        assert self.world is not None
+        (pattern, twin), (first, second) = self.world.patterns, self.world.repos[:2]
+        principal = self._principal(0)
+        tenant, inputs = principal.tenant_id, ["sourcePath", "kind", "name"]
+        records = [
+            record(path, self._content(tenant, repo, path, True), tenant=tenant, repo=repo, hashInputs=inputs)
+            for repo in (first, second)
+            for path in (pattern, twin)
+        ]
+        records.append({**records[0], "content": self._content(tenant, first, pattern, True)})
+        nfd = unicodedata.normalize("NFD", pattern)  # the pattern path's NFD form: another path
+        records.append(record(nfd, self._content(tenant, first, nfd, True), tenant=tenant, repo=first))
+        ids = self._ingest(principal, records, None)
+        self.seen |= set(ids)
+        if ids:  # read back before anything writes over it
+            held = self._call(principal, None, ids[0], partial(self.backend.get, principal, ids[0]), True)
+            assert not isinstance(held, KbconformError), f"{ids[0]} does not read back: {held!r}"
+            self._same(self.policy.scope(principal), [held], tenant, "get after a batch holding its id twice")
+        # the second tenant's first agent writes a row (one of its private rows after the set-up)
+        neighbour = self._principal(len(self.world.agents))
+        path = f"docs/{next(self.tokens)}.md"
+        made = record(
+            path,
+            self._content(neighbour.tenant_id, first, path, True),
+            tenant=neighbour.tenant_id,
+            repo=first,
+        )
+        self.seen |= set(self._ingest(neighbour, [made], None))
+        crossed = {
+            "repoSlug": first,
+            "deleted": [{"sourcePath": pattern}, {"repoSlug": second, "sourcePath": twin}],
+        }
+        self._delete(principal, crossed, None)
+        protected = {
+            "repoSlug": first,
+            "deleted": [{"repoSlug": second, "sourcePath": pattern}],
+            "files": [{"sourcePath": pattern}],
+        }
+        self._delete(principal, protected, None)
+        if "fault-injection" in self.features:
+            late = record(
+                "docs/late.md", self._content(tenant, first, "docs/late.md", True), tenant=tenant, repo=first
+            )
+            self.seen |= set(self._ingest(principal, [late], 1))
+
     def _collide(self, operator: int) -> None:
         """An aimed id collision: the operator restores a chunk's id as another tenant's chunk,
         with another text and path; its writer then ingests the very record again, and is
@@ -802,27 +883,34 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         if "client-where" not in self.features:
             return
         assert self.world is not None
-        self._where(self._principal(user), self.world.paths[path % len(self.world.paths)], fault)
+        self._where(self._principal(user), self.world.paths[path % len(self.world.paths)], fault, path)
 
-    def _where(self, principal: Principal, value: str, fault: int | None) -> None:
+    def _where(self, principal: Principal, value: str, fault: int | None, form: int = 0) -> None:
+        """A query whose client clause holds ``value``, in one of the :data:`WHERE_FORMS`, asking
+        for exactly as many hits as the clause selects in scope (at least one): a clause applied
+        after the scoped top-k, rather than with it, returns fewer. What it selects is
+        client-where.md's Matching over the model's rows (a key a row lacks: ``$ne`` and
+        ``$nin`` hold there; ``SourcePath`` is another key than ``sourcePath``)."""
         scope = self.policy.scope(principal)
-        expected = {i for i, row in scope.items() if row.path == value}
-        where = {"sourcePath": {"$in": [value]}}
-        if not self._fresh(principal, "query", WORDS, len(scope) + 3, value, fault=fault):
+        where = WHERE_FORMS[form % len(WHERE_FORMS)](value)
+        expected = {i for i, row in scope.items() if where_matches(row.stamps, where)}
+        n = max(1, len(expected))
+        question = json.dumps(where, ensure_ascii=False)
+        if not self._fresh(principal, "query", WORDS, n, question, fault=fault):
             return
         outcome = self._call(
             principal,
             fault,
             value,
-            lambda: self.backend.query(principal, WORDS, len(scope) + 3, where),
+            lambda: self.backend.query(principal, WORDS, n, where),
             read=True,
         )
         if self._failed(outcome, fault, None, "query"):
             return
         got = [h.id for h in outcome]
-        assert len(got) == len(set(got)), f"query where sourcePath is {value!r} returns an id twice"
+        assert len(got) == len(set(got)), f"query where {question} returns an id twice"
         assert set(got) == expected, (
-            f"query where sourcePath is {value!r} as {principal.tenant_id}: "
+            f"query of {n} where {question} as {principal.tenant_id}: "
             f"got {sorted(got)}, expected {sorted(expected)}"
         )
 
@@ -853,6 +941,43 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
             who = f"{principal.tenant_id}/{principal.agent_identity}"
             turns = f"list in pages of {page}, in turns with {other.tenant_id}/{other.agent_identity}"
             self._same(self.policy.scope(principal), found[n], who, turns, exact=True)
+
+    def list_while_others_write(self, reader: int, writer: int, page: int) -> None:
+        """A principal pages through list while a caller outside its scope writes between pages
+        (schemas/read-filter.md: pages are cut in a stable total order; a write the reader
+        cannot read changes nothing it reads): its pages are exactly its scope, each id once.
+        The other caller writes after each of the first two pages. Every program's set-up does
+        it once, in pages of two (a rule of its own would change the state in one step of many,
+        and every read after it is asked again: the kit's choice, to keep a run's time)."""
+        principal = self._principal(reader)
+        others = [i for i in range(len(self.users)) if not self._reads_tenant(principal, i)]
+        if not others:
+            return
+        author = self._principal(others[writer % len(others)])
+        scope = set(self.policy.scope(principal))
+        found: list[Any] = []
+        for offset in itertools.count(0, page):
+            got = self._call(
+                principal, None, "", partial(self.backend.list, principal, page, offset), read=True
+            )
+            assert not isinstance(got, KbconformError), f"{principal.tenant_id} list failed: {got!r}"
+            found.extend(got)
+            if len(got) < page or offset > 10 * (len(self.policy.rows) + 1):
+                break
+            if offset >= 2 * page:  # a write after each of the first two pages: the store grows little
+                continue
+            path = f"between/{next(self.tokens)}.md"
+            made = record(path, self._content(author.tenant_id, "app", path, True), tenant=author.tenant_id)
+            self.bulk |= set(self._ingest(author, [made], None))  # read by get as bulk rows are
+        self._fresh(principal, "list", page)  # its last pages were read of this state: not again
+        assert set(self.policy.scope(principal)) == scope, "a write outside the reader's scope changed it"
+        who = f"{principal.tenant_id}/{principal.agent_identity}"
+        turns = f"list in pages of {page} while {author.tenant_id} writes between them"
+        self._same(self.policy.scope(principal), found, who, turns, exact=True)
+
+    def _reads_tenant(self, principal: Principal, index: int) -> bool:
+        """Whether ``principal`` reads the tenant the user ``index`` writes into."""
+        return self._principal(index).tenant_id in self.policy.reader(principal).readable_tenants
 
     @rule(
         user=st.integers(0, 11),
@@ -886,7 +1011,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
                 self._read(principal, facade, None)
             if "client-where" in self.features and self.world is not None:
                 paths = self.world.paths  # each principal a path per step, in turn: all of them over a run
-                self._where(principal, paths[(self.checks + index) % len(paths)], None)
+                self._where(principal, paths[(self.checks + index) % len(paths)], None, self.checks + index)
         self.checks += 1
         self.touched = set()
         self.regard = {}

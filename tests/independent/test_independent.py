@@ -2,7 +2,9 @@
 catalogue it does not decline, and declines only what its manifest declines with a reason.
 
 They are not the references: ``sqlite_namespace.py`` (tenant-namespace: one SQLite table, the
-read filter in SQL, a transaction per write), ``sqlite_pool.py`` (project-pool: membership as
+read filter in SQL, a transaction per write), ``lancedb_namespace.py`` (tenant-namespace: one
+LanceDB table, filters written by the kit's ``sql_literal`` and ``where_literal``, a failed
+write restoring the table version it started from), ``sqlite_pool.py`` (project-pool: membership as
 SQLite tables, every search one scoped SQL statement, every write and membership change one
 transaction), ``sqlite_grant.py`` (kb-grant: the catalogue and every store's documents as
 rows of one SQLite store, authorization joined in SQL, a transaction per write, copy and move)
@@ -22,6 +24,7 @@ import pytest
 
 from kbconform import runner
 from tests.independent import (
+    lancedb_namespace,
     sqlite_grant,
     sqlite_memory,
     sqlite_namespace,
@@ -44,6 +47,7 @@ def _declined(manifest: dict[str, object]) -> set[str]:
     ("factory", "manifest", "declined"),
     [
         ("tests.independent.sqlite_namespace:make", sqlite_namespace.MANIFEST, {"workspace-scan"}),
+        ("tests.independent.lancedb_namespace:make", lancedb_namespace.MANIFEST, {"workspace-scan"}),
         ("tests.independent.sqlite_pool:make", sqlite_pool.MANIFEST, set()),
         ("tests.plugin.pool_adapter:make", pool_adapter.MANIFEST, set()),
         ("tests.independent.sqlite_grant:make", sqlite_grant.MANIFEST, set()),

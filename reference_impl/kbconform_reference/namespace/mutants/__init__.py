@@ -28,6 +28,7 @@ from kbconform_reference.namespace.mutants import (
     faults,
     identifiers,
     leaks,
+    machinery,
     maintenance,
     orders,
     pages,
@@ -62,6 +63,7 @@ MUTANTS: tuple[Mutant, ...] = (
     *orders.MUTANTS,
     *identifiers.MUTANTS,
     *concurrency.MUTANTS,
+    *machinery.MUTANTS,
 )
 
 
