@@ -301,10 +301,10 @@ def cause_key(found: Fields) -> tuple[str, ...]:
     by the rule's document and the family; the rest by rule and effect."""
     if found.caller in IDENTITY_CALLERS:
         return ("caller", found.caller)
+    if found.effect == "recall":  # a read short of its own scope, whoever else was calling
+        return ("effect", "recall")
     if found.caller in OTHER_CALLERS:
         return ("another", found.effect)
-    if found.effect == "recall":
-        return ("effect", "recall")
     if found.effect == "strictness":
         return ("strictness", found.rule.split("#", 1)[0], found.family)
     return ("rule", found.rule, found.effect)
