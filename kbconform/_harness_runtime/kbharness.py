@@ -374,10 +374,11 @@ def serve_http(runtime: Runtime, address: str, out: IO[str]) -> None:
         def log_message(self, format: str, *args: Any) -> None:
             pass  # the runtime logs each request
 
-    server = http.server.ThreadingHTTPServer((host or "127.0.0.1", int(port or 0)), Handler)
+    listening = host or "127.0.0.1"
+    server = http.server.ThreadingHTTPServer((listening, int(port or 0)), Handler)
     server.daemon_threads = True
     try:
-        out.write(f"http://{server.server_address[0]}:{server.server_address[1]}\n")
+        out.write(f"http://{listening}:{server.server_port}\n")
         out.flush()
         threading.Thread(target=server.serve_forever, daemon=True).start()
         answered.wait()
