@@ -42,6 +42,11 @@ TENANT_FAMILIES = (
     ("caf\u00e9", "cafe\u0301"),
 )
 TENANT_NAMES = names_of(TENANT_FAMILIES)
+#: Tenant names at a store's boundaries, made in this order at the end of every program of
+#: grant-13: two long names alike in their first 77 characters (a column that cuts values at a
+#: width makes them one), then a name holding a quote, a double quote, a backslash and a colon,
+#: and after it a name holding ``_`` and ``%`` that matches it as a ``LIKE`` pattern.
+EDGE_TENANTS = ("tenant-" + "0" * 70 + "-a", "tenant-" + "0" * 70 + "-b", "t'1\"\\:", "t_1%")
 
 
 def _driver(run: Run, backend: Any, name: str) -> GrantDriver:
@@ -580,7 +585,7 @@ STEPS = st.builds(
 def test_random_programs_of_grants_copies_and_moves_leave_every_read_as_the_model_says(
     kbconform_run: Run, kbconform_open: Any
 ) -> None:
-    """G1, G6, G8, G17, G18: after a random program of knowledge bases created, documents
+    """G1, G6, G8, G17, G18, G20: after a random program of knowledge bases created, documents
     ingested (each claiming another's id, KB and owner in keys that are dropped), grants given
     and revoked, reads, copies, moves and deletes, by tenants whose names collide under common
     mistakes (the first two a colliding pair), every read of every tenant (list, get of every
@@ -589,7 +594,8 @@ def test_random_programs_of_grants_copies_and_moves_leave_every_read_as_the_mode
     by every tenant, its revokes withdraw grants that exist, and its reads (a tenant's list,
     gets and searches) come between steps: a revoke follows reads of what it withdraws. Each
     program ends with a grant, so a tenant reads some documents but not all (the guard below is
-    the control)."""
+    the control), and with tenants named at the stores' boundaries (long look-alikes, quotes,
+    ``_`` and ``%``), two of them ingesting one and the same document."""
     informative = [0]
 
     @kbconform_run.given(
@@ -640,6 +646,14 @@ def test_random_programs_of_grants_copies_and_moves_leave_every_read_as_the_mode
             kb = d.kb(first, stores[-1], models[0], 2)
             d.call("share_kb", first, kb, second)
             d.kb(second, stores[0], models[0], 1)
+            # Then tenants named at the stores' boundaries (G17), two of them each ingesting one
+            # and the same document into a knowledge base on one store: two documents, each in
+            # its own knowledge base (G1).
+            same = d.documents(models[0], 1)
+            for index, tenant in enumerate(EDGE_TENANTS):
+                d.tenant(tenant)
+                if index < 2:
+                    d.call("ingest", tenant, d.kb(tenant, stores[0], models[0]), [dict(same[0])])
             informative[0] += d.check()
         finally:
             kbconform_run.close(backend)

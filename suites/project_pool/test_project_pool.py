@@ -56,6 +56,12 @@ PROJECT_FAMILIES = (
     ("a", "alpha"),
 )
 PROJECT_NAMES = names_of(PROJECT_FAMILIES)
+#: Names at a store's boundaries, made in this order in every program of pool-08, each session in
+#: the project beside it: two long names alike in their first 77 characters (a column that cuts
+#: values at a width makes them one), then a name holding a quote, a double quote, a backslash and
+#: a colon, and after it a name holding ``_`` and ``%`` that matches it as a ``LIKE`` pattern.
+EDGE_PROJECTS = ("project-" + "0" * 70 + "-a", "project-" + "0" * 70 + "-b", "p'1\"\\:", "p_1%")
+EDGE_SESSIONS = ("session-" + "0" * 70 + "-a", "session-" + "0" * 70 + "-b", "s'1\"\\:", "s_1%")
 
 
 def _ids(hits: list[Any]) -> set[str]:
@@ -389,9 +395,11 @@ def _names(draw: st.DrawFn) -> tuple[list[str], list[str], list[int]]:
 def test_random_programs_of_moves_and_writes_leave_every_search_as_the_model_says(
     kbconform_run: Run, kbconform_open: Any
 ) -> None:
-    """P1-P7, P13, P15, P16: after a random program of sessions started, added to and removed from
-    projects, episodes written and entities extracted, over ids that collide under common
-    mistakes, every search of every session equals the model. Each program ends with a session
+    """P1-P7, P13, P15, P16, P18: after a random program of sessions started, added to and removed
+    from projects, episodes written and entities extracted, over ids that collide under common
+    mistakes and names at the stores' boundaries (long look-alikes, quotes, ``_`` and ``%``), with
+    one text and one entity name written under two scopes, every search of every session equals
+    the model. Each program ends with a session
     alone in a project no one has written in, and a session in a project and one in none
     writing, so scopes that are empty beside stored episodes and scopes that are neither empty
     nor everything are compared (the guard below is the control)."""
@@ -409,6 +417,15 @@ def test_random_programs_of_moves_and_writes_leave_every_search_as_the_model_say
             for session, place in zip(started, places, strict=False):
                 d.call("start_session", session, None if place < 0 else projects[place])
             waiting = sessions[len(started) :]
+            # Names at the stores' boundaries (P15), and one entity batch, two entities of one
+            # name, extracted in two of their projects (two memories are two memories).
+            said = d.entities(1)
+            for project, session in zip(EDGE_PROJECTS, EDGE_SESSIONS, strict=True):
+                d.call("create_project", project)
+                d.call("start_session", session, project)
+                d.write(session)
+            for session in EDGE_SESSIONS[:2]:
+                d.call("extract_entities", session, [said[0], dict(said[0])])
             for step in program:
                 session = started[step.session % len(started)]
                 if step.op == "assign":
@@ -435,6 +452,10 @@ def test_random_programs_of_moves_and_writes_leave_every_search_as_the_model_say
             d.call("remove_session", started[1])
             d.write(started[0])
             d.write(started[1])
+            # One text said in both: two episodes, each in its own session's pool.
+            text = d.text()
+            d.call("write_episode", started[0], text)
+            d.call("write_episode", started[1], text)
             informative[0] += d.check()
         finally:
             kbconform_run.close(backend)

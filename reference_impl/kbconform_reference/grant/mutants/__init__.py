@@ -13,7 +13,16 @@ from __future__ import annotations
 
 from kbconform_reference._mutant_base import ServesMutant, factories
 from kbconform_reference.grant.adapter import GrantAdapter
-from kbconform_reference.grant.mutants import concurrency, contract, copies, fanout, grants, merge, search
+from kbconform_reference.grant.mutants import (
+    concurrency,
+    contract,
+    copies,
+    fanout,
+    grants,
+    merge,
+    search,
+    storage,
+)
 from kbconform_reference.grant.mutants._base import Mutant
 from kbconform_reference.grant.service import KbGrantService
 
@@ -27,6 +36,7 @@ MUTANTS: tuple[Mutant, ...] = (
     *copies.MUTANTS,
     *contract.MUTANTS,
     *concurrency.MUTANTS,
+    *storage.MUTANTS,
 )
 
 

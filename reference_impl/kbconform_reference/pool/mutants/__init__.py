@@ -14,7 +14,15 @@ from __future__ import annotations
 from kbconform.adapter import BackendOptions
 from kbconform_reference._mutant_base import ServesMutant, factories
 from kbconform_reference.pool.adapter import PoolAdapter
-from kbconform_reference.pool.mutants import concurrency, contract, filters, identity, membership, writes
+from kbconform_reference.pool.mutants import (
+    concurrency,
+    contract,
+    filters,
+    identity,
+    membership,
+    storage,
+    writes,
+)
 from kbconform_reference.pool.mutants._base import Mutant
 from kbconform_reference.pool.service import ProjectPool
 
@@ -26,6 +34,7 @@ MUTANTS: tuple[Mutant, ...] = (
     *identity.MUTANTS,
     *contract.MUTANTS,
     *writes.MUTANTS,
+    *storage.MUTANTS,
     *concurrency.MUTANTS,
 )
 
