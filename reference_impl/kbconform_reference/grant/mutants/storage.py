@@ -49,7 +49,8 @@ class _LikeTenants(Catalogue):
     pattern, so ``_`` and ``%`` in it match other names, and ASCII case folds."""
 
     def tenant(self, name: str) -> Tenant | None:
-        row = self._db.execute("SELECT id, name FROM tenants WHERE name LIKE ? ORDER BY id", (name,)).fetchone()
+        found = self._db.execute("SELECT id, name FROM tenants WHERE name LIKE ? ORDER BY id", (name,))
+        row = found.fetchone()
         return None if row is None else Tenant(int(row[0]), str(row[1]))
 
 
