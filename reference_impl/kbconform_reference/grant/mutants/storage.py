@@ -46,7 +46,12 @@ class TenantNamesCut(OtherCatalogue):
 
 class _LikeTenants(Catalogue):
     """Tenants are looked up with ``LIKE`` (a search box's helper reused): the name is a
-    pattern, so ``_`` and ``%`` in it match other names, and ASCII case folds."""
+    pattern, so ``_`` and ``%`` in it match other names (case kept:
+    ``case_sensitive_like``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._db.execute("PRAGMA case_sensitive_like = ON")
 
     def tenant(self, name: str) -> Tenant | None:
         found = self._db.execute("SELECT id, name FROM tenants WHERE name LIKE ? ORDER BY id", (name,))

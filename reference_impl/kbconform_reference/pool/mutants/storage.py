@@ -84,7 +84,12 @@ class NamesCut(ProjectPool):
 
 class _LikeNames(Membership):
     """Sessions and projects are looked up with ``LIKE`` (a search box's helper reused): the
-    name is a pattern, so ``_`` and ``%`` in it match other names, and ASCII case folds."""
+    name is a pattern, so ``_`` and ``%`` in it match other names (case kept:
+    ``case_sensitive_like``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._db.execute("PRAGMA case_sensitive_like = ON")
 
     def session(self, external_id: str) -> SessionRow | None:
         row = self._db.execute(
