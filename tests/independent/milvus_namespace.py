@@ -79,6 +79,8 @@ CONFIG_VERSION = "milvus-lite-1"
 THRESHOLD, WINDOW = 12, 600.0
 #: The most rows one Milvus search or query page returns (its ``limit`` + ``offset`` cap).
 PAGE = 16384
+#: The most ids one filter names (``id in [...]``).
+BATCH = 200
 MANIFEST: dict[str, Any] = {
     "manifestVersion": "1",
     "concurrency": "threads",
@@ -241,8 +243,16 @@ class MilvusNamespace:
             self._call(lambda client: client.upsert(self._name, rows))
 
     def _delete(self, ids: Sequence[str]) -> None:
-        if ids:
-            self._call(lambda client: client.delete(self._name, filter=f"id in {_literals(ids)}"))
+        for start in range(0, len(ids), BATCH):  # one long `in` list is slow to parse and plan
+            part = ids[start : start + BATCH]
+            self._call(lambda client, part=part: client.delete(self._name, filter=f"id in {_literals(part)}"))
+
+    def _rows(self, ids: Sequence[str], vectors: bool = False) -> builtins.list[dict[str, Any]]:
+        """The rows holding ``ids``, a batch of ids per query."""
+        found: builtins.list[dict[str, Any]] = []
+        for start in range(0, len(ids), BATCH):
+            found += self._select(f"id in {_literals(ids[start : start + BATCH])}", vectors)
+        return sorted(found, key=lambda row: row["id"])
 
     def _atomic(self, ids: Iterable[str], work: Callable[[], Any]) -> Any:
         """``work``, which writes or deletes only rows whose ids are ``ids`` (or that it selects
@@ -250,7 +260,7 @@ class MilvusNamespace:
         the rows it started from and deletes the ones it added (Milvus has no transaction)."""
         with self._lock:
             wanted = sorted(set(ids))
-            before = self._select(f"id in {_literals(wanted)}", vectors=True) if wanted else []
+            before = self._rows(wanted, vectors=True)
             try:
                 return work()
             except BaseException:
@@ -260,8 +270,8 @@ class MilvusNamespace:
     def _compensate(self, ids: Sequence[str], before: builtins.list[dict[str, Any]]) -> None:
         client, kept = self.store.client, {row["id"] for row in before}
         added = [i for i in ids if i not in kept]
-        if added:
-            client.delete(self._name, filter=f"id in {_literals(added)}")
+        for start in range(0, len(added), BATCH):
+            client.delete(self._name, filter=f"id in {_literals(added[start : start + BATCH])}")
         if before:
             client.upsert(self._name, before)
 
@@ -439,7 +449,7 @@ class MilvusNamespace:
                 stale = [r["id"] for r in mine if r["path"] not in kept and r["id"] not in last]
 
             def write() -> tuple[str, ...]:
-                old = {row["id"]: row for row in self._select(f"id in {_literals(last)}")} if last else {}
+                old = {row["id"]: row for row in self._rows(builtins.list(last))}
                 rows = [
                     self._put(operation, checked, old.get(chunk), chunk, records[index], stamps[index])
                     for chunk, index in last.items()

@@ -4,12 +4,12 @@ key) on the real store, the server of the ``milvus-lite`` wheel on a local file.
 Milvus Lite takes no filter templates, so every value reaches a filter as a literal: the quick
 tests hold ``milvus_literal`` to the store's own parser on hostile strings (a naive quoting lets
 a value widen the filter: the control). The suites' run is in process and only the tests the
-recipe's design answers for, because a whole run costs about as much as the LanceDB backend's
-(every read a round trip to the store; the concurrency suite's thousands of reads alone take
-minutes on two cores): the read filter on every facade (iso, leak, fail-closed), escaped ids and
-paths (leak, deletion), pages cut from the scope (page-01), a small tenant's k nearest under the
-partition key (scale-01) and writes undone by hand (atomic). The whole run is the nightly command
-of ``tests/README.md``.
+recipe's design answers for, because a whole run costs more than the LanceDB backend's (every
+read a round trip to the store: the 210 tests outside the concurrency suite took 671 s on two loaded
+cores, the concurrency suite's readers at once about 40 s a test, page-01 and atomic-02 to
+atomic-04 a minute or two each): the read filter on every facade (iso, leak, fail-closed),
+escaped ids and paths (leak, deletion) and a write undone by hand (atomic-01). The whole run is the nightly command of
+``tests/README.md``.
 """
 
 from __future__ import annotations
@@ -96,7 +96,14 @@ def test_a_value_quoted_naively_widens_the_filter_and_one_with_no_spelling_is_re
 
 
 #: The tests the recipe's design answers for (the module's docstring says why not every test).
-DESIGN = ["iso-*", "leak-*", "closed-02", "closed-03", "delete-0[1-5]", "page-01", "scale-01", "atomic-*"]
+DESIGN = [
+    "iso-*",
+    "leak-*",
+    "closed-02",
+    "closed-03",
+    *(f"delete-0{n}" for n in range(1, 6)),
+    "atomic-01*",
+]
 
 
 @pytest.mark.slow
@@ -107,6 +114,7 @@ def test_the_milvus_lite_recipe_passes_the_tests_of_its_design() -> None:
         "tests.independent.milvus_namespace:make", transport="in-process", seed=11, select=DESIGN
     )
     assert outcome.problems == ()
+    assert outcome.report, outcome.output[-4000:]  # a run refused before it began writes none
     assert outcome.failed == [], outcome.output[-4000:]
     tests = outcome.report["tests"]
     assert {t["status"] for t in tests} == {"pass"}, [t["id"] for t in tests if t["status"] != "pass"]
