@@ -8,8 +8,8 @@ recipe's design answers for, because a whole run costs more than the LanceDB bac
 read a round trip to the store: the 210 tests outside the concurrency suite took 671 s on two loaded
 cores, the concurrency suite's readers at once about 40 s a test, page-01 and atomic-02 to
 atomic-04 a minute or two each): the read filter on every facade (iso, leak, fail-closed),
-escaped ids and paths (leak, deletion) and a write undone by hand (atomic-01). The whole run is the nightly command of
-``tests/README.md``.
+escaped ids and paths (leak, deletion) and a write undone by hand (atomic-01). The whole run is
+the nightly command of ``tests/README.md``.
 """
 
 from __future__ import annotations
