@@ -6,7 +6,9 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -357,7 +359,12 @@ def test_new_adapter_refuses_a_name_that_cannot_be_the_module(
         ),
         (
             '{"url": "file:///home/me/kbconform", "dir_info": {"editable": true}}',
-            "kbconform==1.2.3",
+            "kbconform @ git+https://github.com/o/kbconform@" + "a" * 40,
+            "the checkout",
+        ),
+        (
+            '{"url": "file:///tmp/unpacked-kbconform", "dir_info": {}}',
+            "",
             "CI cannot reach",
         ),
         ("not json", "kbconform==1.2.3", "the release"),
@@ -367,11 +374,44 @@ def test_the_workflow_installs_the_kit_it_was_written_with(
     direct_url: str | None, expected: str, said: str
 ) -> None:
     """The CI workflow installs the kit from where the scaffolding kit came from: the commit of a
-    git install, the archive it was downloaded as, else the release; a kit installed from a local
-    path, which CI cannot reach, says so beside the variable to set."""
-    install, why = _scaffold.install_source("1.2.3", direct_url)
+    git install, the archive it was downloaded as, the origin and commit of the local checkout it
+    was installed from, else the release; a kit from a local path with no origin gives no source
+    (the workflow stops there) and says which variable to set."""
+
+    def checkout(url: str) -> tuple[str, str] | None:
+        return ("https://github.com/o/kbconform", "a" * 40) if url == "file:///home/me/kbconform" else None
+
+    install, why = _scaffold.install_source("1.2.3", direct_url, checkout)
     assert install.startswith(expected)
+    assert bool(install) == bool(expected)
     assert said in why
+    if not install:
+        assert "KBCONFORM_INSTALL" in why
+
+
+def test_a_local_checkout_gives_its_origin_as_a_url_pip_clones(tmp_path: Path) -> None:
+    """The origin of a git checkout and its commit: an scp-like origin becomes the ssh URL pip
+    reads; a checkout with no origin, and a directory that is no checkout, give none (control)."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    env = {"GIT_AUTHOR_NAME": "k", "GIT_AUTHOR_EMAIL": "k@example.org", "GIT_COMMITTER_NAME": "k"}
+    env |= {"GIT_COMMITTER_EMAIL": "k@example.org", "PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    work = tmp_path / "kit"
+    work.mkdir()
+    for args in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "x"]):
+        subprocess.run(["git", "-C", str(work), *args], check=True, env=env, timeout=30)
+    assert _scaffold._checkout(work.as_uri()) is None  # no origin yet
+    subprocess.run(
+        ["git", "-C", str(work), "remote", "add", "origin", "git@github.com:o/kbconform.git"],
+        check=True,
+        env=env,
+        timeout=30,
+    )
+    found = _scaffold._checkout(work.as_uri())
+    assert found is not None
+    assert found[0] == "ssh://git@github.com/o/kbconform.git"
+    assert re.fullmatch(r"[0-9a-f]{40}", found[1])
+    assert _scaffold._checkout((tmp_path / "nothing").as_uri()) is None
 
 
 def test_the_written_workflow_reads_the_install_variable(tmp_path: Path) -> None:
@@ -379,8 +419,8 @@ def test_the_written_workflow_reads_the_install_variable(tmp_path: Path) -> None
     release a package index may not have."""
     files = _scaffold.files(NAME, "9.9.9")
     workflow = files[".github/workflows/kbconform.yml"]
-    assert 'pip install "$KBCONFORM_INSTALL"' in workflow
-    assert "KBCONFORM_INSTALL: " in workflow
+    assert 'pip install "${KBCONFORM_INSTALL:?set the repository variable KBCONFORM_INSTALL}"' in workflow
+    assert "KBCONFORM_INSTALL: ${{ vars.KBCONFORM_INSTALL || '" in workflow
     assert "@install" not in workflow
 
 

@@ -21,8 +21,10 @@ import keyword
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,11 +113,14 @@ def skeleton_manifest(profile_name: str, adapter: str, backend: str) -> dict[str
     }
 
 
-def install_source(version: str, direct_url: str | None) -> tuple[str, str]:
+def install_source(
+    version: str, direct_url: str | None, checkout: Callable[[str], tuple[str, str] | None] | None = None
+) -> tuple[str, str]:
     """How a CI job installs the kit that wrote the skeleton, and why: the exact commit of the
-    repository it came from (PEP 610's ``direct_url.json`` of a VCS install), else the release
-    from a package index. A kit installed from a local directory or file cannot be reached from
-    CI: the spec is then the release's, and the comment says to point the variable elsewhere."""
+    repository it came from (PEP 610's ``direct_url.json`` of a VCS install, or the origin and
+    commit of the local git checkout it was installed from, as ``checkout`` reads them), else the
+    release from a package index. A kit from a local path with no reachable origin gives no
+    source: the workflow then stops at its install step, saying which variable to set."""
     release = (f"kbconform=={version}", "the release this skeleton was written with, from a package index")
     if direct_url is None:
         return release
@@ -129,12 +134,45 @@ def install_source(version: str, direct_url: str | None) -> tuple[str, str]:
     if isinstance(url, str) and url.startswith(("https://", "http://")):
         return f"kbconform @ {url}", "the archive this skeleton was written with"
     local = url if isinstance(url, str) else "a local path"
+    found = (checkout or _checkout)(local) if local.startswith("file://") else None
+    if found is not None:
+        remote, commit = found
+        return (
+            f"kbconform @ git+{remote}@{commit}",
+            f"the commit of the checkout this skeleton was written with ({local}): push it, or set "
+            "the repository variable KBCONFORM_INSTALL",
+        )
     return (
-        release[0],
-        f"this skeleton was written by a kit installed from {local}, which CI cannot reach: set this "
-        "to a git URL (kbconform @ git+https://...@COMMIT), a wheel in your repository, or a package "
-        "index's release",
+        "",
+        f"this skeleton was written by a kit installed from {local}, which CI cannot reach: set the "
+        "repository variable KBCONFORM_INSTALL to a git URL (kbconform @ git+https://...@COMMIT), a "
+        "wheel in your repository, or a package index's release",
     )
+
+
+def _checkout(url: str) -> tuple[str, str] | None:
+    """The origin (an https or ssh URL pip can clone) and HEAD commit of the git checkout at the
+    ``file://`` URL ``url``, or None (no git, no checkout, no such origin; a deadline each)."""
+    from urllib.parse import unquote, urlparse
+
+    where = unquote(urlparse(url).path)
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", "-C", where, *args], capture_output=True, text=True, timeout=10, check=False
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    remote, commit = git("remote", "get-url", "origin"), git("rev-parse", "HEAD")
+    if not remote or not commit or not re.fullmatch(r"[0-9a-f]{40}", commit):
+        return None
+    scp = re.fullmatch(r"([\w.-]+@[\w.-]+):(?!//)(.+)", remote)
+    if scp:  # git@host:owner/name, which pip reads only as ssh://git@host/owner/name
+        remote = f"ssh://{scp.group(1)}/{scp.group(2)}"
+    return (remote, commit) if remote.startswith(("https://", "ssh://")) else None
 
 
 def _direct_url() -> str | None:

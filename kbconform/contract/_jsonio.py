@@ -165,7 +165,8 @@ def _encoding(error: UnicodeDecodeError) -> ContractViolation:
 
 
 def iter_records(stream: IO[bytes] | IO[str] | IO[Any]) -> Iterator[Item]:
-    """Yield the records of a JSONL stream, or of a stream holding one JSON array.
+    """Yield the records of a JSONL stream, or of a stream holding one JSON array, or one JSON
+    object written over several lines (its first line a lone ``{``).
 
     A bad record is yielded with its error and reading goes on (JSONL), or stops (a broken
     array cannot be resynchronised). Blank JSONL lines are skipped. A binary stream is read as
@@ -175,12 +176,40 @@ def iter_records(stream: IO[bytes] | IO[str] | IO[Any]) -> Iterator[Item]:
     if not isinstance(head, bytes):
         if head.lstrip(_WHITESPACE)[:1] == "[":
             yield from _iter_array(_Chunks(stream, head).read)
+        elif _one_object(head):
+            yield from _iter_array(_Enclosed(_Chunks(stream, head).read).read)
         else:
             yield from _iter_lines(stream, head)
     elif head.lstrip(_WHITESPACE.encode())[:1] == b"[":
         yield from _iter_array(_Utf8(stream, head).read)
+    elif _one_object(head):
+        yield from _iter_array(_Enclosed(_Utf8(stream, head).read).read)
     else:
         yield from _iter_lines(stream, head)
+
+
+def _one_object(head: str | bytes) -> bool:
+    """Whether the input is one JSON object written over several lines (a manifest as an editor
+    saves it): its first line is a lone ``{``, which no JSON Lines record can be."""
+    text = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
+    return text.lstrip(_WHITESPACE).split("\n", 1)[0].strip() == "{"
+
+
+class _Enclosed:
+    """A stream of one JSON value read as a one-element array: ``[`` before it, ``]`` after."""
+
+    def __init__(self, read: Callable[[int], str]) -> None:
+        self.inner, self.state = read, "before"
+
+    def read(self, size: int) -> str:
+        if self.state == "before":
+            self.state = "inside"
+            return "[" + self.inner(size)
+        text = self.inner(size)
+        if text or self.state == "after":
+            return text
+        self.state = "after"
+        return "]"
 
 
 def _iter_lines(stream: IO[Any], head: Any) -> Iterator[Item]:

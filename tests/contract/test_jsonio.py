@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import pytest
 
@@ -202,3 +203,18 @@ def test_a_multibyte_character_split_across_reads_is_not_a_bad_byte() -> None:
     padding = "x" * (65_536 - 7)  # the first byte of "é" is the last byte of the first read
     data = f'["{padding}", "é"]'.encode()
     assert _byte_lines(data) == [(1, padding, None), (1, "é", None)]
+
+
+@pytest.mark.parametrize("wrap", [io.StringIO, lambda text: io.BytesIO(text.encode("utf-8"))])
+def test_one_object_over_several_lines_is_one_record_and_a_json_lines_record_is_not(wrap: Any) -> None:
+    """A manifest as an editor saves it (its first line a lone ``{``) is one record, read as
+    strictly as any (a key twice is its error); one object per line is still JSON Lines (control)."""
+    pretty = '{\n  "a": 1,\n  "b": [\n    2\n  ]\n}\n'
+    items = list(iter_records(wrap(pretty)))
+    assert [(item.line, item.value, item.error) for item in items] == [(1, {"a": 1, "b": [2]}, None)]
+    twice = list(iter_records(wrap('{\n "a": 1,\n "a": 2\n}\n')))
+    assert len(twice) == 1
+    assert twice[0].error is not None
+    assert twice[0].error.problems[0].keyword == "duplicate-key"
+    lines = list(iter_records(wrap('{"a": 1}\n{"a": 2}\n')))
+    assert [item.value for item in lines] == [{"a": 1}, {"a": 2}]
