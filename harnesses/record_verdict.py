@@ -54,7 +54,7 @@ HARNESSES = tuple(INSTALL_TIMEOUT)
 WITH_CHROMA = frozenset({"neo"})
 #: How each harness is spoken to (stdio unless named): Neo's is a server that answers its
 #: clients at once, so it is run over HTTP and the concurrency suite can judge races.
-TRANSPORT = {"neo": "http"}
+TRANSPORT = {"neo": "http", "mem0": "http"}
 
 
 def _system(report: dict[str, Any], name: str) -> dict[str, str]:
