@@ -87,10 +87,6 @@ MANIFEST = {
     # Memory.search drops memories scoring under its threshold, 0.1 by default
     # (mem0/memory/main.py:1402, mem0/utils/scoring.py:111): fewer than top_k by design.
     "searchReturns": "relevant",
-    # mem0's own REST server (server/main.py in its repository) serves every request from one
-    # Memory, MEMORY_INSTANCE, through FastAPI's thread pool, and its history store guards its
-    # connection with a lock (mem0/memory/storage.py:14-15): callers at once, by design.
-    "concurrency": "threads",
 }
 
 

@@ -16,7 +16,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from kbconform.conformance._concurrency import CRASHED, ConcurrentCaller, Reach, Storm, _judge, storm, unguarded
+from kbconform.conformance._concurrency import (
+    CRASHED,
+    ConcurrentCaller,
+    Reach,
+    Storm,
+    _judge,
+    storm,
+    unguarded,
+)
 from kbconform.conformance._judging import Reader, Reading, World
 from kbconform.errors import KbconformError
 
