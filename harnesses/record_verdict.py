@@ -12,7 +12,7 @@ the recorded seed (``--seed`` to change it), the default profile and no shrinkin
 what is compared); for Neo, with the directory of this interpreter (where the ``chroma`` server
 of ``pip install chromadb`` is) first on PATH.
 ``--from-report`` takes the report of ``kbconform run --harness harnesses/NAME/harness --seed 1
---report REPORT`` (for Neo with ``--transport http``: :data:`TRANSPORT`). Either way the report
+--report REPORT`` (with ``--transport http`` for those :data:`TRANSPORT` names). Either way the report
 must be sound (valid evidence of a full run) or nothing is written. The script prints every id
 whose status changed, writes the transcript of each cause's failing test
 (``transcripts/causes.json`` names it) to ``transcripts/<cause>.jsonl``, and
@@ -52,9 +52,9 @@ INSTALL_TIMEOUT = {"neo": 1800, "mem0": 900, "langgraph": 900, "adk": 900, "chro
 HARNESSES = tuple(INSTALL_TIMEOUT)
 #: The harnesses whose system is started beside a ``chroma`` server (on PATH).
 WITH_CHROMA = frozenset({"neo"})
-#: How each harness is spoken to (stdio unless named): Neo's is a server that answers its
-#: clients at once, so it is run over HTTP and the concurrency suite can judge races.
-TRANSPORT = {"neo": "http"}
+#: How each harness is spoken to (stdio unless named): those whose system serves callers at once
+#: (Neo's server, ADK's thread-safe memory service) over HTTP, so the concurrency suite judges races.
+TRANSPORT = {"neo": "http", "adk": "http"}
 
 
 def _system(report: dict[str, Any], name: str) -> dict[str, str]:

@@ -94,6 +94,11 @@ def test_an_unparseable_line_is_an_error_with_its_line_number(
         (["validate", "--schema", "nope", "-"], "unknown schema 'nope'"),
         (["validate", "--schema", "parsed-chunk-v1", "/no/such/file"], "cannot read"),
         (["schema", "nope"], "expected one of"),
+        (
+            ["run", "--harness-url", "http://127.0.0.1:9", "--transport", "http"],
+            "a --harness-url is HTTP already",
+        ),
+        (["run", "--harness-url", "http://127.0.0.1:9", "--adapter", "m:f"], "not two of them"),
     ],
 )
 def test_usage_errors_exit_two_with_a_message(

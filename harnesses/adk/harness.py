@@ -17,8 +17,10 @@ stderr.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import sys
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -74,6 +76,9 @@ MANIFEST: dict[str, Any] = {
     # A session event with empty text is added to memory and given an id: a strictness note.
     "recordSchema": "looser",
     "readFacades": ["search"],
+    # "This class is thread-safe" (InMemoryMemoryService's docstring, in_memory_memory_service.py:
+    # 82-83; its lock, :87): callers at once, as ADK's own server serves them on one loop.
+    "concurrency": "threads",
     "features": {
         "fault-injection": (
             "InMemoryMemoryService keeps its events in process dictionaries "
@@ -163,29 +168,33 @@ class Backend:
     def __init__(self) -> None:
         self.sessions = InMemorySessionService()
         self.memory = InMemoryMemoryService()
-        self.count = 0
+        self.counted = itertools.count(1)
 
     def new_ids(self) -> tuple[str, str]:
         """The n-th memory of a backend: session id and event id, version-4 UUIDs whose low bits
         count the backend's adds (0x6164 "ad" marks sessions, 0x6576 "ev" events), so that one
         run's ids are the next run's and a recorded transcript replays as recorded."""
-        self.count += 1
-        session_id = str(uuid.UUID(int=(0x6164 << 112) | self.count, version=4))
-        event_id = str(uuid.UUID(int=(0x6576 << 112) | self.count, version=4))
+        count = next(self.counted)  # one step, so requests at once never share a count
+        session_id = str(uuid.UUID(int=(0x6164 << 112) | count, version=4))
+        event_id = str(uuid.UUID(int=(0x6576 << 112) | count, version=4))
         return session_id, event_id
 
 
 class AdkHarness:
     """memory-scope's operations, each one or a few calls of ADK's public API, run on the
-    harness's own asyncio event loop."""
+    harness's own asyncio event loop, one loop on a thread of its own for every request, as
+    ADK's own server (``get_fast_api_app``) runs every request's coroutines on its one loop:
+    requests at once interleave where ADK awaits."""
 
     manifest = MANIFEST
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="adk-loop", daemon=True)
+        self.thread.start()
 
     def run(self, coroutine: Any) -> Any:
-        return self.loop.run_until_complete(coroutine)
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
 
     def open(self, params: dict[str, Any], handle: str) -> Backend:
         if params["faults"] is True:
@@ -196,6 +205,8 @@ class AdkHarness:
         pass
 
     def shutdown(self, backends: list[Backend]) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
         self.loop.close()
 
     def error_for(self, exc: Exception) -> tuple[str, str]:

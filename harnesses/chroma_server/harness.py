@@ -215,23 +215,6 @@ class ChromaServerHarness:
     """The store-tenancy operations, each one request to the backend's Chroma server."""
 
     manifest = MANIFEST
-    operations = (
-        "provisionStore",
-        "createCollection",
-        "getCollection",
-        "listCollections",
-        "countCollections",
-        "modifyCollection",
-        "deleteCollection",
-        "forkCollection",
-        "addRecords",
-        "upsertRecords",
-        "updateRecords",
-        "getRecords",
-        "queryRecords",
-        "deleteRecords",
-        "countRecords",
-    )
 
     # --- lifecycle ---------------------------------------------------------------------------------
     def open(self, params: dict[str, Any], handle: str) -> Backend:

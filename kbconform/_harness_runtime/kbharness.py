@@ -33,7 +33,6 @@ it from there by path.
 
 from __future__ import annotations
 
-import contextlib
 import http.server
 import json
 import os
@@ -312,6 +311,37 @@ def serve(harness: Any, *, name: str = "harness", schema: Path | None = None) ->
     return 0
 
 
+#: The interpreter's thread switch interval while requests overlap, in seconds: the value the
+#: kit's concurrency suite uses in its own process (schemas/concurrency.md, "How the suite makes
+#: the race likely"), so that a request's state kept anywhere shared meets another request here
+#: as it would there. One request alone runs at the interpreter's default.
+OVERLAP_SWITCH_INTERVAL = 1e-5
+
+
+class Overlapping:
+    """Entered by each request while it is answered: while two or more are inside at once, the
+    interpreter switches threads every :data:`OVERLAP_SWITCH_INTERVAL` seconds; once one is
+    left, as before. Scheduling only: no request waits for another."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.inside = 0
+        self.before = sys.getswitchinterval()
+
+    def __enter__(self) -> None:
+        with self.lock:
+            self.inside += 1
+            if self.inside == 2:
+                self.before = sys.getswitchinterval()
+                sys.setswitchinterval(OVERLAP_SWITCH_INTERVAL)
+
+    def __exit__(self, *exc: object) -> None:
+        with self.lock:
+            self.inside -= 1
+            if self.inside == 1:
+                sys.setswitchinterval(self.before)
+
+
 def serve_http(runtime: Runtime, address: str, out: IO[str]) -> None:
     """Answer ``POST /v1/{op}`` on ``address`` (``HOST:PORT``; port 0: a free one), each
     connection on a thread of its own and kept open, as ``schemas/harness-v1.md`` (Transports)
@@ -321,10 +351,8 @@ def serve_http(runtime: Runtime, address: str, out: IO[str]) -> None:
     answered = threading.Event()
     # Requests overlap only for a backend that declares it serves callers at once
     # (schemas/concurrency.md); any other waits its turn, as kbconform serve does.
-    turns = (
-        contextlib.nullcontext()
-        if runtime.harness.manifest.get("concurrency") == "threads"
-        else threading.Lock()
+    turns: Any = (
+        Overlapping() if runtime.harness.manifest.get("concurrency") == "threads" else threading.Lock()
     )
 
     class Handler(http.server.BaseHTTPRequestHandler):

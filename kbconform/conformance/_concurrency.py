@@ -79,6 +79,12 @@ class Storm:
         return "\n".join(lines)
 
 
+#: What a call that fails (not a refusal of the contract: an error of the backend) while other
+#: callers are served charges: no data crossed, but the backend did not serve callers at once
+#: as it declares (``schemas/concurrency.md``, C5).
+CRASHED = Charge(None, "crashed")
+
+
 def unguarded(backend: Any) -> Any:
     """The backend itself behind the run's per-call guard, which makes one call at a time."""
     return backend.inner if isinstance(backend, Guarded) else backend
@@ -136,7 +142,7 @@ def _judge(
             storm.found(caller.label, f"expected {wanted}; got {error!r}")
         return
     except Exception as error:  # any other failure of a call is the backend's, and a finding
-        storm.found(caller.label, f"failed: {error!r}")
+        storm.found(caller.label, f"failed: {error!r}", CRASHED)
         return
     if caller.expected is None:
         storm.found(

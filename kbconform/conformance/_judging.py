@@ -43,8 +43,9 @@ CALLERS = (
     "an operator",
 )
 #: The effects a failure charges: another's data read, written, deleted; identity forged; a
-#: failed call that changed data; input the contract refuses accepted; a read short of its scope.
-EFFECTS = ("read", "written", "deleted", "forged", "atomicity", "strictness", "recall")
+#: failed call that changed data; a call that fails while other callers are served (crashed);
+#: input the contract refuses accepted; a read short of its scope.
+EFFECTS = ("read", "written", "deleted", "forged", "atomicity", "crashed", "strictness", "recall")
 
 #: The attribute of a failure that says what it charges the backend with (:func:`charged`).
 CHARGE = "kbconform_charge"
@@ -55,7 +56,7 @@ class Charge:
     """What a failure charges the backend with, as the test that found it knows it: the kind of
     caller that got through (``no identity``, ``another tenant``, ``a look-alike tenant``,
     ``another agent``, ``a member acting as operator``, ...) and the effect (``read``,
-    ``written``, ``deleted``, ``forged``, ``strictness``, ``recall``, ``atomicity``): the
+    ``written``, ``deleted``, ``forged``, ``strictness``, ``recall``, ``atomicity``, ``crashed``): the
     report groups failures into causes by them. None leaves the catalogue's word for the test."""
 
     caller: str | None = None

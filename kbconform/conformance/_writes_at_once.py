@@ -16,7 +16,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from kbconform.conformance._concurrency import ConcurrentCaller, Reach, Storm, _judge, storm, unguarded
+from kbconform.conformance._concurrency import (
+    CRASHED,
+    ConcurrentCaller,
+    Reach,
+    Storm,
+    _judge,
+    storm,
+    unguarded,
+)
 from kbconform.conformance._judging import Reader, Reading, World
 from kbconform.errors import KbconformError
 
@@ -117,7 +125,7 @@ def writes_at_once(
             said = f", carrying stored text {told}" if told else ""
             result.storm.found(label, f"its {what} was refused{said}: {error!r}")
         except Exception as error:  # any other failure of a call is the backend's, and a finding
-            result.storm.found(label, f"failed: {error!r}")
+            result.storm.found(label, f"failed: {error!r}", CRASHED)
 
     storm(result.storm, labels, act, deadline=deadline)
     return result

@@ -47,6 +47,7 @@ EFFECTS: dict[str, tuple[str, str]] = {
     "deleted": ("another's data deleted", "high"),
     "forged": ("identity or provenance forged", "medium"),
     "atomicity": ("a failed call changed data", "medium"),
+    "crashed": ("a call fails while other callers are served", "medium"),
     "strictness": ("input the contract refuses accepted", "low"),
     "recall": ("a read returns less than its scope holds", "low"),
 }
@@ -229,6 +230,8 @@ FIXES = {
     "forged": "stamp the guarded fields from the caller's identity on the server; refuse or "
     "overwrite (with the spoof warning) every claim to them, nested ones included",
     "atomicity": "make each call all or nothing: undo what it wrote when a later store call fails",
+    "crashed": "keep every request's state its own, the store client's included: a client made "
+    "for one caller at a time is guarded, or one per caller",
     "strictness": "validate the whole input against the rule's schema before any store call and "
     "refuse it whole with the contract's error code",
     "recall": "rank inside the caller's scope with the whole limit: every item of a small scope, "

@@ -142,6 +142,12 @@ DEPARTURES: dict[str, dict[str, Probe]] = {
             ],
             lambda a: _error(a, "KB_NOT_IMPLEMENTED", "filter"),
         ),
+        # Requests at once reach the one loop over HTTP (tests/plugin/test_concurrency.py and
+        # the recorded verdict's conc tests); here, its ids counted in one step per request.
+        "One event loop for every request": (
+            [_add({"user_id": "alice"}), _add({"user_id": "bob"}, "bob pays the rent")],
+            lambda a: a["result"]["id"] == "65760000-0000-4000-8000-000000000002",
+        ),
         "A scope that is not an object": (
             [_search("alice")],
             lambda a: _error(a, "KB_UNAUTHENTICATED", "missing 1 required keyword-only argument: 'user_id'"),

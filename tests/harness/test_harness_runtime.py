@@ -255,3 +255,25 @@ def test_a_harness_command_run_over_http_is_told_where_to_listen_and_judged_ther
     assert over_http.report["config"]["harness"].get("url", "").startswith("http://127.0.0.1:")
     assert "command" not in over_http.report["config"]["harness"]
     assert "command" in on_stdio.report["config"]["harness"]
+
+
+def test_requests_that_overlap_run_with_the_suites_thread_switch_interval_and_one_alone_as_before() -> None:
+    """While two requests are answered at once the interpreter switches threads as often as the
+    concurrency suite makes it in process (a race in the harness is met as in the kit); with one
+    left, and once none is, it is back to what it was (control)."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("kbharness_under_test", RUNTIME / "kbharness.py")
+    assert spec is not None
+    assert spec.loader is not None
+    kbharness = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kbharness)
+    before = sys.getswitchinterval()
+    overlap = kbharness.Overlapping()
+    with overlap:
+        assert sys.getswitchinterval() == before  # one request alone
+        with overlap:
+            assert sys.getswitchinterval() == pytest.approx(kbharness.OVERLAP_SWITCH_INTERVAL)
+        assert sys.getswitchinterval() == before
+    assert sys.getswitchinterval() == before

@@ -368,6 +368,39 @@ def test_a_write_stamped_with_the_caller_kept_on_the_object_is_found_in_anothers
     ), said
 
 
+class BreaksUnderTwo(Sound):
+    """A backend whose store client is made for one caller at a time: a read that meets another
+    in flight raises (an error of the backend, not a refusal of the contract)."""
+
+    def __init__(self) -> None:
+        self.inside = 0
+        self.lock = threading.Lock()
+
+    def read(self, caller: object) -> dict[str, str]:
+        with self.lock:
+            self.inside += 1
+            crowded = self.inside > 1
+        try:
+            time.sleep(0.002)
+            if crowded:
+                raise IndexError("index 14 is out of bounds for axis 0 with size 14")
+            return super().read(caller)
+        finally:
+            with self.lock:
+                self.inside -= 1
+
+
+def test_a_call_that_fails_while_others_are_served_charges_crashed_not_a_crossing() -> None:
+    """C5: a backend raising its own error when two calls meet is found, and its storm charges
+    ``crashed`` (no data crossed); taking turns, the same backend serves every call (control)."""
+    from kbconform.conformance import Charge
+
+    found = _storm(BreaksUnderTwo(), 0)
+    assert "failed: IndexError" in found.summary(), found.summary()
+    assert found.charge() == Charge(None, "crashed")
+    assert _storm(BreaksUnderTwo(), 0, reach="turns").problems == {}
+
+
 def test_a_storm_charges_what_its_gravest_problem_was() -> None:
     """A caller with no identity answered charges no identity (one cause with its sequential
     failures); a reading that only lacked items charges recall; a problem the judging gave no
@@ -384,3 +417,5 @@ def test_a_storm_charges_what_its_gravest_problem_was() -> None:
     raced.found("acme", "shows 5 items; its scope holds 6", Charge(None, "recall"))
     raced.found("beta", "shows acme's item, which it may not read")
     assert raced.charge() == Charge(None, "read")
+    raced.found("gamma", "failed: IndexError()", Charge(None, "crashed"))
+    assert raced.charge() == Charge(None, "read")  # a crossing outranks a crash

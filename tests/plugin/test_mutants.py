@@ -37,6 +37,7 @@ RACES = (
     "shared-results",
     "coalesced-without-caller",
     "write-caller-on-self",
+    "write-caller-in-context-default",
 )
 SMOKES = {"accepts-everything", "rejects-everything", "pool-no-filter-anywhere", "mem-no-filter-anywhere"}
 

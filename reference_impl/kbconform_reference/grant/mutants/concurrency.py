@@ -20,6 +20,7 @@ SharedResults = _races.shared_results(KbGrantService, SEQUENCES)
 #: The write facade the concurrency suite calls at once (conc-03).
 WRITES = ("ingest",)
 WriteCallerOnSelf = _races.caller_on_self(KbGrantService, WRITES)
+WriteCallerInContext = _races.caller_in_context_default(KbGrantService, WRITES)
 Coalesced = _races.coalesced(KbGrantService, ("get_kb", "list_kbs"))
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -77,6 +78,14 @@ MUTANTS: tuple[Mutant, ...] = (
         WriteCallerOnSelf,
         "each ingest keeps its caller on the service object for the call (self.current_caller) and "
         "stamps the write with it, which another request overwrites: reads keep their own caller",
+        ("conc-03[search-kbs]", "conc-03[get-kb]", "conc-03[list-kbs]"),
+        in_process_only=_races.OVERLAP_ONLY,
+    ),
+    Mutant(
+        "grant-write-caller-in-context-default",
+        WriteCallerInContext,
+        "each ingest keeps its caller in a context variable's shared default record, filled in "
+        "place and never reset, and stamps the write with it: reads keep their own caller",
         ("conc-03[search-kbs]", "conc-03[get-kb]", "conc-03[list-kbs]"),
         in_process_only=_races.OVERLAP_ONLY,
     ),

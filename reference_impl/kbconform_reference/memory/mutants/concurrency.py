@@ -19,6 +19,7 @@ SharedResults = _races.shared_results(ScopedMemory, SEQUENCES)
 #: The write facade the concurrency suite calls at once (conc-03).
 WRITES = ("add",)
 WriteCallerOnSelf = _races.caller_on_self(ScopedMemory, WRITES)
+WriteCallerInContext = _races.caller_in_context_default(ScopedMemory, WRITES)
 Coalesced = _races.coalesced(ScopedMemory, READS)
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -77,6 +78,14 @@ MUTANTS: tuple[Mutant, ...] = (
         WriteCallerOnSelf,
         "each add keeps its caller on the service object for the call (self.current_caller) and "
         "stamps the write with it, which another request overwrites: reads keep their own caller",
+        ("conc-03[search-memories]", "conc-03[list-memories]"),
+        in_process_only=_races.OVERLAP_ONLY,
+    ),
+    Mutant(
+        "mem-write-caller-in-context-default",
+        WriteCallerInContext,
+        "each add keeps its caller in a context variable's shared default record, filled in "
+        "place and never reset, and stamps the write with it: reads keep their own caller",
         ("conc-03[search-memories]", "conc-03[list-memories]"),
         in_process_only=_races.OVERLAP_ONLY,
     ),

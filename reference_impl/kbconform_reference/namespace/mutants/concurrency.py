@@ -19,6 +19,7 @@ SharedResults = _races.shared_results(KnowledgeBase, SEQUENCES)
 #: The write facade the concurrency suite calls at once (conc-03).
 WRITES = ("ingest",)
 WriteCallerOnSelf = _races.caller_on_self(KnowledgeBase, WRITES)
+WriteCallerInContext = _races.caller_in_context_default(KnowledgeBase, WRITES)
 Coalesced = _races.coalesced(KnowledgeBase, READS)
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -90,6 +91,14 @@ MUTANTS: tuple[Mutant, ...] = (
         WriteCallerOnSelf,
         "each ingest keeps its caller on the service object for the call (self.current_caller) and "
         "stamps the write with it, which another request overwrites: reads keep their own caller",
+        ("conc-03[query]", "conc-03[get]", "conc-03[list]", "conc-03[count]", "conc-03[ask]"),
+        in_process_only=_races.OVERLAP_ONLY,
+    ),
+    Mutant(
+        "write-caller-in-context-default",
+        WriteCallerInContext,
+        "each ingest keeps its caller in a context variable's shared default record, filled in "
+        "place and never reset, and stamps the write with it: reads keep their own caller",
         ("conc-03[query]", "conc-03[get]", "conc-03[list]", "conc-03[count]", "conc-03[ask]"),
         in_process_only=_races.OVERLAP_ONLY,
     ),

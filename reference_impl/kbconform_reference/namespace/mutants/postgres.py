@@ -97,7 +97,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "the principal is set for the session on the connection a store call first takes from "
         "the pool, and the call's transaction runs on the one it takes next: requests at once "
         "run as each other",
-        ("conc-01[list]", "conc-02[list]"),
+        ("conc-01[list]", "conc-02[list]", "conc-03[list]"),
         in_process_only=_races.OVERLAP_ONLY,
     ),
     Mutant(

@@ -19,6 +19,7 @@ SharedResults = _races.shared_results(ProjectPool, SEQUENCES)
 #: The write facade the concurrency suite calls at once (conc-03).
 WRITES = ("write_episode", "extract_entities")
 WriteCallerOnSelf = _races.caller_on_self(ProjectPool, WRITES)
+WriteCallerInContext = _races.caller_in_context_default(ProjectPool, WRITES)
 Coalesced = _races.coalesced(ProjectPool, READS)
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -77,6 +78,14 @@ MUTANTS: tuple[Mutant, ...] = (
         WriteCallerOnSelf,
         "each write_episode keeps its caller on the service object for the call (self.current_caller) and "
         "stamps the write with it, which another request overwrites: reads keep their own caller",
+        ("conc-03[search-episodes]", "conc-03[search-entities]"),
+        in_process_only=_races.OVERLAP_ONLY,
+    ),
+    Mutant(
+        "pool-write-caller-in-context-default",
+        WriteCallerInContext,
+        "each write_episode keeps its caller in a context variable's shared default record, filled in "
+        "place and never reset, and stamps the write with it: reads keep their own caller",
         ("conc-03[search-episodes]", "conc-03[search-entities]"),
         in_process_only=_races.OVERLAP_ONLY,
     ),
