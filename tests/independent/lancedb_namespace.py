@@ -309,7 +309,14 @@ class LanceNamespace:
                 contract="list",
                 problems=(Problem("", "range", "limit >= 1 and offset >= 0", f"{limit}, {offset}"),),
             )
-        return [self._hit(row) for row in self._select(self._scope(checked), HIT)[offset : offset + limit]]
+        scope = self._scope(checked)
+        with self._lock:  # no write between the page's ids and its rows
+            page = [row["id"] for row in self._select(scope, ("id",))[offset : offset + limit]]
+            return (
+                [self._hit(row) for row in self._select(f"({scope}) AND {_ids_in(page)}", HIT)]
+                if page
+                else []
+            )
 
     def count(self, principal: Principal, /) -> int:
         checked = self._principal(principal, "count")
