@@ -72,8 +72,9 @@ from tests.independent.sqlite_namespace import (
 SHARED = "neo-shared"
 CONFIG_VERSION = "lancedb-1"
 THRESHOLD, WINDOW = 12, 600.0
-#: Every this many writes the table's fragments are compacted (``Table.optimize``).
-COMPACT_EVERY = 40
+#: Every this many writes the table's fragments are compacted (``Table.optimize``): a scan's
+#: cost grows with the fragments (each write adds one), far more than a compaction costs.
+COMPACT_EVERY = 8
 MANIFEST: dict[str, Any] = {
     "manifestVersion": "1",
     "concurrency": "threads",
@@ -128,6 +129,11 @@ SCHEMA = pa.schema(
         *(pa.field(key, _ARROW[kind]) for key, kind in COLUMNS.items()),
     ]
 )
+#: The columns a read answers with (a hit), those a write checks an id it replaces by, and
+#: those a deletion or a sync matches paths by: a scan materializes no other column.
+HIT = ("id", "document", "metadata")
+HELD = ("id", "tenant", "visibility", "agent", "document", "metadata")
+PATHS = ("id", "path")
 
 
 def _now() -> str:
@@ -201,10 +207,14 @@ class LanceNamespace:
         except (OSError, RuntimeError, ValueError, pa.ArrowException) as error:
             raise BackendUnavailable("lancedb", f"{type(error).__name__}: {error}") from error
 
-    def _select(self, where: str, vectors: bool = False) -> builtins.list[dict[str, Any]]:
-        """Every row matching ``where``, sorted by id; its vector too when ``vectors`` (a numpy
-        row: a fixed-size list read as Python floats is the slowest part of a read)."""
-        columns = [name for name in SCHEMA.names if vectors or name != "vector"]
+    def _select(
+        self, where: str, columns: Sequence[str] | None = None, vectors: bool = False
+    ) -> builtins.list[dict[str, Any]]:
+        """Every row matching ``where``, sorted by id: its ``columns`` (default: every one), and
+        its vector too when ``vectors`` (a numpy row: a fixed-size list read as Python floats is
+        the slowest part of a read)."""
+        wanted = [name for name in SCHEMA.names if name != "vector"] if columns is None else [*columns]
+        columns = [*wanted, "vector"] if vectors else wanted
         found = self._call(lambda: self._table.search().where(where).select(columns).limit(None).to_arrow())
         rows = found.drop_columns(["vector"]).to_pylist() if vectors else found.to_pylist()
         if vectors:
@@ -279,7 +289,7 @@ class LanceNamespace:
         scope = self._scope(checked)
         if where is not None:
             scope = f"({scope}) AND {where_literal(where, columns=COLUMNS)}"
-        rows = self._select(scope, vectors=True)
+        rows = self._select(scope, HIT, vectors=True)
         target = np.asarray(_embed(text), dtype=np.float64)
         scores = [_cosine_np(target, row["vector"]) for row in rows]
         ranked = [row for _, row in sorted(zip(scores, rows, strict=True), key=lambda p: (-p[0], p[1]["id"]))]
@@ -287,7 +297,7 @@ class LanceNamespace:
 
     def get(self, principal: Principal, chunk_id: str, /) -> Hit:
         checked = self._principal(principal, "get")
-        rows = self._select(f"({self._scope(checked)}) AND id = {sql_literal(chunk_id)}")
+        rows = self._select(f"({self._scope(checked)}) AND id = {sql_literal(chunk_id)}", HIT)
         if not rows:
             raise NotFound(chunk_id)
         return self._hit(rows[0])
@@ -299,7 +309,14 @@ class LanceNamespace:
                 contract="list",
                 problems=(Problem("", "range", "limit >= 1 and offset >= 0", f"{limit}, {offset}"),),
             )
-        return [self._hit(row) for row in self._select(self._scope(checked))[offset : offset + limit]]
+        scope = self._scope(checked)
+        with self._lock:  # no write between the page's ids and its rows
+            page = [row["id"] for row in self._select(scope, ("id",))[offset : offset + limit]]
+            return (
+                [self._hit(row) for row in self._select(f"({scope}) AND {_ids_in(page)}", HIT)]
+                if page
+                else []
+            )
 
     def count(self, principal: Principal, /) -> int:
         checked = self._principal(principal, "count")
@@ -389,7 +406,7 @@ class LanceNamespace:
         last = {chunk: index for index, chunk in enumerate(ids)}  # equal ids: the last record lands
 
         def write() -> tuple[str, ...]:
-            old = {row["id"]: row for row in self._select(_ids_in(builtins.list(last)))} if last else {}
+            old = {row["id"]: row for row in self._select(_ids_in(builtins.list(last)), HELD)} if last else {}
             rows = []
             for chunk, index in last.items():
                 rows.append(
@@ -399,7 +416,11 @@ class LanceNamespace:
             if stale_repo is not None:
                 kept = {r["sourcePath"] for r in records}
                 mine = f"tenant = {sql_literal(checked.tenant_id)} AND repo = {sql_literal(stale_repo)}"
-                stale = [r["id"] for r in self._select(mine) if r["path"] not in kept and r["id"] not in last]
+                stale = [
+                    r["id"]
+                    for r in self._select(mine, PATHS)
+                    if r["path"] not in kept and r["id"] not in last
+                ]
             self._upsert(rows)
             self._delete(stale)
             return tuple(stale)
@@ -465,12 +486,14 @@ class LanceNamespace:
             manifest = signal.get("manifestSnapshot")
             if manifest is not None:
                 keep, repo = set(manifest["pathsAfterPush"]), manifest["repoSlug"]
-                rows = self._select(f"{tenant} AND repo = {sql_literal(repo)}")
+                rows = self._select(f"{tenant} AND repo = {sql_literal(repo)}", PATHS)
                 doomed |= {
                     r["id"] for r in rows if r["path"] not in keep and (repo, r["path"]) not in written
                 }
             for repo, path in sorted(targets - written):  # each pair exactly, never a cross product
-                rows = self._select(f"{tenant} AND repo = {sql_literal(repo)} AND path = {sql_literal(path)}")
+                rows = self._select(
+                    f"{tenant} AND repo = {sql_literal(repo)} AND path = {sql_literal(path)}", PATHS
+                )
                 doomed |= {r["id"] for r in rows}
             self._delete(sorted(doomed))
             return sorted(doomed)
@@ -487,7 +510,7 @@ class LanceNamespace:
     def export(self, principal: Principal, /) -> builtins.list[dict[str, Any]]:
         checked = self._principal(principal, "export")
         self._operator(checked, "export")
-        rows = self._select("id IS NOT NULL", vectors=True)
+        rows = self._select("id IS NOT NULL", HIT, vectors=True)
         return [
             {
                 "id": r["id"],
