@@ -167,8 +167,9 @@ WARM = sys.platform == "linux" and hasattr(os, "fork")
 
 class Warm:
     """A warm process (``python -m kbconform.runner._warm``) that has imported pytest and the kit
-    once and forks each run from there: a run without the 2 s of starting cold. One run at a
-    time; :func:`~kbconform.runner.run_mutants` keeps one per job. ``preload`` names more
+    once and forks each run from there: a run without the 2 s of starting cold. The installed
+    libraries a run imports (a store's client) are imported there after it, for the next. One
+    run at a time; :func:`~kbconform.runner.run_mutants` keeps one per job. ``preload`` names more
     modules to import once (the adapters' modules). With ``start=False`` (or where fork is
     unsafe) there is no warm process, and every run starts cold."""
 

@@ -13,16 +13,28 @@ One run at a time; the process ends when stdin closes. Only on Linux
 (``kbconform.runner.WARM``): elsewhere the runner starts each run cold.
 
 Modules named on the command line are imported too (best effort: a module that fails to import
-fails in the child, where the run reports it).
+fails in the child, where the run reports it). After each run, the installed libraries it
+imported (modules from site-packages, such as a store's client an adapter imports when it opens
+one) are imported here as well, so the next run finds them imported: a mutant set whose
+backends open Chroma and Qdrant imports their clients once, not once a run. The kit's modules
+and pytest's plugins are never among them (pytest rewrites a plugin's assertions as it loads
+it), and an import that starts a thread ends this process (a fork of it would not be safe):
+the runs after it start cold.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import itertools
 import json
 import os
 import sys
+import sysconfig
+import tempfile
+import threading
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 #: What every run imports; the kit's pytest plugin itself is left to pytest, which rewrites its
@@ -38,9 +50,39 @@ _PRELOAD = (
 )
 
 
-def _child(request: dict[str, Any]) -> None:
-    """Run one pytest session as asked, in this forked child; never returns."""
+#: Never imported here from what a run imported: the kit (its plugin is rewritten by pytest) and
+#: pytest's own packages.
+_NOT_LEARNED = frozenset({"kbconform", "pytest", "_pytest", "pluggy", "xdist", "execnet"})
+
+
+def _plugins(args: Iterable[str]) -> set[str]:
+    """The top-level packages of the plugins ``-p NAME`` loads (pytest rewrites them)."""
+    args = list(args)
+    named = {value for flag, value in itertools.pairwise(args) if flag == "-p"}
+    named |= {arg[2:] for arg in args if arg.startswith("-p") and len(arg) > 2}
+    return {name.partition(".")[0] for name in named}
+
+
+def _learned(before: set[str], args: Iterable[str]) -> list[str]:
+    """The modules of installed libraries (site-packages) this run imported, in the order it
+    imported them, but not the kit's, pytest's or a plugin's."""
+    roots = tuple(f"{Path(sysconfig.get_paths()[key])}{os.sep}" for key in ("purelib", "platlib"))
+    skipped = _NOT_LEARNED | _plugins(args)
+    found = []
+    for name, module in list(sys.modules.items()):
+        if name in before or name.partition(".")[0] in skipped:
+            continue
+        where = getattr(module, "__file__", None)
+        if isinstance(where, str) and where.startswith(roots):
+            found.append(name)
+    return found
+
+
+def _child(request: dict[str, Any], learned: str) -> None:
+    """Run one pytest session as asked, in this forked child, and write the modules of
+    installed libraries it imported to ``learned``; never returns."""
     code = 3
+    before = set(sys.modules)
     try:
         os.setsid()
         sink = os.open(request["output"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -66,31 +108,59 @@ def _child(request: dict[str, Any]) -> None:
         with contextlib.suppress(Exception):
             sys.stdout.flush()
             sys.stderr.flush()
+        with contextlib.suppress(Exception):
+            Path(learned).write_text(json.dumps(_learned(before, request["args"])), encoding="utf-8")
         os._exit(code)
 
 
-def main(preload: list[str]) -> None:
-    for name in (*_PRELOAD, *preload):
+def _threads() -> int:
+    """This process's threads, the native ones included (a library's pool)."""
+    try:
+        return sum(1 for _ in Path("/proc/self/task").iterdir())
+    except OSError:
+        return threading.active_count()
+
+
+def _import(names: Iterable[str]) -> bool:
+    """Import ``names`` here (best effort); False when that started a thread."""
+    threads = _threads()
+    for name in names:
+        if name in sys.modules:
+            continue
         try:
             importlib.import_module(name)
-        except Exception:  # the child imports it again, and its run reports the failure
+        except Exception:  # a run imports it again, and its run reports the failure
             continue
+    return _threads() <= threads and threading.active_count() == 1
+
+
+def main(preload: list[str]) -> None:
+    _import((*_PRELOAD, *preload))
     with contextlib.suppress(Exception):  # Hypothesis's Unicode table, derived once for every run
         from hypothesis.internal.charmap import charmap
 
         charmap()
     answers = sys.stdout
-    for line in sys.stdin:
-        request = json.loads(line)
-        answers.flush()
-        pid = os.fork()
-        if pid == 0:
-            _child(request)
-        answers.write(json.dumps({"pid": pid}) + "\n")
-        answers.flush()
-        _, status = os.waitpid(pid, 0)
-        answers.write(json.dumps({"exit": os.waitstatus_to_exitcode(status)}) + "\n")
-        answers.flush()
+    handle, learned = tempfile.mkstemp(prefix="kbconform-warm-", suffix=".json")
+    os.close(handle)
+    try:
+        for line in sys.stdin:
+            request = json.loads(line)
+            answers.flush()
+            Path(learned).write_text("[]", encoding="utf-8")
+            pid = os.fork()
+            if pid == 0:
+                _child(request, learned)
+            answers.write(json.dumps({"pid": pid}) + "\n")
+            answers.flush()
+            _, status = os.waitpid(pid, 0)
+            answers.write(json.dumps({"exit": os.waitstatus_to_exitcode(status)}) + "\n")
+            answers.flush()
+            with contextlib.suppress(OSError, ValueError):
+                if not _import(json.loads(Path(learned).read_text(encoding="utf-8"))):
+                    break
+    finally:
+        Path(learned).unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from kbconform import mutants, runner
+from kbconform import report as reports
 from kbconform.cli import main
 from kbconform.mutants import MutantSpec
 from kbconform.runner._mutants import _unmet
@@ -89,41 +90,70 @@ def test_every_mutant_is_killed_by_its_killers_and_the_smokes_fail(
     assert f"{len(MUTANTS)} of {len(MUTANTS)} mutants killed" in capsys.readouterr().out
 
 
-def _every_test_failing_once(candidates: tuple[MutantSpec, ...]) -> tuple[MutantSpec, ...]:
-    """The in-process-only mutants, and the fewest others (chosen greedily, ties in registry
-    order) whose killers name every test function any killer names: each suite test is seen
-    failing at least once. The smokes (full runs, which the stdio sweep makes) are left out."""
+#: The suites' catalogue entries by id.
+CATALOGUE = {entry["id"]: entry for entry in reports.catalogue()}
+
+
+def _kinds(mutant: MutantSpec) -> set[tuple[str, ...]]:
+    """What a run that kills ``mutant`` carries across a transport, from the catalogue entries of
+    its killers: each profile's suite, each feature a killer requires (fault plans, sync, an
+    envelope, a workspace scan...), each read facade and each spoof mode."""
+    kinds: set[tuple[str, ...]] = set()
+    for killer in mutant.killers:
+        entry = CATALOGUE[killer]
+        where = entry.get("profile", "tenant-namespace")
+        kinds.add((where, "suite", entry["suite"]))
+        kinds |= {(where, "requires", feature) for feature in entry.get("requires", ())}
+        kinds |= {(where, key, entry[key]) for key in ("facade", "spoofMode") if key in entry}
+    return kinds
+
+
+def _every_kind_of_failure_once(candidates: tuple[MutantSpec, ...]) -> tuple[MutantSpec, ...]:
+    """The in-process-only mutants (which a harness run declines without running), and the
+    fewest others (chosen greedily, ties to the fewer killers, then registry order) whose
+    killers between them show every kind of failure (:func:`_kinds`) any killer shows. The
+    smokes (full runs) are left out."""
     chosen = [m for m in candidates if m.in_process_only]
-    left = {killer.split("[")[0] for m in candidates for killer in m.killers}
+    runnable = [m for m in candidates if not m.in_process_only and not m.smoke]
+    kinds = {m.name: _kinds(m) for m in runnable}
+    left = set().union(*kinds.values())
     while left:
-        best = max(candidates, key=lambda m: len(left & {k.split("[")[0] for k in m.killers}))
+        best = max(runnable, key=lambda m: (len(left & kinds[m.name]), -len(m.killers)))
         chosen.append(best)
-        left -= {k.split("[")[0] for k in best.killers}
+        left -= kinds[best.name]
     return tuple(m for m in candidates if m in chosen)
 
 
-#: What harness-v1 is held to: the sweep above runs every mutant in process; a mutant's bug is
-#: the same bug behind the harness, so what a harness run must show is that every test's failure
-#: crosses it. (Stdio and HTTP carry the same messages, each facade and error of which
-#: tests/harness/test_harness.py holds equal on both; the project-pool reference runs every
-#: suite over HTTP: tests/plugin/test_reference_conformance.py.)
-ACROSS = _every_test_failing_once(MUTANTS)
+#: What harness-v1 is held to: the sweep above runs every mutant in process, and a mutant's bug
+#: is the same bug behind the harness; what a harness run adds is the transport, and what a
+#: transport can get wrong is how it carries a call, an answer, an error, a fault plan or a
+#: declared feature's operation, not which suite test asked. Each facade and error is held
+#: equal in process and on stdio and HTTP one by one (tests/harness/test_harness.py), and the
+#: project-pool reference runs every suite over HTTP (tests/plugin/test_reference_conformance.py);
+#: so a served run needs to show, for each profile, a failure of each of its suites, of each
+#: feature its tests require, through each read facade and in each spoof mode: about a fifth of
+#: the set, not every test function.
+ACROSS = _every_kind_of_failure_once(MUTANTS)
 
 
-def test_the_transport_sample_names_every_test_and_leaves_mutants_out() -> None:
-    """The sample covers every test function a killer names, holds every in-process-only
-    mutant, and is smaller than the set (else it saves nothing)."""
-    named = {killer.split("[")[0] for m in MUTANTS for killer in m.killers}
-    assert {killer.split("[")[0] for m in ACROSS for killer in m.killers} == named
+def test_the_transport_sample_shows_every_kind_of_failure_and_leaves_mutants_out() -> None:
+    """The sample shows every kind of failure a killer shows (each profile's suites among
+    them), holds every in-process-only mutant, and is under a third of the set (else it saves
+    little)."""
+    runnable = [m for m in MUTANTS if not m.in_process_only and not m.smoke]
+    shown = set().union(*(_kinds(m) for m in ACROSS if not m.in_process_only))
+    assert shown == set().union(*(_kinds(m) for m in runnable))
+    assert {("project-pool", "suite", "project-pool"), ("memory-scope", "suite", "memory-scope")} <= shown
     assert {m.name for m in MUTANTS if m.in_process_only} <= {m.name for m in ACROSS}
-    assert len(ACROSS) < len(MUTANTS) * 2 // 3
+    assert not any(m.smoke for m in ACROSS)
+    assert len([m for m in ACROSS if not m.in_process_only]) < len(runnable) // 3
 
 
-def test_every_test_fails_a_mutant_served_on_stdio_as_in_process() -> None:
-    """The verdicts the sweep above holds the in-process runs to, with each mutant served over
-    harness-v1 on stdio (kbconform run's way), for mutants that between them make every test
-    fail: the killers alone fail against each. An in-process-only mutant is not applicable
-    there, and says why: a principal crosses harness-v1 as data."""
+def test_every_kind_of_failure_shows_on_a_mutant_served_on_stdio_as_in_process() -> None:
+    """The verdicts the sweep above holds the in-process runs to, with each mutant of the
+    sample served over harness-v1 on stdio (kbconform run's way): the killers alone fail
+    against each. An in-process-only mutant is not applicable there, and says why: a principal
+    crosses harness-v1 as data."""
     names = [m.name for m in ACROSS]
     results = {r.name: r for r in runner.run_mutants(sets=SERVED, names=names, transport="stdio")}
     assert set(results) == set(names)

@@ -89,3 +89,22 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return "\nState:\tZ" not in state
+
+
+def test_the_warm_process_learns_the_libraries_a_run_imported_but_not_the_kit_or_a_plugin() -> None:
+    """After a run, the modules it imported from installed libraries are imported in the warm
+    process for the next run (a store's client, once); the kit's modules (pytest rewrites its
+    plugin), pytest's own, a plugin named with -p and the standard library's never are."""
+    import sys
+
+    from kbconform.runner._warm import _learned, _plugins
+
+    assert _plugins(["-p", "xdist", "-pno:cacheprovider", "-n", "2", "-p", "hypothesis.extra"]) == {
+        "xdist", "no:cacheprovider", "hypothesis"
+    }  # fmt: skip
+    imported = {"hypothesis", "hypothesis.stateful", "pluggy", "kbconform", "kbconform.runner", "json"}
+    assert imported <= set(sys.modules)
+    before = set(sys.modules) - imported
+    assert set(_learned(before, [])) == {"hypothesis", "hypothesis.stateful"}
+    assert _learned(before, ["-p", "hypothesis"]) == []
+    assert _learned(set(sys.modules), []) == []
