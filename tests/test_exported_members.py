@@ -264,6 +264,7 @@ SUBPACKAGES = {
     "kbconform.conformance": [
         "ROUNDS",
         "ConcurrentCaller",
+        "Probing",
         "Reach",
         "Storm",
         "concurrent_callers",

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from kbconform.conformance._concurrency import (
     ROUNDS,
     ConcurrentCaller,
+    Probing,
     Reach,
     Storm,
     concurrent_callers,
@@ -118,6 +119,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "ROUNDS",
     "ConcurrentCaller",
+    "Probing",
     "Storm",
     "concurrent_callers",
     "concurrently",

@@ -10,6 +10,10 @@ state kept anywhere shared is overwritten by another request between its writing
 A backend reached through a harness-v1 transport that carries one request at a time (stdio,
 by the protocol) cannot be called at once: its callers take turns, each answer still judged
 (:attr:`Storm.reach` says which it was).
+
+A facade a world reads with several probes (a query with each stored text) is asked one probe a
+round in a storm (:class:`Probing`): every probe's answer is the caller's whole scope, so that
+one call is judged as the whole reading, and the callers' calls still overlap in every round.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from kbconform.conformance._deadline import Guarded
 from kbconform.conformance._effects import described
@@ -83,6 +87,18 @@ class Storm:
 #: callers are served charges: no data crossed, but the backend did not serve callers at once
 #: as it declares (``schemas/concurrency.md``, C5).
 CRASHED = Charge(None, "crashed")
+
+
+@runtime_checkable
+class Probing(World, Protocol):
+    """A world that reads some facades with several probes, each answered with the reader's whole
+    scope: a storm asks one probe a round."""
+
+    def read_probe(self, backend: Any, facade: str, reader: Reader, turn: int) -> Reading:
+        """What one call of ``facade`` shows ``reader`` with the probe of ``turn`` (counted
+        round the probes), judged as :meth:`World.read` is; a facade read without probes is
+        read as :meth:`World.read` reads it."""
+        ...
 
 
 def unguarded(backend: Any) -> Any:
@@ -165,18 +181,23 @@ def concurrently(
     rounds: int = ROUNDS,
 ) -> Storm:
     """Every caller of ``crowd`` reads ``backend`` through ``facade`` ``rounds`` times, all at
-    once (:func:`storm`), and each answer is judged for its own caller."""
+    once (:func:`storm`), and each answer is judged for its own caller; a :class:`Probing`
+    world's callers all ask the same probe in a round."""
     target = unguarded(backend)
     result = Storm(reach, rounds)
+    probing = world if isinstance(world, Probing) else None
 
-    def read(caller: ConcurrentCaller) -> Any:
+    def read(caller: ConcurrentCaller, number: int) -> Any:
         if caller.expected is None:
             return world.read_once(target, facade, caller.identity)
-        return world.read(target, facade, Reader(caller.label, caller.identity))
+        reader = Reader(caller.label, caller.identity)
+        if probing is not None:
+            return probing.read_probe(target, facade, reader, number)
+        return world.read(target, facade, reader)
 
-    def act(index: int, _round: int) -> None:
+    def act(index: int, number: int) -> None:
         caller = crowd[index]
-        _judge(world, result, caller, lambda: read(caller))
+        _judge(world, result, caller, lambda: read(caller, number))
 
     return storm(result, [c.label for c in crowd], act, deadline=deadline)
 

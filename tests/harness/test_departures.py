@@ -11,6 +11,7 @@ first time), so this is the slow tier.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import subprocess
@@ -33,29 +34,50 @@ Answer = dict[str, Any]
 Probe = tuple[list[tuple[str, dict[str, Any]]], Callable[[Answer], bool]]
 
 
-def _session(name: str, requests: list[tuple[str, dict[str, Any]]]) -> list[Answer]:
-    """The harness's answers to hello, open, ``requests`` (on backend b1) and shutdown."""
+def _session(name: str, probes: dict[str, list[tuple[str, dict[str, Any]]]]) -> dict[str, list[Answer]]:
+    """The harness's answers to each probe's requests, all in one session (one start of the
+    harness and its library): each probe on a backend of its own, opened before its requests (a
+    fresh, empty store, harness-v1.md) and closed after them. The runtime names the n-th backend
+    it opens ``bn``: each open's answer is checked to be that handle."""
     run_install(HARNESSES / name / "install", 900)
-    lines = [
-        {"id": 1, "op": "hello", "params": {"protocol": "harness-v1"}},
-        {"id": 2, "op": "open", "params": OPEN},
-        *(
-            {"id": n, "op": op, "params": {"backend": "b1", **params}}
-            for n, (op, params) in enumerate(requests, start=3)
-        ),
-        {"id": len(requests) + 3, "op": "shutdown", "params": {}},
-    ]
+    lines: list[dict[str, Any]] = [{"id": 1, "op": "hello", "params": {"protocol": "harness-v1"}}]
+    owners: list[str | None] = [None]  # the probe each line's answer belongs to
+    for number, (what, requests) in enumerate(probes.items(), start=1):
+        handle = f"b{number}"
+        steps = [("open", OPEN), *((op, {"backend": handle, **params}) for op, params in requests)]
+        steps.append(("close", {"backend": handle}))
+        for op, params in steps:
+            lines.append({"id": len(lines) + 1, "op": op, "params": params})
+            owners.append(what if op not in ("open", "close") else None)
+        lines[-len(steps)]["expect"] = handle
+    lines.append({"id": len(lines) + 1, "op": "shutdown", "params": {}})
+    owners.append(None)
+    expected = {line["id"]: line.pop("expect") for line in lines if "expect" in line}
     done = subprocess.run(
         [str(HARNESSES / name / "harness")],
         input="".join(json.dumps(line) + "\n" for line in lines),
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
         check=False,
     )
     answers = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
     assert len(answers) == len(lines), f"{name}: {done.stdout}\n{done.stderr[-3000:]}"
-    return answers[2:-1]
+    opened = {a["id"]: (a.get("result") or {}).get("backend") for a in answers if a["id"] in expected}
+    assert opened == expected, f"{name}: the backends opened were {opened}, not {expected}"
+    found: dict[str, list[Answer]] = {what: [] for what in probes}
+    for what, answer in zip(owners, answers, strict=True):
+        if what is not None:
+            found[what].append(answer)
+    return found
+
+
+@functools.cache
+def _answers(name: str) -> dict[str, list[Answer]]:
+    """Every probe's answers of harness ``name``, from one session of it."""
+    return _session(
+        name, {what: requests for what, (requests, _) in {**DEPARTURES[name], **PASSED[name]}.items()}
+    )
 
 
 def _add(
@@ -303,6 +325,6 @@ def test_each_departure_and_pass_through_shows_the_librarys_answer(name: str, wh
     """The probe's input sent through the harness is answered by the library as the README
     says (its own error in its own words, or what it stored), never by the harness's own
     check."""
-    requests, shows = {**DEPARTURES[name], **PASSED[name]}[what]
-    answers = _session(name, requests)
+    shows = {**DEPARTURES[name], **PASSED[name]}[what][1]
+    answers = _answers(name)[what]
     assert shows(answers[-1]), f"{name}, {what}: {answers}"

@@ -125,6 +125,61 @@ def test_callers_in_turns_meet_no_race_and_every_answer_is_still_judged() -> Non
     assert found.calls == 4 * 12
 
 
+@dataclass
+class Probed(Tiny):
+    """Tiny read with probes: each call's answer is the reader's whole scope, whatever the probe
+    (the probes each caller asked are kept)."""
+
+    asked: list[tuple[object, int]] = field(default_factory=list)
+
+    def read_probe(self, backend: Any, facade: str, reader: Reader, turn: int) -> Reading:
+        self.asked.append((reader.identity, turn))
+        return self.read(backend, facade, reader)
+
+
+def test_a_probing_worlds_callers_ask_one_probe_a_round_the_same_probe_each() -> None:
+    """A world read with probes is asked one probe a round by every reader, the round's own (so
+    identical calls overlap), each answer judged as the whole reading; the racy backend is found
+    as with whole readings (control)."""
+    world = Probed()
+    found = concurrently(
+        world, Sound(), "read", concurrent_callers(world, "read", 0), reach="threads", deadline=10, rounds=6
+    )
+    assert found.problems == {}
+    assert found.calls == 2 * 6
+    assert sorted(world.asked) == [(who, turn) for who in "ab" for turn in range(6)]
+    racy = Probed()
+    crowd = concurrent_callers(racy, "read", 0)
+    summary = concurrently(
+        racy, CallerOnSelf(), "read", crowd, reach="threads", deadline=10, rounds=12
+    ).summary()
+    assert "which it may not read" in summary or "lacks" in summary, summary
+
+
+def test_each_probe_of_a_tenant_world_shows_a_reader_its_whole_scope() -> None:
+    """On the memory reference, each stored text as the one probe of a query or an ask shows
+    each reader exactly its scope, as the reading with every probe does."""
+    from kbconform.adapter import load_adapter
+    from kbconform.conformance import Probing, Run, isolation_for
+
+    adapter, manifest = load_adapter("kbconform_reference.adapter:memory")
+    run = Run(adapter, manifest, 0)
+    try:
+        backend = run.open()
+        world = isolation_for(manifest).seed(backend, random.Random(0))
+        assert isinstance(world, Probing)
+        probes = world.size("query")
+        for facade in ("query", "ask"):
+            for reader in world.readers:
+                expected = world.expected(facade, reader)
+                assert expected.differences(world.read(backend, facade, reader)) == []
+                for turn in range(probes):
+                    got = world.read_probe(backend, facade, reader, turn)
+                    assert expected.differences(got) == [], (facade, reader.label, turn)
+    finally:
+        run.shutdown()
+
+
 def test_a_caller_that_hangs_fails_within_the_deadline() -> None:
     """A call that never returns is a problem named by its caller, not a stuck test."""
 

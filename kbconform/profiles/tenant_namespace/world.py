@@ -106,17 +106,37 @@ class TenantWorld:
             return Reading(found, len(found))
         fewest = None  # each probe's top-k is the whole scope: the fewest hits a probe got
         for probe in contents.values():  # query and ask: own, shared and foreign texts as probes
-            if facade == "query":
-                hits = list(backend.query(principal, probe, n, None))
-            else:
-                answer = backend.ask(principal, probe, n)
-                hits = list(answer.sources)
-                quoted = {i for i, text in contents.items() if text and text.split()[0] in answer.text}
-                for chunk in quoted:  # a stored text the answer quotes is shown too
-                    found.setdefault(chunk, contents[chunk])
-            found.update((hit.id, hit.document) for hit in hits)
-            fewest = len(hits) if fewest is None else min(fewest, len(hits))
+            shown = self._probed(backend, facade, principal, probe, n, found)
+            fewest = shown if fewest is None else min(fewest, shown)
         return Reading(found, fewest or 0)
+
+    def read_probe(self, backend: Any, facade: str, reader: Reader, turn: int) -> Reading:
+        """Query and ask with the ``turn``-th stored text (counted round them) as the one probe;
+        every other facade read whole (:meth:`read`)."""
+        if facade not in ("query", "ask"):
+            return self.read(backend, facade, reader)
+        probes = list(self.contents.values())
+        n = max(1, len(self._scope(reader)))
+        found: dict[str, str | None] = {}
+        shown = self._probed(backend, facade, reader.identity, probes[turn % len(probes)], n, found)
+        return Reading(found, shown)
+
+    def _probed(
+        self, backend: Any, facade: str, principal: object, probe: str | None, n: int, found: dict[str, Any]
+    ) -> int:
+        """One query or ask with ``probe`` and a top-k of ``n``: what it shows added to ``found``
+        (and each stored text an answer quotes); how many hits it got."""
+        if facade == "query":
+            hits = list(backend.query(principal, probe, n, None))
+        else:
+            answer = backend.ask(principal, probe, n)
+            hits = list(answer.sources)
+            contents = self.contents
+            quoted = {i for i, text in contents.items() if text and text.split()[0] in answer.text}
+            for chunk in quoted:  # a stored text the answer quotes is shown too
+                found.setdefault(chunk, contents[chunk])
+        found.update((hit.id, hit.document) for hit in hits)
+        return len(hits)
 
     def _some(self, identity: object) -> str:
         """A stored id: the first the caller reads, when it is a principal that reads one."""
