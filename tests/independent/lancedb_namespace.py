@@ -22,7 +22,6 @@ import json
 import shutil
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -38,7 +37,6 @@ from kbconform.adapter import (
     RevisionResolver,
     boundary_repo,
     check_deletion_signal,
-    check_sync,
     envelope_claims,
     server_stamps,
     signal_paths,
@@ -60,18 +58,17 @@ from kbconform.errors import (
 from kbconform.identity import Principal, chunk_id
 from tests.independent.sqlite_namespace import (
     DIMENSIONS,
-    Answer,
+    SHARED,
+    THRESHOLD,
+    WINDOW,
     Deleted,
     Hit,
-    Ingested,
+    NamespaceFacades,
     SpoofNote,
-    Synced,
     _embed,
 )
 
-SHARED = "neo-shared"
 CONFIG_VERSION = "lancedb-1"
-THRESHOLD, WINDOW = 12, 600.0
 #: Every this many writes the table's fragments are compacted (``Table.optimize``): a scan's
 #: cost grows with the fragments (each write adds one), far more than a compaction costs.
 COMPACT_EVERY = 8
@@ -97,8 +94,6 @@ MANIFEST: dict[str, Any] = {
         "maintenance": ["reembed"],
     },
 }
-#: The record fields the server stamps: never taken from the record.
-_STAMPED = ("tenantId", "repoSlug", "visibility", "originAgentIdentity", "ingestedAt", "tenantConfigVersion")
 #: The metadata keys stored as their own columns too (named as the key), for a client clause;
 #: a value of another kind is NULL there, and any other key is lacked by every row as a clause
 #: sees it.
@@ -177,7 +172,7 @@ def _ids_in(ids: Sequence[str]) -> str:
 
 
 @dataclass
-class LanceNamespace:
+class LanceNamespace(NamespaceFacades):
     """One backend: a LanceDB table in a directory of its own."""
 
     spoof_mode: str = "overwrite"
@@ -322,57 +317,7 @@ class LanceNamespace:
         checked = self._principal(principal, "count")
         return int(self._call(lambda: self._table.count_rows(self._scope(checked))))
 
-    def ask(self, principal: Principal, question: str, n_results: int, /) -> Answer:
-        hits = self.query(principal, question, n_results, None)
-        return Answer("\n\n".join(hit.document for hit in hits if hit.document), tuple(hits))
-
     # -- writes -----------------------------------------------------------------------------------
-
-    @staticmethod
-    def _may_write(principal: Principal, operation: str) -> None:
-        if principal.tenant_id == SHARED and principal.role != "operator":
-            raise Forbidden(operation, "only an operator writes into the shared namespace")
-
-    @staticmethod
-    def _metadata(record: Mapping[str, Any], stamps: Mapping[str, Any]) -> dict[str, Any]:
-        """The stored metadata: the record's own scalar fields (customMeta as one JSON string
-        under ``meta``, the hash inputs joined), then the server's stamps over everything."""
-        kept = {
-            key: value
-            for key, value in record.items()
-            if key not in ("content", "customMeta", "hashInputs", "schemaVersion", *_STAMPED)
-        }
-        kept["meta"] = json.dumps(record.get("customMeta") or {}, sort_keys=True, ensure_ascii=False)
-        kept["hashInputs"] = "+".join(record["hashInputs"])
-        return {**kept, **stamps}
-
-    def ingest(
-        self, principal: Principal, records: Sequence[Mapping[str, Any]], envelope: object = None, /
-    ) -> Ingested:
-        checked = self._principal(principal, "ingest")
-        ids, notes, _ = self._write("ingest", checked, records, envelope, None)
-        return Ingested(ids, notes)
-
-    def sync(
-        self,
-        principal: Principal,
-        repo_slug: str,
-        records: Sequence[Mapping[str, Any]],
-        envelope: object = None,
-        /,
-    ) -> Synced:
-        checked = self._principal(principal, "sync")
-        self._may_write(checked, "sync")
-        check_sync(repo_slug, records)
-        return Synced(*self._write("sync", checked, records, envelope, repo_slug))
-
-    def _escalated_now(self, principal: Principal, spoofed: int) -> bool:
-        key, now = (principal.tenant_id, principal.agent_identity), time.monotonic()
-        escalated = key in self._escalated
-        self._spoofs[key] = [t for t in self._spoofs.get(key, []) if t > now - WINDOW] + [now] * spoofed
-        if len(self._spoofs[key]) >= THRESHOLD:
-            self._escalated.add(key)
-        return escalated
 
     def _write(
         self,

@@ -25,11 +25,9 @@ from __future__ import annotations
 
 import builtins
 import itertools
-import json
 import shutil
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -43,7 +41,6 @@ from kbconform.adapter import (
     RevisionResolver,
     boundary_repo,
     check_deletion_signal,
-    check_sync,
     check_where,
     envelope_claims,
     server_stamps,
@@ -65,18 +62,17 @@ from kbconform.errors import (
 from kbconform.identity import Principal, chunk_id
 from tests.independent.sqlite_namespace import (
     DIMENSIONS,
-    Answer,
+    SHARED,
+    THRESHOLD,
+    WINDOW,
     Deleted,
     Hit,
-    Ingested,
+    NamespaceFacades,
     SpoofNote,
-    Synced,
     _embed,
 )
 
-SHARED = "neo-shared"
 CONFIG_VERSION = "milvus-lite-1"
-THRESHOLD, WINDOW = 12, 600.0
 #: The most rows one Milvus search or query page returns (its ``limit`` + ``offset`` cap).
 PAGE = 16384
 #: The most ids one filter names (``id in [...]``).
@@ -106,8 +102,6 @@ MANIFEST: dict[str, Any] = {
         "maintenance": ["reembed"],
     },
 }
-#: The record fields the server stamps: never taken from the record.
-_STAMPED = ("tenantId", "repoSlug", "visibility", "originAgentIdentity", "ingestedAt", "tenantConfigVersion")
 #: What Milvus's expression parser reads after a backslash in a string literal, and how.
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 _OUTPUT = ["id", "tenant", "repo", "path", "visibility", "agent", "record"]
@@ -186,7 +180,7 @@ class Store:
 
 
 @dataclass
-class MilvusNamespace:
+class MilvusNamespace(NamespaceFacades):
     """One backend: a Milvus collection of its own, the tenant its partition key."""
 
     store: Store
@@ -356,57 +350,7 @@ class MilvusNamespace:
         )
         return int(found[0]["count(*)"])
 
-    def ask(self, principal: Principal, question: str, n_results: int, /) -> Answer:
-        hits = self.query(principal, question, n_results, None)
-        return Answer("\n\n".join(hit.document for hit in hits if hit.document), tuple(hits))
-
     # -- writes -----------------------------------------------------------------------------------
-
-    @staticmethod
-    def _may_write(principal: Principal, operation: str) -> None:
-        if principal.tenant_id == SHARED and principal.role != "operator":
-            raise Forbidden(operation, "only an operator writes into the shared namespace")
-
-    @staticmethod
-    def _metadata(record: Mapping[str, Any], stamps: Mapping[str, Any]) -> dict[str, Any]:
-        """The stored metadata: the record's own scalar fields (customMeta as one JSON string
-        under ``meta``, the hash inputs joined), then the server's stamps over everything."""
-        kept = {
-            key: value
-            for key, value in record.items()
-            if key not in ("content", "customMeta", "hashInputs", "schemaVersion", *_STAMPED)
-        }
-        kept["meta"] = json.dumps(record.get("customMeta") or {}, sort_keys=True, ensure_ascii=False)
-        kept["hashInputs"] = "+".join(record["hashInputs"])
-        return {**kept, **stamps}
-
-    def ingest(
-        self, principal: Principal, records: Sequence[Mapping[str, Any]], envelope: object = None, /
-    ) -> Ingested:
-        checked = self._principal(principal, "ingest")
-        ids, notes, _ = self._write("ingest", checked, records, envelope, None)
-        return Ingested(ids, notes)
-
-    def sync(
-        self,
-        principal: Principal,
-        repo_slug: str,
-        records: Sequence[Mapping[str, Any]],
-        envelope: object = None,
-        /,
-    ) -> Synced:
-        checked = self._principal(principal, "sync")
-        self._may_write(checked, "sync")
-        check_sync(repo_slug, records)
-        return Synced(*self._write("sync", checked, records, envelope, repo_slug))
-
-    def _escalated_now(self, principal: Principal, spoofed: int) -> bool:
-        key, now = (principal.tenant_id, principal.agent_identity), time.monotonic()
-        escalated = key in self._escalated
-        self._spoofs[key] = [t for t in self._spoofs.get(key, []) if t > now - WINDOW] + [now] * spoofed
-        if len(self._spoofs[key]) >= THRESHOLD:
-            self._escalated.add(key)
-        return escalated
 
     def _repo(self, tenant: str, repo: str) -> str:
         return f"tenant == {milvus_literal(tenant)} and repo == {milvus_literal(repo)}"

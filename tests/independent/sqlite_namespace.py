@@ -213,8 +213,70 @@ CREATE INDEX chunks_scope ON chunks (tenant, repo, path);
 """
 
 
+class NamespaceFacades:
+    """What the independent tenant-namespace backends do alike whatever their store: ``ask``
+    over ``query``, ``ingest`` and ``sync`` over the store's ``_write``, who writes into the
+    shared namespace, the metadata a row keeps, and escalation. A backend gives ``_principal``,
+    ``query``, ``_write`` and the ``_spoofs``/``_escalated`` fields."""
+
+    _spoofs: dict[tuple[str, str | None], list[float]]
+    _escalated: set[tuple[str, str | None]]
+
+    def ask(self, principal: Principal, question: str, n_results: int, /) -> Answer:
+        hits = self.query(principal, question, n_results, None)
+        return Answer("\n\n".join(hit.document for hit in hits if hit.document), tuple(hits))
+
+    @staticmethod
+    def _may_write(principal: Principal, operation: str) -> None:
+        if principal.tenant_id == SHARED and principal.role != "operator":
+            raise Forbidden(operation, "only an operator writes into the shared namespace")
+
+    @staticmethod
+    def _metadata(record: Mapping[str, Any], stamps: Mapping[str, Any]) -> dict[str, Any]:
+        """The stored metadata: the record's own scalar fields (customMeta as one JSON string
+        under ``meta``, the hash inputs joined), then the server's stamps over everything."""
+        kept = {
+            key: value
+            for key, value in record.items()
+            if key not in ("content", "customMeta", "hashInputs", "schemaVersion", *_STAMPED)
+        }
+        kept["meta"] = json.dumps(record.get("customMeta") or {}, sort_keys=True, ensure_ascii=False)
+        kept["hashInputs"] = "+".join(record["hashInputs"])
+        return {**kept, **stamps}
+
+    def ingest(
+        self, principal: Principal, records: Sequence[Mapping[str, Any]], envelope: object = None, /
+    ) -> Ingested:
+        checked = self._principal(principal, "ingest")
+        ids, notes, _ = self._write("ingest", checked, records, envelope, None)
+        return Ingested(ids, notes)
+
+    def sync(
+        self,
+        principal: Principal,
+        repo_slug: str,
+        records: Sequence[Mapping[str, Any]],
+        envelope: object = None,
+        /,
+    ) -> Synced:
+        checked = self._principal(principal, "sync")
+        self._may_write(checked, "sync")
+        check_sync(repo_slug, records)
+        return Synced(*self._write("sync", checked, records, envelope, repo_slug))
+
+    def _escalated_now(self, principal: Principal, spoofed: int) -> bool:
+        """Whether the principal was switched to reject before this write; then counts its
+        ``spoofed`` records (escalation: that many within the window switch it)."""
+        key, now = (principal.tenant_id, principal.agent_identity), time.monotonic()
+        escalated = key in self._escalated
+        self._spoofs[key] = [t for t in self._spoofs.get(key, []) if t > now - WINDOW] + [now] * spoofed
+        if len(self._spoofs[key]) >= THRESHOLD:
+            self._escalated.add(key)
+        return escalated
+
+
 @dataclass
-class SqliteNamespace:
+class SqliteNamespace(NamespaceFacades):
     """One backend: an in-memory SQLite database of its own."""
 
     spoof_mode: str = "overwrite"
@@ -329,59 +391,7 @@ class SqliteNamespace:
         with self._lock:
             return int(self._sql(f"SELECT COUNT(*) FROM chunks WHERE {scope}", scoped)[0][0])
 
-    def ask(self, principal: Principal, question: str, n_results: int, /) -> Answer:
-        hits = self.query(principal, question, n_results, None)
-        return Answer("\n\n".join(hit.document for hit in hits if hit.document), tuple(hits))
-
     # -- writes -----------------------------------------------------------------------------------
-
-    @staticmethod
-    def _may_write(principal: Principal, operation: str) -> None:
-        if principal.tenant_id == SHARED and principal.role != "operator":
-            raise Forbidden(operation, "only an operator writes into the shared namespace")
-
-    @staticmethod
-    def _metadata(record: Mapping[str, Any], stamps: Mapping[str, Any]) -> dict[str, Any]:
-        """The stored metadata: the record's own scalar fields (customMeta as one JSON string
-        under ``meta``, the hash inputs joined), then the server's stamps over everything."""
-        kept = {
-            key: value
-            for key, value in record.items()
-            if key not in ("content", "customMeta", "hashInputs", "schemaVersion", *_STAMPED)
-        }
-        kept["meta"] = json.dumps(record.get("customMeta") or {}, sort_keys=True, ensure_ascii=False)
-        kept["hashInputs"] = "+".join(record["hashInputs"])
-        return {**kept, **stamps}
-
-    def ingest(
-        self, principal: Principal, records: Sequence[Mapping[str, Any]], envelope: object = None, /
-    ) -> Ingested:
-        checked = self._principal(principal, "ingest")
-        ids, notes, _ = self._write("ingest", checked, records, envelope, None)
-        return Ingested(ids, notes)
-
-    def sync(
-        self,
-        principal: Principal,
-        repo_slug: str,
-        records: Sequence[Mapping[str, Any]],
-        envelope: object = None,
-        /,
-    ) -> Synced:
-        checked = self._principal(principal, "sync")
-        self._may_write(checked, "sync")
-        check_sync(repo_slug, records)
-        return Synced(*self._write("sync", checked, records, envelope, repo_slug))
-
-    def _escalated_now(self, principal: Principal, spoofed: int) -> bool:
-        """Whether the principal was switched to reject before this write; then counts its
-        ``spoofed`` records (escalation: that many within the window switch it)."""
-        key, now = (principal.tenant_id, principal.agent_identity), time.monotonic()
-        escalated = key in self._escalated
-        self._spoofs[key] = [t for t in self._spoofs.get(key, []) if t > now - WINDOW] + [now] * spoofed
-        if len(self._spoofs[key]) >= THRESHOLD:
-            self._escalated.add(key)
-        return escalated
 
     def _write(
         self,
