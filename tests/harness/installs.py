@@ -3,8 +3,11 @@ with its output shown when it fails, and a harness folder's Python script loaded
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import importlib.util
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -13,8 +16,19 @@ import pytest
 
 
 def run_install(script: Path, timeout: float, cwd: Path | None = None, arguments: Sequence[str] = ()) -> None:
-    """``bash script ARGUMENTS``; a failure or an overrun fails the test with the script's output."""
+    """``bash script ARGUMENTS``; a failure or an overrun fails the test with the script's output.
+
+    Two test workers may want one harness at once: an install starts by removing the virtual
+    environment it builds, so a second run of the same script with the same arguments waits for
+    the first (a lock file per script and arguments) and then finds everything in place."""
     label = " ".join([f"{script.parent.name}/{script.name}", *arguments])
+    key = hashlib.sha256("\0".join([str(script.resolve()), *arguments]).encode()).hexdigest()[:16]
+    with open(Path(tempfile.gettempdir()) / f"kbconform-install-{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _run_install(script, timeout, cwd, arguments, label)
+
+
+def _run_install(script: Path, timeout: float, cwd: Path | None, arguments: Sequence[str], label: str) -> None:
     try:
         done = subprocess.run(
             ["bash", str(script), *arguments],
