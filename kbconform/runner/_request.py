@@ -68,11 +68,24 @@ class RunRequest:
             raise RunError("give exactly one of an adapter, a harness command and a harness URL")
         if self.transport not in TRANSPORTS:
             raise RunError(f"the transport must be one of {', '.join(TRANSPORTS)}; got {self.transport!r}")
-        # Held as tuples: the record is frozen, and a caller's list may change after.
+        # Held as tuples: the record is frozen, and a caller's list may change after. A selection
+        # is held as the ids its patterns name, so a run is checked against what it ran.
         if self.select is not None:
-            object.__setattr__(self, "select", tuple(self.select))
+            object.__setattr__(self, "select", _selected(self.select))
         object.__setattr__(self, "extra", tuple(self.extra))
 
     def with_seed(self, seed: int) -> RunRequest:
         """This run at ``seed``."""
         return replace(self, seed=seed)
+
+
+def _selected(patterns: Sequence[str]) -> tuple[str, ...]:
+    """The catalogue ids ``patterns`` (ids or globs) name; RunError for one that names none."""
+    from kbconform.errors import ContractViolation
+    from kbconform.report import matching
+
+    try:
+        return tuple(matching(patterns))
+    except ContractViolation as error:
+        unmatched = ", ".join(problem.got for problem in error.problems)
+        raise RunError(f"{error.code}: not a test id or glob of the catalogue: {unmatched}") from None

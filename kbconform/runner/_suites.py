@@ -120,6 +120,8 @@ def run_suites(
         kept = tail(harness_log, HARNESS_LOG_LIMIT) if harness_log.exists() else ""
     if overran:
         problems.append(f"the run did not finish within its deadline of {deadline:g} s and was stopped")
+    elif not data and not problems:
+        problems.append(f"the run wrote no report (pytest exited {returncode})")
     if data:
         problems += soundness(
             data,

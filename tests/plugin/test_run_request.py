@@ -18,6 +18,8 @@ from kbconform.runner import DEFAULT_RUN_TIMEOUT, RunError, RunRequest, run_suit
         ({"adapter": "a:b", "transport": "carrier-pigeon"}, "the transport must be one of"),
         ({"adapter": "a:b", "select": []}, "at least one test id"),
         ({"adapter": "a:b", "run_timeout": 0}, "a positive number of seconds"),
+        ({"adapter": "a:b", "select": ["nope-01"]}, "KB_SELECTION_INVALID: .*'nope-01'"),
+        ({"adapter": "a:b", "select": ["delete-0[1-5]"]}, "KB_SELECTION_INVALID: .*'delete-0\\[1-5\\]'"),
     ],
 )
 def test_a_request_that_cannot_run_is_refused_when_made(fields: dict[str, object], problem: str) -> None:
@@ -37,6 +39,18 @@ def test_a_request_is_frozen_and_holds_what_it_was_given_as_tuples() -> None:
         request.seed = 3  # type: ignore[misc]
     assert request.with_seed(3) == dataclasses.replace(request, seed=3)
     assert request.seed is None
+
+
+def test_a_selection_is_held_as_the_catalogue_ids_its_globs_name() -> None:
+    """A glob names the ids it matches (``[`` of an id is literal), in the catalogue's order, each
+    once; an id is kept as given (control)."""
+    from kbconform.report import catalogue
+
+    ids = [str(entry["id"]) for entry in catalogue()]
+    request = RunRequest("a:b", select=["leak-01*", "leak-01[list]"])
+    assert request.select == tuple(stable for stable in ids if stable.startswith("leak-01"))
+    assert "leak-01[list]" in request.select
+    assert RunRequest("a:b", select=["leak-01[list]"]).select == ("leak-01[list]",)
 
 
 def test_run_suites_takes_a_request_or_its_fields_but_not_both() -> None:
@@ -63,3 +77,12 @@ def test_a_runs_hypothesis_storage_is_the_machines_cache_unless_the_caller_names
     assert environment()["HYPOTHESIS_STORAGE_DIRECTORY"] == str(tmp_path / "xdg" / "kbconform" / "hypothesis")
     monkeypatch.setenv("HYPOTHESIS_STORAGE_DIRECTORY", str(tmp_path / "mine"))
     assert environment()["HYPOTHESIS_STORAGE_DIRECTORY"] == str(tmp_path / "mine")
+
+
+def test_a_run_that_writes_no_report_says_so() -> None:
+    """A pytest process refusing its arguments writes no report: the outcome is an error with a
+    problem naming it, not an empty list a caller might read as sound."""
+    outcome = run_suites("tiny_adapter:make", transport="in-process", seed=0, extra=["--no-such-option"])
+    assert outcome.verdict == "error"
+    assert outcome.problems == (f"the run wrote no report (pytest exited {outcome.returncode})",)
+    assert outcome.returncode != 0
