@@ -23,12 +23,14 @@ def run_install(script: Path, timeout: float, cwd: Path | None = None, arguments
     the first (a lock file per script and arguments) and then finds everything in place."""
     label = " ".join([f"{script.parent.name}/{script.name}", *arguments])
     key = hashlib.sha256("\0".join([str(script.resolve()), *arguments]).encode()).hexdigest()[:16]
-    with open(Path(tempfile.gettempdir()) / f"kbconform-install-{key}.lock", "w") as lock:
+    with (Path(tempfile.gettempdir()) / f"kbconform-install-{key}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         _run_install(script, timeout, cwd, arguments, label)
 
 
-def _run_install(script: Path, timeout: float, cwd: Path | None, arguments: Sequence[str], label: str) -> None:
+def _run_install(
+    script: Path, timeout: float, cwd: Path | None, arguments: Sequence[str], label: str
+) -> None:
     try:
         done = subprocess.run(
             ["bash", str(script), *arguments],

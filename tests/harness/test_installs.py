@@ -20,7 +20,10 @@ echo "end $*" >> "$log"
 
 
 def _both(script: Path, first: list[str], second: list[str]) -> list[str]:
-    threads = [threading.Thread(target=run_install, args=(script, 30), kwargs={"arguments": a}) for a in (first, second)]
+    threads = [
+        threading.Thread(target=run_install, args=(script, 30), kwargs={"arguments": arguments})
+        for arguments in (first, second)
+    ]
     for thread in threads:
         thread.start()
         time.sleep(0.05)
