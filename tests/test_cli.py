@@ -99,6 +99,8 @@ def test_an_unparseable_line_is_an_error_with_its_line_number(
             "a --harness-url is HTTP already",
         ),
         (["run", "--harness-url", "http://127.0.0.1:9", "--adapter", "m:f"], "not two of them"),
+        (["run", "--only", "delete-0[1-5]"], "KB_SELECTION_INVALID"),
+        (["run", "--only", "delete-0[1-5]"], "[ is part of an id"),
     ],
 )
 def test_usage_errors_exit_two_with_a_message(

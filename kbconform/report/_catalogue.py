@@ -91,6 +91,10 @@ def expected(
     ]
 
 
+#: What a selection pattern must be.
+GLOB_HELP = "a test id or glob of the catalogue (* and ? are wildcards; [ is part of an id: leak-01[list])"
+
+
 def matching(patterns: Iterable[str]) -> list[str]:
     """The catalogue ids each of ``patterns`` names: an id exactly, or a glob pattern
     (``leak-*``, ``iso-0?[get]``: ``[`` of an id is literal). ContractViolation
@@ -111,7 +115,7 @@ def matching(patterns: Iterable[str]) -> list[str]:
         raise ContractViolation(
             contract="selection",
             problems=tuple(
-                Problem("", "only", "a test id or glob of the catalogue", repr(p)) for p in unmatched
+                Problem("", "only", GLOB_HELP, repr(p)) for p in unmatched
             ),
             code="KB_SELECTION_INVALID",
         )
