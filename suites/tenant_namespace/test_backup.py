@@ -21,6 +21,36 @@ def _canonical(records: Any) -> list[bytes]:
     return sorted(rfc8785.dumps(dict(r)) for r in records)
 
 
+def _same(got: Any, want: Any, what: str) -> None:
+    """Fails with ``what`` and the first difference when ``got`` and ``want`` (backup records)
+    are not the same canonical bytes. Compared before asserting, so no diff of hundreds of
+    records is built for the message."""
+    if _canonical(got) == _canonical(want):
+        return
+    mine = {str(r["id"]): r for r in got}
+    theirs = {str(r["id"]): r for r in want}
+    if sorted(mine) != sorted(theirs) or len(mine) != len(list(got)):
+        missing, extra = sorted(set(theirs) - set(mine)), sorted(set(mine) - set(theirs))
+        came = f"{len(list(got))} records came back for {len(list(want))}"
+        pytest.fail(f"{what}: {came} (missing {missing[:3]}, new {extra[:3]})")
+    stable = next(i for i in sorted(theirs) if rfc8785.dumps(dict(mine[i])) != rfc8785.dumps(dict(theirs[i])))
+    where, was, now = _difference(dict(theirs[stable]), dict(mine[stable]), "")
+    pytest.fail(f"{what}: {stable}{where} was {was!r:.80} and came back as {now!r:.80}")
+
+
+def _difference(want: Any, got: Any, where: str) -> tuple[str, Any, Any]:
+    """The path of the first place ``got`` differs from ``want`` in canonical JSON, and both values there."""
+    if isinstance(want, dict) and isinstance(got, dict):
+        for key in sorted(set(want) | set(got)):
+            if rfc8785.dumps(want.get(key)) != rfc8785.dumps(got.get(key)):
+                return _difference(want.get(key), got.get(key), f"{where}.{key}")
+    if isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
+        for index, (one, other) in enumerate(zip(want, got, strict=True)):
+            if rfc8785.dumps(one) != rfc8785.dumps(other):
+                return _difference(one, other, f"{where}[{index}]")
+    return where, want, got
+
+
 def _float32_bits(records: Any) -> dict[str, bytes]:
     return {r["id"]: struct.pack(f"<{len(r['embedding'])}f", *r["embedding"]) for r in records}
 
@@ -45,12 +75,13 @@ def test_export_restore_export_is_byte_identical(
     assert list(fresh.export(operator)) == [], "a fresh backend is not empty"
     assert fresh.restore(operator, exported) == len(exported)
     again = list(fresh.export(operator))
-    assert _canonical(again) == _canonical(exported)
-    assert _float32_bits(again) == _float32_bits(exported)
+    _same(again, exported, "export, restore, export changed a record")
+    same_bits = _float32_bits(again) == _float32_bits(exported)
+    assert same_bits, "export, restore, export changed an embedding's float32 bits"
     made_up = [{**r, "embedding": [_float32(rng.uniform(-1, 1)) for _ in r["embedding"]]} for r in exported]
     other = kbconform_open()
     other.restore(operator, made_up)
-    assert _canonical(other.export(operator)) == _canonical(made_up), "restore or export changed embeddings"
+    _same(list(other.export(operator)), made_up, "restore or export changed embeddings")
 
 
 @pytest.mark.kbconform(id="backup-02", rule="backup.md#export", guide="exportprincipal", level="L3")
