@@ -1,6 +1,7 @@
 """How many backend calls each test of a suite makes, and the CPU it takes, in one process.
 
-    python benchmarks/suite_calls.py [--adapter MODULE:FACTORY] [--json PATH] [PYTEST ARGS ...]
+    python benchmarks/suite_calls.py [--adapter MODULE:FACTORY] [--json PATH]
+        [--export-without-documents] [PYTEST ARGS ...]
 
 Runs the suites (default: ``suites/tenant_namespace/test_atomicity.py``) with pytest in this
 process against the adapter (default: the in-memory reference), every backend it opens counted,
@@ -23,6 +24,9 @@ from kbconform.adapter import load_adapter
 
 ROOT = Path(__file__).resolve().parent.parent
 CALLS = {"n": 0}
+#: With ``--export-without-documents``: the adapter's export carries no document (as Neo's
+#: does, which keeps a chunk's text in its metadata), its lists and gets still show it.
+DOCUMENTLESS = {"export": False}
 
 
 class _Counted:
@@ -38,6 +42,8 @@ class _Counted:
 
         def counted(*args: Any, **kwargs: Any) -> Any:
             CALLS["n"] += 1
+            if name == "export" and DOCUMENTLESS["export"]:
+                return [{**dict(row), "document": None} for row in value(*args, **kwargs)]
             return value(*args, **kwargs)
 
         return counted
@@ -89,8 +95,10 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--adapter", default=ADAPTER[0])
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--export-without-documents", action="store_true")
     args, rest = parser.parse_known_args(argv)
     ADAPTER[0] = args.adapter
+    DOCUMENTLESS["export"] = args.export_without_documents
     sys.modules.setdefault("suite_calls", sys.modules[__name__])
     recorder = _PerTest()
     suites = rest or [str(ROOT / "suites" / "tenant_namespace" / "test_atomicity.py")]

@@ -71,8 +71,9 @@ def _canonical(value: Any) -> Any:
     return bytes(rfc8785.dumps(value))
 
 
-def _listed(backend: Any, principal: Any) -> dict[str, Any]:
-    """Every chunk ``principal`` lists, page by page, as id -> canonical (document, metadata)."""
+def _listed(backend: Any, principal: Any, shown: dict[str, Any]) -> dict[str, Any]:
+    """Every chunk ``principal`` lists, page by page, as id -> canonical (document, metadata);
+    the document of each id first shown is kept in ``shown``."""
     found: dict[str, Any] = {}
     offset = 0
     while True:
@@ -80,6 +81,7 @@ def _listed(backend: Any, principal: Any) -> dict[str, Any]:
         for hit in page:
             assert hit.id not in found, f"list returned {hit.id} on two pages"
             found[hit.id] = _canonical([hit.document, dict(hit.metadata)])
+            shown.setdefault(hit.id, hit.document)
         if len(page) < _PAGE:
             return found
         offset += len(page)
@@ -107,7 +109,10 @@ class View:
 
     def __init__(self, run: Run, backend: Any, principals: Principals, ids: dict[str, Any]) -> None:
         """``ids``: every id to get, with the principal that owns it."""
-        self.lists = {p.tenant_id: _listed(backend, p) for p in _readers(principals)}
+        #: The document list or get first showed for each id (:meth:`known` reads a row's
+        #: document here when the export carries none).
+        self.shown: dict[str, Any] = {}
+        self.lists = {p.tenant_id: _listed(backend, p, self.shown) for p in _readers(principals)}
         self.counts = (
             {p.tenant_id: backend.count(p) for p in _readers(principals)}
             if "count" in run.manifest.read_facades
@@ -121,6 +126,7 @@ class View:
                 self.gets[chunk_id] = None
             else:
                 self.gets[chunk_id] = _canonical([hit.id, hit.document, dict(hit.metadata)])
+                self.shown.setdefault(chunk_id, hit.document)
         self.exported = {str(r["id"]): dict(r) for r in backend.export(principals.operator)}
         self.export = {i: _canonical(r) for i, r in self.exported.items()}
 
@@ -131,20 +137,31 @@ class View:
         row listed, counted and got as the control's was, with its own stamps (``ids``: the ids
         to get). None when that cannot be told: its export holds other ids, or rows that differ
         from the control's in more than ``ingestedAt``, or the control's lists and gets do not
-        show its rows as its export does (then the suite reads the backend)."""
+        show its rows as its export does (then the suite reads the backend). An export that
+        carries no document (a backend that keeps the text elsewhere) leaves each row's document
+        the one the control's lists and gets showed, the same in every read of it."""
         own = {str(r["id"]): dict(r) for r in rows}
         if set(own) != set(control.exported) or not set(ids) <= set(control.gets):
             return None
         if not control.shows_export or any(_unstamped(row) != control.unstamped[i] for i, row in own.items()):
             return None
+        read = {i: control.as_read(i, row) for i, row in own.items()}
         view = cls.__new__(cls)
+        view.shown = dict(control.shown)
         view.lists = {
-            tenant: {i: _listing(own[i]) for i in listed} for tenant, listed in control.lists.items()
+            tenant: {i: _listing(read[i]) for i in listed} for tenant, listed in control.lists.items()
         }
         view.counts = dict(control.counts)
-        view.gets = {i: None if control.gets[i] is None else _got(i, own[i]) for i in ids}
+        view.gets = {i: None if control.gets[i] is None else _got(i, read[i]) for i in ids}
         view.exported, view.export = own, {i: _canonical(r) for i, r in own.items()}
         return view
+
+    def as_read(self, chunk_id: str, row: dict[str, Any]) -> dict[str, Any]:
+        """An exported row as list and get read it: with the document they showed for its id
+        when the export carries none."""
+        if row.get("document") is None and self.shown.get(chunk_id) is not None:
+            return {**row, "document": self.shown[chunk_id]}
+        return row
 
     @functools.cached_property
     def unstamped(self) -> dict[str, Any]:
@@ -153,12 +170,14 @@ class View:
 
     @functools.cached_property
     def shows_export(self) -> bool:
-        """Whether list and get show each row as the export does."""
+        """Whether list and get show each row as the export does (its document, where the export
+        carries none, the same in every list and get: :meth:`as_read`)."""
+        read = {i: self.as_read(i, row) for i, row in self.exported.items()}
         return all(
-            i in self.exported and entry == _listing(self.exported[i])
+            i in read and entry == _listing(read[i])
             for listed in self.lists.values()
             for i, entry in listed.items()
-        ) and all(hit is None or hit == _got(i, self.exported[i]) for i, hit in self.gets.items())
+        ) and all(hit is None or hit == _got(i, read[i]) for i, hit in self.gets.items())
 
     def differences(self, other: View) -> list[str]:
         """What reads differently in ``other``, named (empty when everything reads alike)."""
