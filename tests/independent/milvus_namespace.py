@@ -467,9 +467,14 @@ class MilvusNamespace(NamespaceFacades):
                 doomed |= {
                     r["id"] for r in rows if r["path"] not in keep and (repo, r["path"]) not in written
                 }
-            for repo, path in sorted(targets - written):  # each pair exactly, never a cross product
-                where = f"{self._repo(checked.tenant_id, repo)} and path == {milvus_literal(path)}"
-                doomed |= {r["id"] for r in self._select(where)}
+            by_repo: dict[str, builtins.list[str]] = {}
+            for repo, path in sorted(targets - written):
+                by_repo.setdefault(repo, []).append(path)
+            for repo, paths in by_repo.items():  # one repository per filter: each pair exactly
+                for start in range(0, len(paths), BATCH):  # a batch of paths per round trip
+                    part = _literals(paths[start : start + BATCH])
+                    where = f"{self._repo(checked.tenant_id, repo)} and path in {part}"
+                    doomed |= {r["id"] for r in self._select(where)}
             ordered = sorted(doomed)
             self._atomic(ordered, lambda: self._delete(ordered))
         return Deleted(tuple(ordered))
