@@ -177,3 +177,25 @@ def test_every_shared_test_links_to_its_profiles_own_rule_and_only_programs_to_t
     assert _whole_sections([{**section, "rule": "memory-scope.md#the-rules"}], specs) == {
         "iso-01[search-memories]"
     }
+
+
+def _prefixes(tests: list[dict[str, object]]) -> dict[str, set[str]]:
+    """Each suite's test id prefixes (``sync`` of ``sync-01[...]``)."""
+    found: dict[str, set[str]] = {}
+    for entry in tests:
+        found.setdefault(str(entry["suite"]), set()).add(str(entry["id"]).split("[")[0].rsplit("-", 1)[0])
+    return found
+
+
+def test_each_suite_is_one_family_of_test_ids() -> None:
+    """A suite's name says what its tests check: each suite holds one id family (``sync-*`` is
+    the sync suite, never a part of maintenance), and no family spans two suites; a sync test
+    filed under maintenance is found (control)."""
+    tests = [dict(test) for test in reports.catalogue()]
+    prefixes = _prefixes(tests)
+    assert {suite: found for suite, found in prefixes.items() if len(found) != 1} == {}
+    owners = [prefix for found in prefixes.values() for prefix in found]
+    assert len(owners) == len(set(owners))
+    assert prefixes["sync"] == {"sync"}
+    misfiled = [{**test, "suite": "maintenance"} if test["id"] == "sync-01" else test for test in tests]
+    assert _prefixes(misfiled)["maintenance"] == {"maint", "sync"}
