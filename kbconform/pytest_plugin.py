@@ -52,7 +52,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "kbconform(id, level, requires=None, rule=None, guide=None): a conformance suite test with a "
         "stable id, its level (L0-L4), the capability (or tuple of capabilities) it needs, the rule "
         "it checks (a spec section, DOC.md#anchor) and the adapter guide's section saying what it "
-        "asks (an anchor); rule and guide may map profile names to values",
+        "asks (an anchor); rule and guide may map profile names to values, or to functions of the "
+        "test's stable id (a profile's own rule per test)",
     )
     _options.start(config)
 

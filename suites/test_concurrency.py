@@ -73,7 +73,7 @@ def _assert_each_caller_answered_as_itself(
 
 @pytest.mark.kbconform(
     id="conc-01",
-    rule="concurrency.md#the-rules",
+    rule="concurrency.md#c1",
     guide="callers-at-once",
     level="L2",
     requires="concurrency",
@@ -91,7 +91,7 @@ def test_readers_at_once_each_read_exactly_their_own_scope(
 
 @pytest.mark.kbconform(
     id="conc-02",
-    rule="concurrency.md#the-rules",
+    rule="concurrency.md#c2",
     guide="callers-at-once",
     level="L2",
     requires="concurrency",
@@ -109,7 +109,7 @@ def test_callers_with_no_identity_among_readers_are_refused_as_themselves(
 
 @pytest.mark.kbconform(
     id="conc-03",
-    rule="concurrency.md#writes-at-once",
+    rule="concurrency.md#c4",
     guide="callers-at-once",
     level="L2",
     requires="concurrency",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -136,3 +137,65 @@ def test_every_test_names_the_spec_section_of_its_rule_and_the_guide_section_tha
         )
         == 2
     )
+
+
+#: The tests that link to a profile's rules section though each of its rules has an anchor: each
+#: is a program of calls (or a state machine) held to the policy model, so to every rule, after
+#: each step (the catalogue's description says so).
+PROGRAMS = frozenset({"mem-11", "mem-12", "grant-13", "grant-14", "pool-08", "pool-09"})
+
+
+def _whole_sections(tests: list[dict[str, object]], specs: dict[str, str]) -> set[str]:
+    """The tests that link to a section of a spec document whose rules have anchors of their own
+    (``<a id="m1"></a>``), not to one of those anchors."""
+    own = {name: set(re.findall(r'<a id="([\w-]+)"></a>', text)) for name, text in specs.items()}
+    found = set()
+    for entry in tests:
+        document, _, anchor = str(entry.get("rule", "")).partition("#")
+        if own.get(document) and anchor not in own[document]:
+            found.add(str(entry["id"]))
+    return found
+
+
+def test_every_shared_test_links_to_its_profiles_own_rule_and_only_programs_to_the_rules() -> None:
+    """Each test of a profile whose spec gives each rule an anchor links to one of those anchors
+    (a shared test such as iso-01 to its profile's own rule: ``Profile.rules``), but a program over
+    every rule (:data:`PROGRAMS`), which links to the rules section; the catalogue's description
+    says so. A shared test linking to the rules section is found (control)."""
+    specs = {path.name: path.read_text(encoding="utf-8") for path in data_dir("schemas").glob("*.md")}
+    tests = [dict(test) for test in reports.catalogue()]
+    assert {test.split("[")[0] for test in _whole_sections(tests, specs)} == PROGRAMS
+    assert (
+        "a program of calls held to every rule"
+        in json.loads(SHIPPED.read_text(encoding="utf-8"))["description"]
+    )
+    shared = {test["id"]: test["rule"] for test in tests if test["id"].startswith("iso-")}
+    assert shared["iso-01[search-memories]"] == "memory-scope.md#m3"
+    assert shared["iso-02[search-kbs]"] == "kb-grant.md#g2"
+    assert shared["iso-01[get-records]"] != shared["iso-01[list-collections]"]  # S3 and S5
+    section = next(test for test in tests if test["id"] == "iso-01[search-memories]")
+    assert _whole_sections([{**section, "rule": "memory-scope.md#the-rules"}], specs) == {
+        "iso-01[search-memories]"
+    }
+
+
+def _prefixes(tests: list[dict[str, object]]) -> dict[str, set[str]]:
+    """Each suite's test id prefixes (``sync`` of ``sync-01[...]``)."""
+    found: dict[str, set[str]] = {}
+    for entry in tests:
+        found.setdefault(str(entry["suite"]), set()).add(str(entry["id"]).split("[")[0].rsplit("-", 1)[0])
+    return found
+
+
+def test_each_suite_is_one_family_of_test_ids() -> None:
+    """A suite's name says what its tests check: each suite holds one id family (``sync-*`` is
+    the sync suite, never a part of maintenance), and no family spans two suites; a sync test
+    filed under maintenance is found (control)."""
+    tests = [dict(test) for test in reports.catalogue()]
+    prefixes = _prefixes(tests)
+    assert {suite: found for suite, found in prefixes.items() if len(found) != 1} == {}
+    owners = [prefix for found in prefixes.values() for prefix in found]
+    assert len(owners) == len(set(owners))
+    assert prefixes["sync"] == {"sync"}
+    misfiled = [{**test, "suite": "maintenance"} if test["id"] == "sync-01" else test for test in tests]
+    assert _prefixes(misfiled)["maintenance"] == {"maint", "sync"}

@@ -281,6 +281,13 @@ that a test reached, once, with how many tests ended there. Fill them in one at 
   system lacks must not be added here: the verdict is about your system.
 - **stdout is the protocol.** Write logs to stderr; kbconform keeps them beside the report
   (`--report`), as the harness log.
+- **Store faults** (feature `fault-injection`, without which L2 and above are not earned): `open`
+  gets `faults: true`; give the harness a `fault(backend, plan)` that sets the plan and returns
+  how often the switch was consulted under the plan before, and consult it before each store
+  call your system makes (wrap its database object): `{"pass": k, "fail": n}` lets k calls
+  through and fails the n after them (`fail` null: every later one), as your system's store
+  would fail. `harnesses/mem0/harness.py` in kbconform (`FaultSwitch`, `SwitchedStore`) is a
+  whole one.
 
 | operation | state |
 |---|---|

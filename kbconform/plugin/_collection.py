@@ -182,6 +182,8 @@ def entry_of(item: pytest.Item, mark: pytest.Mark) -> dict[str, Any]:
     for key in ("rule", "guide"):  # one value, or one per profile (a test of several profiles)
         declared = mark.kwargs.get(key)
         value = declared.get(name) if isinstance(declared, dict) else declared
+        if callable(value):  # a profile's own per test: a function of the stable id
+            value = value(entry["id"])
         if value:
             entry[key] = str(value)
     from kbconform._capabilities import AXES

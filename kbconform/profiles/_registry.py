@@ -215,9 +215,12 @@ class Profile:
     of this profile asks (shown after a run). ``skeleton`` is what a new backend's manifest
     declares for this profile beside its ``manifestVersion``, ``adapter`` and ``backend`` (every
     optional feature declined, with a reason): the scaffolds (``kbconform new-adapter``,
-    ``kbconform new-harness``) write it. ``rule`` and ``guide`` are the spec section
+    ``kbconform new-harness``) write it. ``rule`` and ``guide`` are the profile's rules section
     (``DOC.md#anchor``) and the adapter guide's section the shared suite's tests (iso-01 to
-    iso-03) name for this profile (None: they name none).
+    iso-03) name for this profile (None: they name none); ``rules`` names the profile's own rule
+    of each shared test, by its id (``iso-01``) or, where its facades check different rules, its
+    stable id (``iso-01[get-records]``): :meth:`rule_of` reads it, ``rule`` for a test it does not
+    name.
     """
 
     name: str
@@ -234,6 +237,12 @@ class Profile:
     skeleton: Mapping[str, Any] = field(default_factory=dict)
     rule: str | None = None
     guide: str | None = None
+    rules: Mapping[str, str] = field(default_factory=dict)
+
+    def rule_of(self, test: str) -> str | None:
+        """The spec anchor of the rule the shared test ``test`` (a stable id) checks for this
+        profile: its stable id's entry in ``rules``, else its id's, else ``rule``."""
+        return self.rules.get(test, self.rules.get(test.split("[", 1)[0], self.rule))
 
     def declared(self, manifest: Mapping[str, Any]) -> tuple[Declared, ...]:
         """The design choices ``manifest`` declares, each with its price: the profile's

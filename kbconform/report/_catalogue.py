@@ -58,9 +58,10 @@ def catalogue_from(*reports: Mapping[str, Any]) -> dict[str, Any]:
         "description": "Every stable test id of the kbconform suites, with its suite, level, the "
         "capabilities it requires, the read facade or spoof mode it runs in, its isolation "
         "profile (tenant-namespace when absent), the rule it checks (a section of a spec document "
-        "in schemas/) and the section of docs/adapter-guide.md that says what it asks. A run must "
-        "report each entry its manifest and level select; testListHash is sha256 of the RFC 8785 "
-        "form of the tests array.",
+        "in schemas/: the rule's own anchor where the document gives each rule one, its rules "
+        "section for a program of calls held to every rule after each step) and the section of "
+        "docs/adapter-guide.md that says what it asks. A run must report each entry its manifest "
+        "and level select; testListHash is sha256 of the RFC 8785 form of the tests array.",
         "tests": sorted(tests.values(), key=lambda test: test["id"]),
     }
 

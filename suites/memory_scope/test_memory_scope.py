@@ -385,9 +385,7 @@ def test_an_updates_metadata_never_moves_a_memory(kbconform_run: Run, kbconform_
     assert d.check()
 
 
-@pytest.mark.kbconform(
-    id="mem-09", rule="memory-scope.md#operations-the-profiles-facades", guide=GUIDE, level="L0"
-)
+@pytest.mark.kbconform(id="mem-09", rule="memory-scope.md#m13", guide=GUIDE, level="L0")
 def test_malformed_calls_are_refused_as_memory_invalid_and_change_nothing(
     kbconform_run: Run, kbconform_backend: Any
 ) -> None:

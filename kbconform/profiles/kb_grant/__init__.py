@@ -24,6 +24,11 @@ PROFILE = Profile(
     name="kb-grant",
     rule="kb-grant.md#the-rules",
     guide="the-kb-grant-profile",
+    rules={
+        "iso-01": "kb-grant.md#g1",
+        "iso-02": "kb-grant.md#g2",
+        "iso-03": "kb-grant.md#g3",
+    },
     capabilities=("fault-injection", "multi-store", "multi-model"),
     declines=_declines,
     operations=(

@@ -76,6 +76,11 @@ PROFILE = Profile(
     name="memory-scope",
     rule="memory-scope.md#the-rules",
     guide="the-memory-scope-profile",
+    rules={
+        "iso-01": "memory-scope.md#m3",
+        "iso-02": "memory-scope.md#m1",
+        "iso-03": "memory-scope.md#m10",
+    },
     capabilities=("fault-injection", "get", "update", "update-metadata", "delete", "delete-all", "filter"),
     operations=(
         "addMemory",

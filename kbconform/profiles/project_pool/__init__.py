@@ -9,6 +9,11 @@ PROFILE = Profile(
     name="project-pool",
     rule="project-pool.md#scope-the-rules",
     guide="the-project-pool-profile",
+    rules={
+        "iso-01": "project-pool.md#p4",
+        "iso-02": "project-pool.md#p11",
+        "iso-03": "project-pool.md#p12",
+    },
     capabilities=("fault-injection",),
     operations=(
         "createProject",

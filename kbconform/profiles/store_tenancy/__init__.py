@@ -24,6 +24,12 @@ PROFILE = Profile(
     name="store-tenancy",
     rule="store-tenancy.md#the-rules",
     guide="the-store-tenancy-profile",
+    rules={
+        "iso-01[get-records]": "store-tenancy.md#s3",
+        "iso-01[list-collections]": "store-tenancy.md#s5",
+        "iso-02": "store-tenancy.md#s1",
+        "iso-03": "store-tenancy.md#s9",
+    },
     capabilities=("fault-injection", "fork"),
     operations=(
         "provisionStore",

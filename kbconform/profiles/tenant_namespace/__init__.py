@@ -71,6 +71,9 @@ PROFILE = Profile(
     name="tenant-namespace",
     rule="read-filter.md#fail-closed",
     guide="every-facade",
+    rules={
+        "iso-01": "read-filter.md#the-filter",
+    },
     capabilities=(
         "client-where",
         "revision-boundary",

@@ -213,3 +213,22 @@ def _read_back(backend: Backend, principals: Principals, model: Canaries) -> Non
         assert (hit.id, hit.document) == (canary.id, canary.record["content"]), (
             f"the seeded chunk {canary.id} does not read back as written"
         )
+
+
+#: The repository the sync and maintenance suites write, and repositories a careless comparison
+#: takes for it (a prefix, a longer name, a child and a parent path; schemas/maintenance.md).
+SYNC_REPO = "app"
+SYNC_TWINS = ("ap", "app-old", "app/docs", "docs/app")
+
+
+def sync_world(backend: Backend, principals: Principals) -> None:
+    """The world the sync and maintenance suites start from: acme holds docs/a.md, docs/b.md
+    and docs/c.md in ``app`` and docs/b.md in every twin; beta and the shared namespace's writer
+    hold docs/b.md in ``app``."""
+    acme = principals.acme
+    backend.ingest(acme, [record(f"docs/{n}.md", f"acme {n}", tenant="acme") for n in "abc"])
+    for twin in SYNC_TWINS:
+        backend.ingest(acme, [record("docs/b.md", f"acme b of {twin}", tenant="acme", repo=twin)])
+    for other in (principals.beta, principals.shared_writer):
+        if other is not None:
+            backend.ingest(other, [record("docs/b.md", f"{other.tenant_id} b", tenant=other.tenant_id)])
