@@ -79,7 +79,7 @@ def test_every_profile_gives_a_valid_skeleton_manifest_declining_every_optional_
 ) -> None:
     """The manifest a scaffold writes is valid for its profile and names every optional feature
     its branch of adapter-manifest-v1 names, none left out to be declined silently: each declined
-    with a placeholder reason, which ``placeholders`` finds until the author replaces it (the
+    with a placeholder reason (callers at once too, as a placeholder ``serial``), which ``placeholders`` finds until the author replaces it (the
     control: a real reason is not a placeholder)."""
     texts = _harness_scaffold.files("x_h", "python", profile_name, "0")
     manifest = json.loads(texts["x_h.manifest.json"])
@@ -88,11 +88,14 @@ def test_every_profile_gives_a_valid_skeleton_manifest_declining_every_optional_
     named = (manifest_branch(profile_name) or {})["features"]["properties"]
     assert sorted(manifest["features"]) == sorted(named)
     assert all(reason.startswith(PLACEHOLDER) for reason in manifest["features"].values())
-    assert placeholders(manifest) == tuple(sorted(named))
+    assert manifest["concurrency"]["serial"].startswith(PLACEHOLDER)
+    assert placeholders(manifest) == tuple(sorted([*named, "concurrency"]))
     first = next(iter(named))
     replaced = {**manifest, "features": {**manifest["features"], first: "the store has no such switch"}}
     assert first not in placeholders(replaced)
-    assert len(placeholders(replaced)) == len(named) - 1
+    assert len(placeholders(replaced)) == len(named)
+    assert "concurrency" not in placeholders({**manifest, "concurrency": "threads"})
+    assert "concurrency" not in placeholders({**manifest, "concurrency": {"serial": "one event loop"}})
 
 
 def test_new_harness_never_overwrites_and_refuses_a_name_it_cannot_use(

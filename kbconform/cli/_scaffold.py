@@ -86,10 +86,17 @@ def _found(name: str) -> bool:
         return True
 
 
+#: The placeholder's text for callers at once, until the author declares them.
+CONCURRENCY_UNSAID = (
+    'not declared yet: "threads" when it serves callers at once, as most servers do (schemas/concurrency.md)'
+)
+
+
 def skeleton_manifest(profile_name: str, adapter: str, backend: str) -> dict[str, Any]:
     """A new backend's manifest for the profile ``profile_name``: valid, every optional feature
     its branch of adapter-manifest-v1 names declined with a placeholder reason the author
-    replaces (the profile's ``skeleton`` gives the reason, else the feature's description);
+    replaces (the profile's ``skeleton`` gives the reason, else the feature's description), and
+    callers at once likewise (``{"serial": placeholder}``, until it says ``"threads"`` or why not);
     LookupError for a profile that is not registered or has no skeleton."""
     from kbconform.contract import manifest_branch
     from kbconform.profiles import PLACEHOLDER, profile
@@ -105,6 +112,8 @@ def skeleton_manifest(profile_name: str, adapter: str, backend: str) -> dict[str
         + (given.get(feature) or f"not offered yet ({named[feature].get('description', feature)})")
         for feature in (*given, *(feature for feature in named if feature not in given))
     }
+    if "concurrency" in branch and "concurrency" not in skeleton:
+        skeleton["concurrency"] = {"serial": PLACEHOLDER + CONCURRENCY_UNSAID}
     return {
         "manifestVersion": "1",
         "adapter": {"name": adapter, "version": "0.1.0"},

@@ -138,12 +138,20 @@ PLACEHOLDER = "PLACEHOLDER (offer it, or replace this with the real reason): "
 
 
 def placeholders(manifest: Mapping[str, Any]) -> tuple[str, ...]:
-    """The optional features ``manifest`` still declines with a scaffold's placeholder reason."""
+    """The optional features ``manifest`` still declines with a scaffold's placeholder reason,
+    and ``concurrency`` while its ``{"serial": REASON}`` is one."""
+    declared = manifest.get("concurrency")
+    serial = declared.get("serial") if isinstance(declared, Mapping) else None
     return tuple(
         sorted(
-            feature
-            for feature, value in manifest.get("features", {}).items()
-            if isinstance(value, str) and value.startswith(PLACEHOLDER)
+            [
+                *(
+                    feature
+                    for feature, value in manifest.get("features", {}).items()
+                    if isinstance(value, str) and value.startswith(PLACEHOLDER)
+                ),
+                *(["concurrency"] if isinstance(serial, str) and serial.startswith(PLACEHOLDER) else []),
+            ]
         )
     )
 
