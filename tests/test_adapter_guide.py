@@ -11,6 +11,7 @@ doc). Each check has a control: the same checker on a guide with one thing broke
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -76,6 +77,7 @@ def _codes_in_source() -> frozenset[str]:
     return frozenset(found)
 
 
+@functools.cache  # the kit's sources parsed once a run, not once a test
 def facts() -> Facts:
     catalogue = json.loads((ROOT / "suites" / "catalogue.json").read_text(encoding="utf-8"))["tests"]
     return Facts(

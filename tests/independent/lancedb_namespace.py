@@ -56,6 +56,7 @@ from kbconform.errors import (
     Unauthenticated,
 )
 from kbconform.identity import Principal, chunk_id
+from kbconform_reference.servers import scratch_dir
 from tests.independent.sqlite_namespace import (
     DIMENSIONS,
     SHARED,
@@ -186,7 +187,8 @@ class LanceNamespace(NamespaceFacades):
     _writes: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
-        self._dir = tempfile.mkdtemp(prefix="kbconform-lancedb-")
+        # on a memory file system where there is one: each commit's fsync then costs no disk flush
+        self._dir = tempfile.mkdtemp(prefix="kbconform-lancedb-", dir=scratch_dir())
         self._table = lancedb.connect(self._dir).create_table("chunks", schema=SCHEMA)
 
     def close(self) -> None:

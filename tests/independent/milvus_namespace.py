@@ -60,6 +60,7 @@ from kbconform.errors import (
     Unauthenticated,
 )
 from kbconform.identity import Principal, chunk_id
+from kbconform_reference.servers import scratch_dir
 from tests.independent.sqlite_namespace import (
     DIMENSIONS,
     SHARED,
@@ -158,7 +159,8 @@ class Store:
     backend of an adapter, each backend a collection of its own."""
 
     def __init__(self) -> None:
-        self._dir = tempfile.mkdtemp(prefix="kbconform-milvus-")
+        # on a memory file system where there is one: each flush then costs no disk write
+        self._dir = tempfile.mkdtemp(prefix="kbconform-milvus-", dir=scratch_dir())
         self.client = MilvusClient(f"{self._dir}/kb.db")
         self._names = itertools.count()
 
