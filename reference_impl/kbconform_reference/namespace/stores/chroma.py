@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import os
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,7 @@ import numpy.typing as npt
 
 from kbconform.errors import BackendUnavailable
 from kbconform_reference._vectors import Match, Metadata, Rows, query_rows
-from kbconform_reference.namespace.stores._protocol import Where, upserted_vectors
+from kbconform_reference.namespace.stores._protocol import STORED_KEYS, Where, upserted_vectors
 
 _NO_TELEMETRY: dict[str, Any] = {"anonymized_telemetry": False}
 _PAGE = 5000  # rows per call: under SQLite's variable limit and Chroma's maximum batch size
@@ -91,13 +91,15 @@ class ChromaStore:
         self._close = close
 
     @classmethod
-    def ephemeral(cls, name: str | None = None) -> ChromaStore:
+    def ephemeral(cls, name: str | None = None, *, client: Any = None) -> ChromaStore:
         """An in-process, in-memory collection (ephemeral clients in one process share data: the
-        name defaults to a fresh one)."""
+        name defaults to a fresh one), through ``client`` (:func:`embedded_client`) or a new
+        one. Building a client builds chromadb's settings again, which read the environment
+        (about 10 ms, eight times opening and dropping a collection through a kept client:
+        ``benchmarks/chroma_server.py``)."""
         import chromadb
-        from chromadb.config import Settings
 
-        client = chromadb.EphemeralClient(settings=Settings(**_NO_TELEMETRY))
+        client = embedded_client() if client is None else client
         return cls(
             _collection(client, name), f"chroma-embedded {chromadb.__version__}", max_batch=_max_batch(client)
         )
@@ -152,8 +154,12 @@ class ChromaStore:
             end = start + self.max_batch
             page = list(ids[start:end])
             # Chroma merges an upsert's metadata into the stored one: a key the new metadata
-            # lacks would survive (a stale originAgentIdentity). A None value removes it.
-            stale = {i: set(m) for i, m in zip(*self._stored_keys(page), strict=True)}
+            # lacks would survive (a stale originAgentIdentity). A None value removes it. The
+            # stored keys are the writer's (``STORED_KEYS``: its undo log), else read here.
+            known = STORED_KEYS.get()
+            stale: Mapping[str, Set[str]] = (
+                {i: set(m) for i, m in zip(*self._stored_keys(page), strict=True)} if known is None else known
+            )
             replaced = [
                 {**m, **dict.fromkeys(stale.get(i, set()) - set(m))}
                 for i, m in zip(page, metadatas[start:end], strict=True)
@@ -344,6 +350,15 @@ class ChromaClient:
 
 
 _SPACE = {"hnsw:space": "ip"}
+
+
+def embedded_client() -> Any:
+    """A new in-process, in-memory Chroma client (telemetry off), for as many collections as are
+    opened through it (:meth:`ChromaStore.ephemeral`)."""
+    import chromadb
+    from chromadb.config import Settings
+
+    return chromadb.EphemeralClient(settings=Settings(**_NO_TELEMETRY))
 
 
 def _fresh_name() -> str:
