@@ -38,11 +38,13 @@ import numpy as np
 import numpy.typing as npt
 
 from kbconform.errors import BackendUnavailable
-from kbconform_reference._vectors import Match, Metadata, Rows, query_rows
+from kbconform_reference._vectors import Match, Metadata, Rows, exact_top_k, query_rows
 from kbconform_reference.namespace.stores._protocol import STORED_KEYS, Where, upserted_vectors
 
 _NO_TELEMETRY: dict[str, Any] = {"anonymized_telemetry": False}
 _PAGE = 5000  # rows per call: under SQLite's variable limit and Chroma's maximum batch size
+#: A scope of fewer rows is ranked from one read of its rows (:meth:`ChromaStore.query`).
+_SMALL_SCOPE = 128
 
 #: Seconds one HTTP request to a Chroma server may take (each phase: connect, write, read).
 DEFAULT_HTTP_TIMEOUT = 10.0
@@ -71,7 +73,16 @@ def http_timeout(seconds: float | None = None) -> float:
 
 
 class ChromaStore:
-    """One Chroma collection."""
+    """One Chroma collection.
+
+    :meth:`query` ranks a scope of at most :attr:`exact_scopes` rows exactly itself (the
+    knowledge base then asks it once): a scope smaller than :data:`_SMALL_SCOPE` rows in one
+    read of its rows (most scopes), a larger one counted by its ids, then its other rows read
+    by id; a scope past :attr:`exact_scopes` goes to Chroma's approximate index.
+    """
+
+    #: The largest scope :meth:`query` ranks exactly (the knowledge base's exact-search limit).
+    exact_scopes = 2000
 
     def __init__(
         self,
@@ -243,6 +254,14 @@ class ChromaStore:
     def query(self, embedding: npt.NDArray[np.float32], n_results: int, where: Where | None) -> list[Match]:
         if n_results <= 0:
             return []
+        first = self.get(where=where, limit=_SMALL_SCOPE, embeddings=True)
+        if len(first.ids) < _SMALL_SCOPE:  # the whole scope, in one read
+            return exact_top_k(first, embedding, n_results)
+        allowed = self.ids(where=where, limit=self.exact_scopes + 1)
+        if len(allowed) <= self.exact_scopes:
+            read = set(first.ids)
+            rest = self.get(ids=[i for i in allowed if i not in read], embeddings=True)
+            return exact_top_k(_concat([first, rest], embeddings=True), embedding, n_results)
         with self._bounded():
             result = self._collection.query(
                 query_embeddings=np.asarray([embedding], dtype=np.float32),
