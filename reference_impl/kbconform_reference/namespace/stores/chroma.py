@@ -262,6 +262,12 @@ class ChromaStore:
             read = set(first.ids)
             rest = self.get(ids=[i for i in allowed if i not in read], embeddings=True)
             return exact_top_k(_concat([first, rest], embeddings=True), embedding, n_results)
+        return self.nearest(embedding, n_results, where)
+
+    def nearest(self, embedding: npt.NDArray[np.float32], n_results: int, where: Where | None) -> list[Match]:
+        """Chroma's own search of its approximate index, nearest first (any scope size)."""
+        if n_results <= 0:
+            return []
         with self._bounded():
             result = self._collection.query(
                 query_embeddings=np.asarray([embedding], dtype=np.float32),
