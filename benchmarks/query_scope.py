@@ -8,10 +8,15 @@ One tenant of ``--rows`` rows (default 2,500, more than the exact-search limit) 
 * the probe as it was: the scope's rows fetched with their text and metadata (``get`` of up to
   the limit and one more), only to count them;
 * the probe now: the scope's ids alone (:func:`scope_ids`);
-* the reference's whole ``query`` (probe, then the exact rows or the store's own search).
+* the reference's whole ``query`` (Chroma's own, which ranks a scope within the exact-search
+  limit exactly: a scope under 128 rows from one read of its rows);
+* the store calls of the query path before Chroma ranked scopes itself (the ids probe, then
+  the scope's rows by id, ranked exactly; or Chroma's approximate search past the limit),
+  against Chroma's ``query`` alone.
 
 Prints the medians and the ratio of the old probe to the new one (goal: the old one's CPU is
-what a Chroma run spent on it; the new one a tenth of it).
+what a Chroma run spent on it; the new one a tenth of it), and of the old store path to
+Chroma's ``query`` (a small scope: two store calls against one).
 """
 
 from __future__ import annotations
@@ -24,12 +29,14 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from kbconform.identity import Principal
 from kbconform.profiles.tenant_namespace.data import record
 from kbconform_reference import KnowledgeBase
 from kbconform_reference.namespace.read_filter import build_where
-from kbconform_reference.namespace.stores._protocol import scope_ids
+from kbconform_reference.namespace.stores import Rows, exact_top_k
+from kbconform_reference.namespace.stores._protocol import Where, scope_ids
 from kbconform_reference.namespace.stores.chroma import ChromaStore
 
 
@@ -37,6 +44,15 @@ def _cpu(call: Callable[[], object]) -> float:
     start = time.process_time()
     call()
     return time.process_time() - start
+
+
+def _ids_then_rows(store: ChromaStore, embedding: Any, scoped: Where, limit: int) -> object:
+    """The store calls of the query path that counted the scope by its ids first."""
+    allowed = scope_ids(store, scoped, limit + 1)
+    if len(allowed) > limit:
+        return store.nearest(embedding, 10, scoped)
+    rows = store.get(ids=allowed, embeddings=True) if allowed else Rows((), (), ())
+    return exact_top_k(rows, embedding, 10)
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
@@ -58,20 +74,28 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             kb.ingest(principal, batch)
         scoped = build_where(principal)
         limit = kb.settings.exact_search_limit
+        embedding = kb.embedder(["deploy notes"])[0]
+        store = kb.store
+        assert isinstance(store, ChromaStore)
         times: dict[str, list[float]] = {"old_probe": [], "new_probe": [], "query": []}
+        times |= {"old_store_path": [], "store_query": []}
         calls: dict[str, Callable[[], object]] = {
-            "old_probe": partial(kb.store.get, where=scoped, limit=limit + 1),
-            "new_probe": partial(scope_ids, kb.store, scoped, limit + 1),
+            "old_probe": partial(store.get, where=scoped, limit=limit + 1),
+            "new_probe": partial(scope_ids, store, scoped, limit + 1),
             "query": partial(kb.query, principal, "deploy notes", 10),
+            "old_store_path": partial(_ids_then_rows, store, embedding, scoped, limit),
+            "store_query": partial(store.query, embedding, 10, scoped),
         }
         for _ in range(args.repeat):
             for name, call in calls.items():
                 times[name].append(_cpu(call))
         for name, values in times.items():
             figures[f"{tenant}_{name}_ms"] = round(1000 * statistics.median(values), 2)
-        figures[f"{tenant}_probe_ratio"] = round(
-            statistics.median(times["old_probe"]) / max(statistics.median(times["new_probe"]), 1e-9), 1
-        )
+        pairs = (("probe", "old_probe", "new_probe"), ("path", "old_store_path", "store_query"))
+        for ratio, before, now in pairs:
+            figures[f"{tenant}_{ratio}_ratio"] = round(
+                statistics.median(times[before]) / max(statistics.median(times[now]), 1e-9), 2
+            )
     for name, value in figures.items():
         print(f"  {name}: {value:g}")
     if args.json:

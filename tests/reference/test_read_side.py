@@ -253,3 +253,38 @@ def test_a_store_that_changes_get_alone_is_probed_through_its_get() -> None:
         kb = KnowledgeBase(store)
         kb.ingest(ACME, [chunk(path=f"docs/{n}.md", content=f"deploy notes {n}") for n in range(2)])
         assert len(kb.query(ACME, "deploy notes", 5)) == found
+
+
+def test_chroma_ranks_a_scope_within_its_exact_limit_exactly_reading_a_small_one_once() -> None:
+    """Chroma's own query ranks a scope of up to ``exact_scopes`` rows exactly, as brute force
+    over the scope does: a small scope from one read of its rows, a larger one read in two
+    parts (its first rows, then the rest by id after its ids are counted)."""
+    from kbconform_reference.namespace.stores.chroma import ChromaStore
+
+    class Counted(ChromaStore):
+        reads = 0
+
+        def get(self, **kwargs: Any) -> Any:
+            self.reads += 1
+            return super().get(**kwargs)
+
+    base = ChromaStore.ephemeral()
+    store = Counted(base._collection, base.description)
+    rng = np.random.default_rng(3)
+    try:
+        for tenant, rows in (("small", 5), ("mid", 300), ("other", 40)):
+            vectors = rng.standard_normal((rows, 8)).astype(np.float32)
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            ids = [f"{tenant}-{n}" for n in range(rows)]
+            store.upsert(ids, vectors, [f"text {n}" for n in range(rows)], [{"tenantId": tenant}] * rows)
+        question = rng.standard_normal(8).astype(np.float32)
+        for tenant, reads in (("small", 1), ("mid", 2)):
+            where = {"tenantId": {"$eq": tenant}}
+            expected = exact_top_k(store.get(where=where, embeddings=True), question, 10)
+            store.reads = 0
+            found = store.query(question, 10, where)
+            assert store.reads == reads
+            assert [(m.id, m.document) for m in found] == [(m.id, m.document) for m in expected]
+            assert {m.metadata["tenantId"] for m in found} == {tenant}
+    finally:
+        base.drop()

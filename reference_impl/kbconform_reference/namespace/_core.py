@@ -24,7 +24,15 @@ from kbconform_reference.namespace import read_filter
 from kbconform_reference.namespace.records import Settings, Stats
 from kbconform_reference.namespace.stamping import SpoofMonitor
 from kbconform_reference.namespace.stores import Rows, VectorStore
-from kbconform_reference.namespace.stores._protocol import ACTING, Acting, Reach, Where, acting, scopes_reads
+from kbconform_reference.namespace.stores._protocol import (
+    ACTING,
+    Acting,
+    Reach,
+    Where,
+    acting,
+    scopes_reads,
+    stored_keys,
+)
 
 LOG = logging.getLogger("kbconform_reference")
 
@@ -182,7 +190,8 @@ class Core:
         undo = _Undo(operation, added, prior, ACTING.get())
         try:
             if write is not None:
-                self._upsert(write)
+                with stored_keys(prior):  # the store's own keys, read once (``STORED_KEYS``)
+                    self._upsert(write)
             self._delete(delete)
         except Exception as error:
             reason = f"{type(error).__name__}: {error}"

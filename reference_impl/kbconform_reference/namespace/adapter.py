@@ -105,6 +105,7 @@ class ReferenceAdapter(OpenBackends):
         self.shared_readers: SharedReaders = shared_readers
         self._server: Any = None
         self._client: Any = None
+        self._embedded: Any = None
         self._database: Any = None
 
     #: The PostgreSQL deployment the ``postgres`` mode opens (a mutant changes one choice of it).
@@ -169,10 +170,12 @@ class ReferenceAdapter(OpenBackends):
                     raise
             store: VectorStore = self._database.collection()
             return store
-        from kbconform_reference.namespace.stores.chroma import ChromaStore
+        from kbconform_reference.namespace.stores.chroma import ChromaStore, embedded_client
 
-        if self.mode == "chroma-embedded":
-            return ChromaStore.ephemeral()
+        if self.mode == "chroma-embedded":  # one client, a fresh collection for every backend
+            if self._embedded is None:
+                self._embedded = embedded_client()
+            return ChromaStore.ephemeral(client=self._embedded)
         if self._server is None:
             from kbconform_reference.namespace.stores.server import ChromaServer
 
@@ -199,6 +202,7 @@ class ReferenceAdapter(OpenBackends):
 
     def shutdown(self) -> None:
         super().shutdown()
+        self._embedded = None
         if self._client is not None:
             self._client.close()
             self._client = None

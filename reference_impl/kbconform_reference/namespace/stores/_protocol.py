@@ -69,6 +69,26 @@ def acting(acts: Acting | None) -> Iterator[None]:
         ACTING.reset(token)
 
 
+#: The metadata keys of the rows an upsert inside the block overwrites, as read for its undo
+#: log under the writer's lock (an id it lacks: no row), or None (unknown). A store whose upsert
+#: merges metadata (Chroma) clears the keys the new metadata drops from it instead of reading
+#: the stored rows again; the other stores ignore it.
+STORED_KEYS: ContextVar[Mapping[str, frozenset[str]] | None] = ContextVar(
+    "kbconform_reference_stored_keys", default=None
+)
+
+
+@contextmanager
+def stored_keys(rows: Rows) -> Iterator[None]:
+    """Make the keys of ``rows`` (every row an upsert inside the block overwrites, as stored)
+    the :data:`STORED_KEYS` of the block."""
+    token = STORED_KEYS.set({i: frozenset(m or ()) for i, m in zip(rows.ids, rows.metadatas, strict=True)})
+    try:
+        yield
+    finally:
+        STORED_KEYS.reset(token)
+
+
 def scopes_reads(store: object) -> bool:
     """True when ``store`` applies the read filter itself (its ``scopes_reads`` attribute): the
     knowledge base then sends it only the client's clause, and the store's own scope is all

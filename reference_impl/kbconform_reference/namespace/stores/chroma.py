@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import os
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -38,11 +38,13 @@ import numpy as np
 import numpy.typing as npt
 
 from kbconform.errors import BackendUnavailable
-from kbconform_reference._vectors import Match, Metadata, Rows, query_rows
-from kbconform_reference.namespace.stores._protocol import Where, upserted_vectors
+from kbconform_reference._vectors import Match, Metadata, Rows, exact_top_k, query_rows
+from kbconform_reference.namespace.stores._protocol import STORED_KEYS, Where, upserted_vectors
 
 _NO_TELEMETRY: dict[str, Any] = {"anonymized_telemetry": False}
 _PAGE = 5000  # rows per call: under SQLite's variable limit and Chroma's maximum batch size
+#: A scope of fewer rows is ranked from one read of its rows (:meth:`ChromaStore.query`).
+_SMALL_SCOPE = 128
 
 #: Seconds one HTTP request to a Chroma server may take (each phase: connect, write, read).
 DEFAULT_HTTP_TIMEOUT = 10.0
@@ -71,7 +73,16 @@ def http_timeout(seconds: float | None = None) -> float:
 
 
 class ChromaStore:
-    """One Chroma collection."""
+    """One Chroma collection.
+
+    :meth:`query` ranks a scope of at most :attr:`exact_scopes` rows exactly itself (the
+    knowledge base then asks it once): a scope smaller than :data:`_SMALL_SCOPE` rows in one
+    read of its rows (most scopes), a larger one counted by its ids, then its other rows read
+    by id; a scope past :attr:`exact_scopes` goes to Chroma's approximate index.
+    """
+
+    #: The largest scope :meth:`query` ranks exactly (the knowledge base's exact-search limit).
+    exact_scopes = 2000
 
     def __init__(
         self,
@@ -91,13 +102,15 @@ class ChromaStore:
         self._close = close
 
     @classmethod
-    def ephemeral(cls, name: str | None = None) -> ChromaStore:
+    def ephemeral(cls, name: str | None = None, *, client: Any = None) -> ChromaStore:
         """An in-process, in-memory collection (ephemeral clients in one process share data: the
-        name defaults to a fresh one)."""
+        name defaults to a fresh one), through ``client`` (:func:`embedded_client`) or a new
+        one. Building a client builds chromadb's settings again, which read the environment
+        (about 10 ms, eight times opening and dropping a collection through a kept client:
+        ``benchmarks/chroma_server.py``)."""
         import chromadb
-        from chromadb.config import Settings
 
-        client = chromadb.EphemeralClient(settings=Settings(**_NO_TELEMETRY))
+        client = embedded_client() if client is None else client
         return cls(
             _collection(client, name), f"chroma-embedded {chromadb.__version__}", max_batch=_max_batch(client)
         )
@@ -152,8 +165,12 @@ class ChromaStore:
             end = start + self.max_batch
             page = list(ids[start:end])
             # Chroma merges an upsert's metadata into the stored one: a key the new metadata
-            # lacks would survive (a stale originAgentIdentity). A None value removes it.
-            stale = {i: set(m) for i, m in zip(*self._stored_keys(page), strict=True)}
+            # lacks would survive (a stale originAgentIdentity). A None value removes it. The
+            # stored keys are the writer's (``STORED_KEYS``: its undo log), else read here.
+            known = STORED_KEYS.get()
+            stale: Mapping[str, Set[str]] = (
+                {i: set(m) for i, m in zip(*self._stored_keys(page), strict=True)} if known is None else known
+            )
             replaced = [
                 {**m, **dict.fromkeys(stale.get(i, set()) - set(m))}
                 for i, m in zip(page, metadatas[start:end], strict=True)
@@ -235,6 +252,20 @@ class ChromaStore:
         return Rows(found, tuple(result["documents"]), tuple(result["metadatas"]), vectors)
 
     def query(self, embedding: npt.NDArray[np.float32], n_results: int, where: Where | None) -> list[Match]:
+        if n_results <= 0:
+            return []
+        first = self.get(where=where, limit=_SMALL_SCOPE, embeddings=True)
+        if len(first.ids) < _SMALL_SCOPE:  # the whole scope, in one read
+            return exact_top_k(first, embedding, n_results)
+        allowed = self.ids(where=where, limit=self.exact_scopes + 1)
+        if len(allowed) <= self.exact_scopes:
+            read = set(first.ids)
+            rest = self.get(ids=[i for i in allowed if i not in read], embeddings=True)
+            return exact_top_k(_concat([first, rest], embeddings=True), embedding, n_results)
+        return self.nearest(embedding, n_results, where)
+
+    def nearest(self, embedding: npt.NDArray[np.float32], n_results: int, where: Where | None) -> list[Match]:
+        """Chroma's own search of its approximate index, nearest first (any scope size)."""
         if n_results <= 0:
             return []
         with self._bounded():
@@ -344,6 +375,15 @@ class ChromaClient:
 
 
 _SPACE = {"hnsw:space": "ip"}
+
+
+def embedded_client() -> Any:
+    """A new in-process, in-memory Chroma client (telemetry off), for as many collections as are
+    opened through it (:meth:`ChromaStore.ephemeral`)."""
+    import chromadb
+    from chromadb.config import Settings
+
+    return chromadb.EphemeralClient(settings=Settings(**_NO_TELEMETRY))
 
 
 def _fresh_name() -> str:
