@@ -79,8 +79,9 @@ def test_every_profile_gives_a_valid_skeleton_manifest_declining_every_optional_
 ) -> None:
     """The manifest a scaffold writes is valid for its profile and names every optional feature
     its branch of adapter-manifest-v1 names, none left out to be declined silently: each declined
-    with a placeholder reason (callers at once too, as a placeholder ``serial``), which ``placeholders`` finds until the author replaces it (the
-    control: a real reason is not a placeholder)."""
+    with a placeholder reason (callers at once too, as a placeholder ``serial``), which
+    ``placeholders`` finds until the author replaces it (the control: a real reason is not a
+    placeholder)."""
     texts = _harness_scaffold.files("x_h", "python", profile_name, "0")
     manifest = json.loads(texts["x_h.manifest.json"])
     declared = Manifest.declared(manifest)

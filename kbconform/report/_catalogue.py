@@ -115,9 +115,7 @@ def matching(patterns: Iterable[str]) -> list[str]:
     if unmatched:
         raise ContractViolation(
             contract="selection",
-            problems=tuple(
-                Problem("", "only", GLOB_HELP, repr(p)) for p in unmatched
-            ),
+            problems=tuple(Problem("", "only", GLOB_HELP, repr(p)) for p in unmatched),
             code="KB_SELECTION_INVALID",
         )
     return list(chosen)
