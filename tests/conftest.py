@@ -5,10 +5,13 @@ Hypothesis profiles: ``default`` (fit for CI) and ``thorough`` (nightly); choose
 ``@reproduce_failure`` line.
 """
 
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from tests import scheduling
 
 settings.register_profile("default", max_examples=100, deadline=None, print_blob=True)
 settings.register_profile("thorough", max_examples=2000, deadline=None, print_blob=True)
@@ -28,3 +31,14 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
         for name in ("kbconform_adapter", "kbconform_harness", "kbconform_harness_url", "kbconform_catalogue")
     )
     return None if judging else True
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Generator[None]:
+    """On pytest-xdist's worksteal workers, after the shuffle and the deselection: the longest
+    tests first, in halves that end together (tests/scheduling.py)."""
+    result = yield
+    workers = getattr(config, "workerinput", {}).get("workercount")
+    if workers and config.getoption("dist", None) == "worksteal":
+        scheduling.order(items, int(workers), scheduling.read_table())
+    return result
