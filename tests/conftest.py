@@ -36,9 +36,11 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 @pytest.hookimpl(wrapper=True, trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Generator[None]:
     """On pytest-xdist's worksteal workers, after the shuffle and the deselection: the longest
-    tests first, in halves that end together (tests/scheduling.py)."""
+    tests first, in halves that end together (tests/scheduling.py); an order asked for
+    (``--failed-first``, ``--new-first``) is kept."""
     result = yield
     workers = getattr(config, "workerinput", {}).get("workercount")
-    if workers and config.getoption("dist", None) == "worksteal":
+    asked = config.getoption("failedfirst", False) or config.getoption("newfirst", False)
+    if workers and not asked and config.getoption("dist", None) == "worksteal":
         scheduling.order(items, int(workers), scheduling.read_table())
     return result
