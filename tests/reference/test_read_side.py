@@ -288,3 +288,37 @@ def test_chroma_ranks_a_scope_within_its_exact_limit_exactly_reading_a_small_one
             assert {m.metadata["tenantId"] for m in found} == {tenant}
     finally:
         base.drop()
+
+
+def test_chroma_reads_by_id_under_a_clause_of_text_as_chroma_evaluates_it() -> None:
+    """Rows by id under a clause of text (the read filter's ``$eq``, ``$ne``, ``$in``, ``$nin``,
+    ``$and``, ``$or``; a key some rows lack) are read by id and filtered in Python: the same rows
+    as Chroma's own evaluation; a clause comparing numbers stays Chroma's (control)."""
+    from kbconform_reference.namespace.stores._where import textual
+    from kbconform_reference.namespace.stores.chroma import ChromaStore
+
+    store = ChromaStore.ephemeral()
+    metadatas: list[dict[str, Any]] = [
+        {"tenantId": "acme", "visibility": "team"},
+        {"tenantId": "acme", "visibility": "private", "originAgentIdentity": "a1"},
+        {"tenantId": "beta", "visibility": "public", "rank": 2},
+        {"tenantId": "beta", "visibility": "private"},
+    ]
+    ids = [f"c{n}" for n in range(len(metadatas))]
+    store.upsert(ids, np.eye(len(ids), 4, dtype=np.float32), ["t"] * len(ids), metadatas)
+    asked = [*ids, "missing"]
+    clauses: list[dict[str, Any]] = [
+        {"tenantId": "acme"},
+        {"originAgentIdentity": {"$ne": "a1"}},
+        {"originAgentIdentity": {"$nin": ["a1", "a2"]}},
+        {"$and": [{"tenantId": {"$in": ["acme", "beta"]}}, {"visibility": {"$eq": "private"}}]},
+        {"$or": [{"visibility": {"$in": ["team"]}}, {"originAgentIdentity": {"$eq": "a1"}}]},
+        {"rank": {"$gte": 2}},
+    ]
+    for where in clauses:
+        chroma = store._get_page(asked, where, None, 0, False)
+        got = store.get(ids=asked, where=where)
+        assert (got.ids, got.metadatas) == (chroma.ids, chroma.metadatas), where
+        assert got.ids, where
+        assert textual(where) == ("rank" not in where), where
+    assert store.get(ids=asked, where={"tenantId": "acme"}).ids == ("c0", "c1")

@@ -33,6 +33,25 @@ def matches(metadata: Mapping[str, Any], where: Mapping[str, Any] | None) -> boo
     return True
 
 
+def textual(where: Mapping[str, Any]) -> bool:
+    """True when every comparison of ``where`` is an equality or membership of text (``$eq``,
+    ``$ne``, ``$in``, ``$nin`` of strings, the read filter's own): :func:`matches` then answers
+    exactly as Chroma does, with no question of how numbers and booleans compare."""
+    for key, condition in where.items():
+        if key in ("$and", "$or"):
+            if not all(isinstance(part, Mapping) and textual(part) for part in condition):
+                return False
+            continue
+        if not isinstance(condition, Mapping):
+            condition = {"$eq": condition}
+        for operator, operand in condition.items():
+            text = isinstance(operand, str)
+            members = isinstance(operand, list | tuple) and all(isinstance(v, str) for v in operand)
+            if not ((operator in ("$eq", "$ne") and text) or (operator in ("$in", "$nin") and members)):
+                return False
+    return True
+
+
 def _field(metadata: Mapping[str, Any], key: str, condition: Any) -> bool:
     if not isinstance(condition, Mapping):
         condition = {"$eq": condition}
