@@ -8,9 +8,10 @@ the table's version first, and a store failure part-way restores that version as
 (``AsyncTable.restore`` after checking it out: a commit, not the view a checkout alone gives),
 under the one writer lock, so no later write or delete is undone (``schemas/stamping.md``, all
 or nothing). A batch's equal ids land as the last record of each; deletions match each
-(repository, path) pair exactly; a list page is cut from one scan of the scope sorted by id,
-since a LanceDB scan has no order of its own. The store is driven through LanceDB's
-asynchronous API on one event loop of the backend's own, every call with a deadline.
+(repository, path) pair exactly; a list page is one query, the scope ordered by id in the store
+and cut there by offset and limit, since a LanceDB scan has no order of its own. The store is
+driven through LanceDB's asynchronous API on one event loop of the backend's own, every call
+with a deadline.
 Query ranks the scoped, filtered rows by exact cosine in Python (ties by id). It uses the
 adapter helpers the guide offers a Python backend, and the word-hashing embedding and result
 records of ``sqlite_namespace``; the store design, the filters, the rollback and the deletion
@@ -35,6 +36,7 @@ import lancedb
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+from lancedb.query import ColumnOrdering
 
 from kbconform.adapter import (
     BackendOptions,
@@ -345,8 +347,11 @@ class LanceNamespace(NamespaceFacades):
                 contract="list",
                 problems=(Problem("", "range", "limit >= 1 and offset >= 0", f"{limit}, {offset}"),),
             )
-        # one scan, so one version: its rows sorted by id, the page cut from them
-        return [self._hit(row) for row in self._select(self._scope(checked), HIT)[offset : offset + limit]]
+        # one query, so one version: the scope ordered by id in the store, the page cut there
+        query = self._table.query().where(self._scope(checked)).select(builtins.list(HIT))
+        page = query.order_by([ColumnOrdering(column_name="id")]).offset(offset).limit(limit)
+        found: pa.Table = self._call(page.to_arrow)
+        return [self._hit(row) for row in found.to_pylist()]
 
     def count(self, principal: Principal, /) -> int:
         checked = self._principal(principal, "count")
