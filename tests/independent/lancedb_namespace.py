@@ -5,10 +5,13 @@ own per backend) with the scope stamps and the metadata keys a client clause may
 columns; every read is a LanceDB filter string, the scope written with ``sql_literal`` and the
 client clause with ``where_literal`` (``schemas/client-where.md``, SQL stores); a write notes
 the table's version first, and a store failure part-way restores that version as a new commit
-(``Table.restore``: a commit, not the view ``checkout`` gives), under the one writer lock, so
-no later write or delete is undone (``schemas/stamping.md``, all or nothing). A batch's equal
-ids land as the last record of each; deletions match each (repository, path) pair exactly;
-list pages are cut from the scope sorted by id, since a LanceDB scan has no order of its own.
+(``AsyncTable.restore`` after checking it out: a commit, not the view a checkout alone gives),
+under the one writer lock, so no later write or delete is undone (``schemas/stamping.md``, all
+or nothing). A batch's equal ids land as the last record of each; deletions match each
+(repository, path) pair exactly; a list page is one query, the scope ordered by id in the store
+and cut there by offset and limit, since a LanceDB scan has no order of its own. The store is
+driven through LanceDB's asynchronous API on one event loop of the backend's own, every call
+with a deadline.
 Query ranks the scoped, filtered rows by exact cosine in Python (ties by id). It uses the
 adapter helpers the guide offers a Python backend, and the word-hashing embedding and result
 records of ``sqlite_namespace``; the store design, the filters, the rollback and the deletion
@@ -17,20 +20,23 @@ matching are its own. It is a control that keeps the suites' model honest.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
+import concurrent.futures
 import json
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import lancedb
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+from lancedb.query import ColumnOrdering
 
 from kbconform.adapter import (
     BackendOptions,
@@ -69,10 +75,13 @@ from tests.independent.sqlite_namespace import (
     _embed,
 )
 
+T = TypeVar("T")
 CONFIG_VERSION = "lancedb-1"
 #: Every this many writes the table's fragments are compacted (``Table.optimize``): a scan's
 #: cost grows with the fragments (each write adds one), far more than a compaction costs.
 COMPACT_EVERY = 8
+#: How long one store call may take, in seconds, before the store counts as unavailable.
+STORE_TIMEOUT = 60.0
 MANIFEST: dict[str, Any] = {
     "manifestVersion": "1",
     "concurrency": "threads",
@@ -181,6 +190,8 @@ class LanceNamespace(NamespaceFacades):
     store_fails: Callable[[], bool] | None = None
     _dir: str = field(init=False)
     _table: Any = field(init=False)
+    _loop: asyncio.AbstractEventLoop = field(init=False)
+    _thread: threading.Thread = field(init=False)
     _lock: threading.RLock = field(init=False, default_factory=threading.RLock)
     _spoofs: dict[tuple[str, str | None], builtins.list[float]] = field(init=False, default_factory=dict)
     _escalated: set[tuple[str, str | None]] = field(init=False, default_factory=set)
@@ -189,18 +200,44 @@ class LanceNamespace(NamespaceFacades):
     def __post_init__(self) -> None:
         # on a memory file system where there is one: each commit's fsync then costs no disk flush
         self._dir = tempfile.mkdtemp(prefix="kbconform-lancedb-", dir=scratch_dir())
-        self._table = lancedb.connect(self._dir).create_table("chunks", schema=SCHEMA)
+        # LanceDB's asynchronous API on one event loop of the backend's own: a read is one hop to
+        # the loop (the synchronous API makes several per read, each a thread switch)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="lancedb", daemon=True)
+        self._thread.start()
+
+        async def create() -> Any:
+            return await (await lancedb.connect_async(self._dir)).create_table("chunks", schema=SCHEMA)
+
+        self._table = self._run(create)
 
     def close(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(STORE_TIMEOUT)
+        if not self._thread.is_alive():
+            self._loop.close()
         shutil.rmtree(self._dir, ignore_errors=True)
 
     # -- the store: every call consults the fault switch first ----------------------------------
 
-    def _call(self, work: Callable[[], Any]) -> Any:
+    def _run(self, work: Callable[[], Awaitable[T]]) -> T:
+        """``work`` run on the backend's loop, its answer waited for (at most STORE_TIMEOUT)."""
+
+        async def run() -> T:
+            return await work()
+
+        done = asyncio.run_coroutine_threadsafe(run(), self._loop)
+        try:
+            return done.result(STORE_TIMEOUT)
+        except concurrent.futures.TimeoutError:
+            done.cancel()
+            raise BackendUnavailable("lancedb", f"no answer in {STORE_TIMEOUT:g} s") from None
+
+    def _call(self, work: Callable[[], Awaitable[T]]) -> T:
         if self.store_fails is not None and self.store_fails():
             raise BackendUnavailable("lancedb", "the store failed")
         try:
-            return work()
+            return self._run(work)
         except (OSError, RuntimeError, ValueError, pa.ArrowException) as error:
             raise BackendUnavailable("lancedb", f"{type(error).__name__}: {error}") from error
 
@@ -212,7 +249,7 @@ class LanceNamespace(NamespaceFacades):
         the slowest part of a read)."""
         wanted = [name for name in SCHEMA.names if name != "vector"] if columns is None else [*columns]
         columns = [*wanted, "vector"] if vectors else wanted
-        found = self._call(lambda: self._table.search().where(where).select(columns).limit(None).to_arrow())
+        found: pa.Table = self._call(lambda: self._table.query().where(where).select(columns).to_arrow())
         rows = found.drop_columns(["vector"]).to_pylist() if vectors else found.to_pylist()
         if vectors:
             matrix = found.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, DIMENSIONS)
@@ -240,17 +277,21 @@ class LanceNamespace(NamespaceFacades):
         """``work`` under the writer lock; a failure part-way restores the version it started
         from, as a new commit (nothing written since can be lost: no other writer ran)."""
         with self._lock:
-            version = self._table.version
+            version = self._run(self._table.version)
             try:
                 done = work()
             except BaseException:
-                if self._table.version != version:
-                    self._table.restore(version)
+                if self._run(self._table.version) != version:
+                    self._run(lambda: self._restore(version))
                 raise
             self._writes += 1
             if self._writes % COMPACT_EVERY == 0:  # many small commits make every scan slower
-                self._table.optimize()
+                self._run(self._table.optimize)
             return done
+
+    async def _restore(self, version: int) -> None:
+        await self._table.checkout(version)
+        await self._table.restore()
 
     # -- identity ---------------------------------------------------------------------------------
 
@@ -306,14 +347,11 @@ class LanceNamespace(NamespaceFacades):
                 contract="list",
                 problems=(Problem("", "range", "limit >= 1 and offset >= 0", f"{limit}, {offset}"),),
             )
-        scope = self._scope(checked)
-        with self._lock:  # no write between the page's ids and its rows
-            page = [row["id"] for row in self._select(scope, ("id",))[offset : offset + limit]]
-            return (
-                [self._hit(row) for row in self._select(f"({scope}) AND {_ids_in(page)}", HIT)]
-                if page
-                else []
-            )
+        # one query, so one version: the scope ordered by id in the store, the page cut there
+        query = self._table.query().where(self._scope(checked)).select(builtins.list(HIT))
+        page = query.order_by([ColumnOrdering(column_name="id")]).offset(offset).limit(limit)
+        found: pa.Table = self._call(page.to_arrow)
+        return [self._hit(row) for row in found.to_pylist()]
 
     def count(self, principal: Principal, /) -> int:
         checked = self._principal(principal, "count")
