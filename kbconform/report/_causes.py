@@ -61,7 +61,17 @@ _LOOK_ALIKE_LABELS = re.compile(r"upper case|trailing space|prefix of|case varia
 #: A strictness failure's message when the backend refused a call the rule lets land: the
 #: kit's error raised out of the test (``kbconform.errors.SpoofRejected: ...``, ``KB_...: ...``)
 #: or named as the outcome of a call that had to land (``ingest failed: SpoofRejected(...)``).
-_KIT_ERRORS = "BackendUnavailable|ContractViolation|Forbidden|NotFound|RevisionBoundaryUnavailable|SpoofRejected|Unauthenticated"
+_KIT_ERRORS = "|".join(
+    (
+        "BackendUnavailable",
+        "ContractViolation",
+        "Forbidden",
+        "NotFound",
+        "RevisionBoundaryUnavailable",
+        "SpoofRejected",
+        "Unauthenticated",
+    )
+)
 _REFUSED = re.compile(
     rf"^(?:kbconform\.errors\.)?(?:{_KIT_ERRORS}): |^KB_[A-Z_]+: |\bfailed: (?:{_KIT_ERRORS})\("
 )
