@@ -141,11 +141,20 @@ def still_running(say: Callable[[str], None], test_id: str, every: float = LONG_
 
 
 def _say(config: pytest.Config) -> Callable[[str], None]:
-    """A line on the terminal, on a line of its own (nothing where there is no terminal)."""
+    """A line on the terminal, on a line of its own, past pytest's capture of the test's output
+    (which holds the terminal's file while the test runs); nothing where there is no terminal."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
     if reporter is None:
         return lambda line: None
-    return lambda line: reporter.write_line(line)
+
+    def say(line: str) -> None:
+        held = capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext()
+        with held:
+            reporter.write_line(line)
+            reporter.flush()
+
+    return say
 
 
 @contextlib.contextmanager

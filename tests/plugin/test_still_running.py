@@ -38,14 +38,13 @@ def test_a_test_still_running_is_named_with_its_time_and_one_that_ends_sooner_is
     assert len(said) == count  # nothing after the call ended
 
 
-def test_a_run_names_a_suite_test_still_running_on_its_terminal(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The plugin watches each suite test's call: with the interval made tiny, a run of one test
-    names it on the terminal, and only it (the control of a call that ends sooner is above)."""
+def test_a_run_names_a_suite_test_still_running_on_its_terminal(pytester: pytest.Pytester) -> None:
+    """The plugin watches each suite test's call: with the interval made tiny (a conftest of
+    the run's own), a run of one test in a process of its own names it on the terminal, past
+    pytest's capture of the test's output, and names no other."""
     pytester.makepyfile(tiny_adapter=TINY)
-    monkeypatch.setattr(_verdict, "LONG_TEST", 0.001)
-    result = pytester.runpytest_inprocess(
+    pytester.makeconftest("from kbconform.plugin import _verdict\n\n_verdict.LONG_TEST = 0.001\n")
+    result = pytester.runpytest_subprocess(
         "--kbconform-adapter=tiny_adapter:make", "--kbconform-only=leak-02", "-p", "no:cacheprovider"
     )
     result.stdout.fnmatch_lines(["still running: leak-02 (* s)"])
