@@ -160,3 +160,13 @@ def test_the_command_of_a_python_harness_is_the_interpreter_given() -> None:
     assert _harness_scaffold.command("h", "python") == "python3 h.py"
     assert _harness_scaffold.command("h", "python", "/v env/bin/python") == "'/v env/bin/python' h.py"
     assert _harness_scaffold.command("h", "node", "/v/bin/python") == "node h.mjs"
+
+
+def test_a_memory_scope_harness_is_told_how_to_declare_a_search_that_returns_only_relevant_hits() -> None:
+    """The memory-scope notes name searchReturns (a keyword search returns fewer than limit);
+    the control: a tenant-namespace harness's notes do not."""
+    memory = _harness_scaffold.files("x_h", "python", "memory-scope", "0")["x_h.md"]
+    tenant = _harness_scaffold.files("x_h", "python", "tenant-namespace", "0")["x_h.md"]
+    assert '"searchReturns": "relevant"' in memory
+    assert "searchReturns" not in tenant
+    assert "@notes@" not in memory + tenant

@@ -122,6 +122,7 @@ def files(
         "@file@": harness,
         "@runtime@": RUNTIME[language],
         "@version@": version,
+        "@notes@": _NOTES.get(profile_name, ""),
     }
     text = template
     readme = _README
@@ -256,6 +257,14 @@ const harness = {
 await serve(harness, {name: '@name@'});
 """
 
+#: What a profile's harness author is told beside the common notes.
+_NOTES = {
+    "memory-scope": "- **A search that returns only what it finds relevant** (a keyword search such as\n"
+    "  BM25, which leaves out the memories sharing no word with the query, or a score threshold):\n"
+    '  declare `"searchReturns": "relevant"` in the manifest (`schemas/memory-scope.md`, *The\n'
+    "  manifest*), or the suites count its hits against `min(limit, n)` and fail each short search.\n",
+}
+
 _README = """\
 # @name@: a kbconform harness (@profile@ profile)
 
@@ -288,7 +297,7 @@ that a test reached, once, with how many tests ended there. Fill them in one at 
   through and fails the n after them (`fail` null: every later one), as your system's store
   would fail. `harnesses/mem0/harness.py` in kbconform (`FaultSwitch`, `SwitchedStore`) is a
   whole one.
-
+@notes@
 | operation | state |
 |---|---|
 @table@

@@ -7,8 +7,9 @@ from __future__ import annotations
 import contextlib
 import re
 import textwrap
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -114,12 +115,56 @@ def _charge(call: pytest.CallInfo[None]) -> dict[str, str]:
     return found.fields() if found is not None else {}
 
 
+#: Seconds a suite test runs before the terminal names it, and between two such lines: a whole
+#: run shows pytest's dots only, and a test that takes minutes is otherwise named at the end.
+LONG_TEST = 60.0
+
+
+@contextlib.contextmanager
+def still_running(say: Callable[[str], None], test_id: str, every: float = LONG_TEST) -> Iterator[None]:
+    """Around a test's call: ``say`` a line naming ``test_id`` and its time each ``every``
+    seconds it is still running (from a thread of its own; none for a test that ends sooner)."""
+    done = threading.Event()
+    started = time.monotonic()
+
+    def watch() -> None:
+        while not done.wait(every):
+            say(f"still running: {test_id} ({time.monotonic() - started:.0f} s)")
+
+    watcher = threading.Thread(target=watch, name="kbconform-still-running", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
+
+
+def _say(config: pytest.Config) -> Callable[[str], None]:
+    """A line on the terminal, on a line of its own, past pytest's capture of the test's output
+    (which holds the terminal's file while the test runs); nothing where there is no terminal."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None:
+        return lambda line: None
+
+    def say(line: str) -> None:
+        held = capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext()
+        with held:
+            reporter.write_line(line)
+            reporter.flush()
+
+    return say
+
+
 @contextlib.contextmanager
 def calling(item: pytest.Item) -> Iterator[None]:
     """Around a suite test's call: its transcript's call begins, a facade not implemented yet
-    ends the test at once, and Hypothesis's shrinking is bounded (whether it stopped at the
-    budget is kept on the item)."""
-    if case(item) is None:
+    ends the test at once, Hypothesis's shrinking is bounded (whether it stopped at the
+    budget is kept on the item), and a test still running after :data:`LONG_TEST` seconds is
+    named on the terminal."""
+    mark = case(item)
+    if mark is None:
         yield
         return
     from kbconform.conformance import ending_tests
@@ -131,7 +176,8 @@ def calling(item: pytest.Item) -> Iterator[None]:
     shrinking: contextlib.AbstractContextManager[list[str]] = (
         run.shrinking() if run is not None else contextlib.nullcontext([])
     )
-    with ending_tests(), shrinking as stopped:  # a facade not implemented yet ends the test at once
+    running = still_running(_say(item.config), stable_id(item, mark), LONG_TEST)
+    with running, ending_tests(), shrinking as stopped:  # a facade not implemented yet ends the test at once
         try:
             yield
         finally:

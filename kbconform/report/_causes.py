@@ -58,6 +58,26 @@ SEVERITIES = {"high": "error", "medium": "warning", "low": "note"}
 #: a principal with an invalid field is malformed, a variant of a real identity a look-alike.
 _MALFORMED_LABELS = re.compile(r"invalid")
 _LOOK_ALIKE_LABELS = re.compile(r"upper case|trailing space|prefix of|case variant")
+#: A strictness failure's message when the backend refused a call the rule lets land: the
+#: kit's error raised out of the test (``kbconform.errors.SpoofRejected: ...``, ``KB_...: ...``)
+#: or named as the outcome of a call that had to land (``ingest failed: SpoofRejected(...)``).
+_KIT_ERRORS = "|".join(
+    (
+        "BackendUnavailable",
+        "ContractViolation",
+        "Forbidden",
+        "NotFound",
+        "RevisionBoundaryUnavailable",
+        "SpoofRejected",
+        "Unauthenticated",
+    )
+)
+_REFUSED = re.compile(
+    rf"^(?:kbconform\.errors\.)?(?:{_KIT_ERRORS}): |^KB_[A-Z_]+: |\bfailed: (?:{_KIT_ERRORS})\("
+)
+#: ... and when it answered a call the rule refuses (``list must raise ContractViolation ...``,
+#: pytest's ``DID NOT RAISE ContractViolation``).
+_ACCEPTED = re.compile(r"\bmust raise\b|\bnot refused\b|\bwas answered\b|\bDID NOT RAISE\b")
 #: An operation named in a parameter (``closed-01[export by None]``), and its family and effect.
 _OPERATIONS = {
     "ingest": ("write", "written"),
@@ -348,7 +368,22 @@ class Cause:
         }
 
 
-def _title(key: tuple[str, ...], found: Sequence[Fields]) -> str:
+def _strictness(families: str, document: str, messages: Sequence[str]) -> str:
+    """A strictness cause's heading, by what its failures' messages say the backend did: refused
+    input the rule's document lets land, answered input it refuses, both, or (neither said)
+    took input otherwise than the document says."""
+    refused = any(_REFUSED.search(m) for m in messages)
+    accepted = any(_ACCEPTED.search(m) for m in messages)
+    if refused and accepted:
+        return f"{families} accepts input that {document} refuses, and refuses input it accepts"
+    if refused:
+        return f"{families} refuses input that {document} accepts"
+    if accepted:
+        return f"{families} accepts input that {document} refuses"
+    return f"{families} takes input otherwise than {document} says"
+
+
+def _title(key: tuple[str, ...], found: Sequence[Fields], messages: Sequence[str] = ()) -> str:
     families = ", ".join(sorted({f.family for f in found}))
     words = EFFECTS.get(found[0].effect, (found[0].effect, ""))[0]
     if key[0] == "caller" and len(key) == 2:
@@ -359,7 +394,7 @@ def _title(key: tuple[str, ...], found: Sequence[Fields]) -> str:
     if key[0] == "effect":
         return f"{words} ({families})"
     if key[0] == "strictness":
-        return f"{families} accepts input that {key[1]} refuses"
+        return _strictness(families, key[1], messages)
     return f"{words}: {key[1]} ({families})"
 
 
@@ -397,7 +432,7 @@ def causes(tests: Iterable[Mapping[str, Any]]) -> list[Cause]:
         made.append(
             Cause(
                 id=f"C{number}",
-                title=_title(key, found),
+                title=_title(key, found, [str(t.get("message", "")) for t, _ in listed]),
                 severity=_severity(found),
                 caller=caller,
                 effect=effect,

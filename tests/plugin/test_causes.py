@@ -14,6 +14,7 @@ from kbconform import conformance
 from kbconform import report as reports
 from kbconform.conformance import Reading, charge, charged
 from kbconform.contract import validate
+from kbconform.errors import ContractViolation, SpoofRejected
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRIES = {entry["id"]: dict(entry) for entry in reports.catalogue()}
@@ -254,3 +255,43 @@ def test_a_run_whose_callers_took_turns_says_so_beside_the_level() -> None:
     assert reports.turns_line({"config": {"adapter": "m:f"}, "tests": tests}) == ""
     declined = [{**ENTRIES["conc-01[query]"], "status": "skip", "reason": "concurrency: serial"}]
     assert reports.turns_line({"config": stdio, "tests": declined}) == ""
+
+
+def _judged_message(call: str, expected: object, outcome: object) -> str:
+    """The message the suites' judge gives a call whose outcome breaks ``expected``."""
+
+    def make() -> object:
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    with pytest.raises(AssertionError) as failed:
+        conformance.judged(call, expected, make, [], [], False)
+    return str(failed.value)
+
+
+def test_a_strictness_cause_says_whether_the_backend_refused_or_accepted_the_input() -> None:
+    """A strictness cause's heading says what the backend did: a write the rule lets land and
+    the backend refused reads "refuses input that ... accepts"; an input the rule refuses and
+    the backend answered, "accepts input that ... refuses" (the control); both at once, both;
+    a message that says neither, neither."""
+    refused = _judged_message("ingest", None, SpoofRejected("alpha", ((0, "tenantId", "beta", "alpha"),)))
+    raised = str(SpoofRejected("alpha", ((0, "tenantId", "beta", "alpha"),)))  # out of the test
+    invalid = conformance.Refused(ContractViolation, "KB_CONTRACT_VIOLATION: x")
+    accepted = _judged_message("ingest", invalid, [])
+
+    def title(*messages: str) -> str:
+        tests = [{**ENTRIES["bytes-01[mini]"], "status": "fail", "message": m} for m in messages]
+        (cause,) = reports.causes(tests)
+        return cause.title
+
+    assert title(refused) == "write refuses input that parsed-chunk.md accepts"
+    assert title(raised) == "write refuses input that parsed-chunk.md accepts"
+    assert title(accepted) == "write accepts input that parsed-chunk.md refuses"
+    with pytest.raises(pytest.fail.Exception) as not_raised, pytest.raises(ContractViolation):
+        pass  # a suite's pytest.raises around a call the backend answered
+    assert title(str(not_raised.value)) == "write accepts input that parsed-chunk.md refuses"
+    assert title(refused, accepted) == (
+        "write accepts input that parsed-chunk.md refuses, and refuses input it accepts"
+    )
+    assert title("the stored embedding differs") == "write takes input otherwise than parsed-chunk.md says"
