@@ -151,6 +151,9 @@ def _say(config: pytest.Config) -> Callable[[str], None]:
     def say(line: str) -> None:
         held = capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext()
         with held:
+            # ``write_line`` starts a new line only after a file's name (``-q`` prints dots alone)
+            if getattr(getattr(reporter, "_tw", None), "width_of_current_line", 0):
+                reporter.write("\n")
             reporter.write_line(line)
             reporter.flush()
 

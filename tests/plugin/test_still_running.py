@@ -39,14 +39,32 @@ def test_a_test_still_running_is_named_with_its_time_and_one_that_ends_sooner_is
 
 
 def test_a_run_names_a_suite_test_still_running_on_its_terminal(pytester: pytest.Pytester) -> None:
-    """The plugin watches each suite test's call: with the interval made tiny (a conftest of
-    the run's own), a run of one test in a process of its own names it on the terminal, past
-    pytest's capture of the test's output, and names no other."""
+    """The plugin watches each suite test's call: with the interval made short and each call
+    made to last a second (a plugin of the run's own), a run of two tests in a process of its
+    own names each on the terminal, past pytest's capture of the test's output, each line a
+    line of its own (with ``-q``, the second after the first test's dot), and names no other."""
     pytester.makepyfile(tiny_adapter=TINY)
-    pytester.makeconftest("from kbconform.plugin import _verdict\n\n_verdict.LONG_TEST = 0.001\n")
-    result = pytester.runpytest_subprocess(
-        "--kbconform-adapter=tiny_adapter:make", "--kbconform-only=leak-02", "-p", "no:cacheprovider"
+    pytester.makepyfile(
+        slow_calls="import time\n\nimport pytest\n\nfrom kbconform.plugin import _verdict\n\n"
+        "_verdict.LONG_TEST = 0.3\n\n\n"
+        "@pytest.hookimpl(trylast=True)\n"
+        "def pytest_runtest_call(item):\n"
+        "    time.sleep(1.0)  # inside pytest's capture, which the line must get past\n"
     )
-    result.stdout.fnmatch_lines(["still running: leak-02 (* s)"])
-    named = {line.split(" (")[0] for line in result.stdout.lines if line.startswith("still running:")}
-    assert named == {"still running: leak-02"}
+    for quiet in ((), ("-q",)):  # -q prints dots with no file's name before them
+        result = pytester.runpytest_subprocess(
+            "-p",
+            "slow_calls",
+            "--kbconform-adapter=tiny_adapter:make",
+            "--kbconform-only=leak-01[query]",
+            "--kbconform-only=leak-02",
+            "-p",
+            "no:cacheprovider",
+            *quiet,
+        )
+        result.stdout.fnmatch_lines(["still running: leak-01[[]query[]] (* s)"])
+        result.stdout.fnmatch_lines(["still running: leak-02 (* s)"])
+        named = {line.split(" (")[0] for line in result.stdout.lines if line.startswith("still running:")}
+        shown = [line for line in result.stdout.lines if "still running:" in line]
+        assert all(line.startswith("still running:") for line in shown), (quiet, shown)
+        assert named == {"still running: leak-01[query]", "still running: leak-02"}, quiet
