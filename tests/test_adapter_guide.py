@@ -305,3 +305,29 @@ def test_mypy_strict_accepts_the_skeleton_and_refuses_list_shadowing_the_builtin
     output, status = _mypy(shadowed, tmp_path)
     assert status == 1
     assert "is not valid as a type" in output, output
+
+
+def _embedding() -> str:
+    text = GUIDE.read_text(encoding="utf-8")
+    after = text.split("### A store-only backend", 1)[1].split("\n### ", 1)[0]
+    return after.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_guides_embedding_is_deterministic_and_finds_a_text_first() -> None:
+    """The store-only section's embedding runs as printed: the same text gives the same unit
+    vector, each text is nearest to itself among others, and a text of no words is the zero
+    vector rather than an error (control: two different texts give different vectors)."""
+    namespace: dict[str, object] = {}
+    exec(compile(_embedding(), "embedding.py", "exec"), namespace)  # the guide's own code
+    embed = namespace["embed"]
+    texts = ["deploy the billing service", "rotate the keys", "the shared config file", "Billing"]
+    vectors = [embed(t) for t in texts]  # type: ignore[operator]
+    assert vectors == [embed(t) for t in texts]  # type: ignore[operator]
+    assert len({tuple(v) for v in vectors}) == len(texts)
+    for vector in vectors:
+        assert len(vector) == namespace["DIMENSIONS"]
+        assert abs(sum(x * x for x in vector) - 1.0) < 1e-9
+    for i, query in enumerate(vectors):
+        scores = [sum(a * b for a, b in zip(query, other, strict=True)) for other in vectors]
+        assert max(range(len(texts)), key=scores.__getitem__) == i
+    assert embed("") == [0.0] * namespace["DIMENSIONS"]  # type: ignore[operator]
