@@ -6,7 +6,7 @@ from __future__ import annotations
 import builtins
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +18,10 @@ from kbconform.adapter import check_sync, envelope_claims
 from kbconform.contract import explain, is_plain, is_valid, plain
 from kbconform.errors import ContractViolation, Forbidden, Problem, SpoofRejected
 from kbconform.identity import RESERVED_FIELDS, Principal, chunk_id
-from kbconform_reference.namespace._core import Core
+from kbconform_reference.namespace._core import Core, only
 from kbconform_reference.namespace.records import MAINTENANCE, IngestResult, SyncResult, Visibility
 from kbconform_reference.namespace.stamping import SpoofWarning, server_stamps, spoofs
 from kbconform_reference.namespace.stores import Rows
-from kbconform_reference.namespace.stores._protocol import Metadata
 
 LOG = logging.getLogger("kbconform_reference")
 _OPTIONAL_FIELDS = ("line_start", "line_end", "className", "extends")
@@ -233,7 +232,7 @@ class Writes(Core):
                 touched = builtins.list(written.ids if written is not None else ()) + doomed
                 with self._store_call(operation):  # the undo log: every row written or deleted
                     prior = (
-                        self.store.get(ids=touched, embeddings=True) if doomed else _only(existing, touched)
+                        self.store.get(ids=touched, embeddings=True) if doomed else only(touched, existing)
                     )
                 self._apply(operation, prior, write=written, delete=doomed)
         return IngestResult(tuple(ids), len(rows), len(unique) - len(rows), warnings, tuple(sorted(doomed)))
@@ -268,16 +267,3 @@ class Writes(Core):
         metadata.update(stamps)  # identity and stamps last: nothing of the client's lands on them
         metadata["ingestedAt"] = ingested_at
         return metadata
-
-
-def _only(rows: Rows, ids: Iterable[str]) -> Rows:
-    """The rows of ``rows`` whose id is in ``ids``, in ``rows``' order."""
-    wanted = set(ids)
-    keep = [i for i, row_id in enumerate(rows.ids) if row_id in wanted]
-    if len(keep) == len(rows.ids):
-        return rows
-    embeddings = rows.embeddings[keep] if rows.embeddings is not None else None
-    metadatas: tuple[Metadata, ...] = tuple(rows.metadatas[i] for i in keep)
-    return Rows(
-        tuple(rows.ids[i] for i in keep), tuple(rows.documents[i] for i in keep), metadatas, embeddings
-    )
