@@ -79,7 +79,8 @@ class Core:
         )
         self._writing = threading.RLock()  # one write (or rollback) at a time on this instance
         self._pending: builtins.list[_Undo] = []  # undo logs whose rollback failed, oldest first
-        #: The rows a deletion signal's lookup read (with embeddings), under ``_writing``: its undo log.
+        #: The rows a deletion signal's or a sync's lookup read (with embeddings), under
+        #: ``_writing``: the undo log of its deletes, not read again.
         self._looked_up: tuple[Rows, ...] = ()
 
     # -- guards ---------------------------------------------------------------------------------

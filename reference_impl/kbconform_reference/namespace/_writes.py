@@ -94,9 +94,11 @@ class Writes(Core):
         return self._write("sync", principal, records, stale=repo_slug, envelope=envelope)
 
     def _stale(self, principal: Principal, repo_slug: str, keep: set[str]) -> builtins.list[str]:
-        """The ids of the tenant's chunks in ``repo_slug`` at a path outside ``keep``."""
+        """The ids of the tenant's chunks in ``repo_slug`` at a path outside ``keep``; the rows,
+        read with their embeddings, are kept in ``_looked_up`` (the undo log of the deletes)."""
         tenant = {"tenantId": {"$eq": principal.tenant_id}}
-        rows = self.store.get(where={"$and": [tenant, {"repoSlug": {"$eq": repo_slug}}]})
+        rows = self.store.get(where={"$and": [tenant, {"repoSlug": {"$eq": repo_slug}}]}, embeddings=True)
+        self._looked_up = (rows,)  # the undo log of the rows it deletes
         return [
             i
             for i, m in zip(rows.ids, rows.metadatas, strict=True)
@@ -196,12 +198,15 @@ class Writes(Core):
         unique = sorted(set(last.values()))
         with self._as(operation, principal, "write"), self._writing:
             self._settle(operation)
+            self._looked_up = ()
             with self._store_call(operation):  # the undo log: every row the batch may touch
                 existing = self.store.get(ids=[ids[i] for i in unique], embeddings=True)
                 stale_ids = (
                     [] if stale is None else self._stale(principal, stale, {r["sourcePath"] for r in records})
                 )
                 doomed = [i for i in stale_ids if i not in last]  # a row the sync writes is not stale
+            looked_up: tuple[Rows, ...] = self._looked_up
+            self._looked_up = ()
             before = dict(zip(existing.ids, existing.metadatas, strict=True))
             documents = dict(zip(existing.ids, existing.documents, strict=True))
             rows: list[tuple[str, str, dict[str, Any]]] = []
@@ -230,10 +235,11 @@ class Writes(Core):
                 )
             if written is not None or doomed:
                 touched = builtins.list(written.ids if written is not None else ()) + doomed
-                with self._store_call(operation):  # the undo log: every row written or deleted
-                    prior = (
-                        self.store.get(ids=touched, embeddings=True) if doomed else only(touched, existing)
-                    )
+                if set(doomed) <= {row_id for part in looked_up for row_id in part.ids}:
+                    prior = only(touched, existing, *looked_up)  # the undo log, as read above
+                else:
+                    with self._store_call(operation):  # the undo log: every row written or deleted
+                        prior = self.store.get(ids=touched, embeddings=True)
                 self._apply(operation, prior, write=written, delete=doomed)
         return IngestResult(tuple(ids), len(rows), len(unique) - len(rows), warnings, tuple(sorted(doomed)))
 
