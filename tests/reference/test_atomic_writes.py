@@ -284,3 +284,29 @@ def test_a_deletion_signal_and_a_sync_read_each_row_they_delete_once() -> None:
     store.reads = 0
     assert len(kb.sync(ACME, "app", [_old(0, "fourth")]).deleted_ids) == 2
     assert store.reads == 2
+
+
+@pytest.mark.parametrize("mode", ["memory", "chroma-embedded"])
+def test_a_sync_of_no_records_whose_delete_fails_is_rolled_back(mode: str) -> None:
+    """A sync of no records deletes every row of its repository, its undo log the lookup alone
+    (no row written: nothing else read with embeddings); its second delete page fails: every row
+    is back, embeddings bit for bit."""
+    if mode == "memory":
+        store: VectorStore = MemoryStore()
+    else:
+        from kbconform_reference.namespace.stores.chroma import ChromaStore
+
+        store = ChromaStore.ephemeral()
+    try:
+        kb = _seeded(store)
+        before = _state(store)
+        flaky = Flaky(store, fail_at=2)
+        kb.store = flaky
+        with pytest.raises(BackendUnavailable):
+            kb.sync(ACME, "app", [])
+        assert _state(store) == before
+        kb.store = store
+        assert len(kb.sync(ACME, "app", []).deleted_ids) == 10  # control
+    finally:
+        if hasattr(store, "drop"):
+            store.drop()

@@ -218,8 +218,8 @@ class Core:
 
 
 def only(ids: Iterable[str], *parts: Rows) -> Rows:
-    """The rows of ``parts`` (each read with embeddings, or none) whose id is in ``ids``, each id
-    once, in the parts' order."""
+    """The rows of ``parts`` whose id is in ``ids``, each id once, in the parts' order; with their
+    embeddings when every part that holds one of them was read with embeddings."""
     wanted, taken = set(ids), set()
     if len(parts) == 1 and wanted >= set(parts[0].ids) and len(set(parts[0].ids)) == len(parts[0].ids):
         return parts[0]
@@ -230,7 +230,7 @@ def only(ids: Iterable[str], *parts: Rows) -> Rows:
                 taken.add(row_id)
                 kept.append((rows, n))
     embeddings = None
-    if all(rows.embeddings is not None for rows in parts):
+    if all(rows.embeddings is not None for rows, _ in kept):
         vectors = [rows.embeddings[n] for rows, n in kept]  # type: ignore[index]
         embeddings = np.stack(vectors) if vectors else np.zeros((0, 0), np.float32)
     metadatas: tuple[Metadata, ...] = tuple(rows.metadatas[n] for rows, n in kept)
