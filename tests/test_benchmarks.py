@@ -123,3 +123,21 @@ def test_the_http_connections_benchmark_runs_and_writes_its_figures(tmp_path: Pa
     assert set(figures) == {"kept_ms", "fresh_ms", "kept_nagle_ms", "fresh_ratio", "nagle_ratio"}
     assert all(value > 0 for value in figures.values())
     assert (tmp_path / "h.json").exists()
+
+
+def test_the_undo_reads_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
+    """A tiny run on the in-memory reference: a deletion signal and a sync each make fewer store
+    calls than with the earlier lookups, and every figure is written."""
+    module = _benchmark("undo_reads.py")
+    figures = module.main(["--adapter", "memory", "--rounds", "1", "--json", str(tmp_path / "u.json")])
+    assert figures["signal_store_calls_after"] < figures["signal_store_calls_before"]
+    assert figures["sync_store_calls_after"] < figures["sync_store_calls_before"]
+    assert (tmp_path / "u.json").exists()
+
+
+def test_the_repeated_runs_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
+    """A tiny run (no state machine): the resident memory after each round of collections, with
+    the client closed and left open."""
+    module = _benchmark("repeated_runs.py")
+    figures = module.main(["--runs", "0", "--collections", "2", "--json", str(tmp_path / "r.json")])
+    assert len(figures["collections_closed_mb"]) == len(figures["collections_left_open_mb"]) == 3

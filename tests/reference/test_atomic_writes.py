@@ -17,7 +17,7 @@ import rfc8785
 
 from kbconform.errors import BackendUnavailable
 from kbconform_reference import KnowledgeBase
-from kbconform_reference.namespace.stores import Match, Rows, VectorStore
+from kbconform_reference.namespace.stores import Match, MemoryStore, Rows, VectorStore
 from kbconform_reference.namespace.stores._protocol import Metadata, Where
 from tests.reference.conftest import ACME, BETA, OPERATOR, chunk
 
@@ -245,3 +245,68 @@ def test_twelve_thousand_records_on_chroma_leave_no_row_when_the_second_page_fai
         assert kb.count(ACME) == 0
     finally:
         chroma.drop()
+
+
+class _CountedReads(MemoryStore):
+    """The exact store, counting its reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def get(self, **kwargs: Any) -> Rows:
+        self.reads += 1
+        return super().get(**kwargs)
+
+
+def test_a_deletion_signal_and_a_sync_read_each_row_they_delete_once() -> None:
+    """A manifest signal reads its repository once (its undo log is that read, not a read of the
+    rows again), a tombstone of another repository adds one read; a sync reads the rows it
+    writes and its repository, once each. Either rolls back from those reads (the tests above)."""
+    store = _CountedReads()
+    kb = _seeded(store)
+    kb.ingest(ACME, [chunk("docs/other.md", "other", repo="docs-repo")])
+    store.reads = 0
+    assert len(_delete(kb).deleted_ids) == 8
+    assert store.reads == 1
+    store.reads = 0
+    signal = {
+        "repoSlug": "app",
+        "manifestSnapshot": {"repoSlug": "app", "pathsAfterPush": ["docs/old-0.md"]},
+        "deleted": [{"repoSlug": "docs-repo", "sourcePath": "docs/other.md"}],
+    }
+    assert len(kb.apply_deletion_signal(ACME, signal).deleted_ids) == 2
+    assert store.reads == 2
+    store.reads = 0
+    result = kb.sync(ACME, "app", [_old(0, "third")])
+    assert (len(result.ids), list(result.deleted_ids)) == (1, [])
+    kb.ingest(ACME, [_old(n, "again") for n in (1, 2)])
+    store.reads = 0
+    assert len(kb.sync(ACME, "app", [_old(0, "fourth")]).deleted_ids) == 2
+    assert store.reads == 2
+
+
+@pytest.mark.parametrize("mode", ["memory", "chroma-embedded"])
+def test_a_sync_of_no_records_whose_delete_fails_is_rolled_back(mode: str) -> None:
+    """A sync of no records deletes every row of its repository, its undo log the lookup alone
+    (no row written: nothing else read with embeddings); its second delete page fails: every row
+    is back, embeddings bit for bit."""
+    if mode == "memory":
+        store: VectorStore = MemoryStore()
+    else:
+        from kbconform_reference.namespace.stores.chroma import ChromaStore
+
+        store = ChromaStore.ephemeral()
+    try:
+        kb = _seeded(store)
+        before = _state(store)
+        flaky = Flaky(store, fail_at=2)
+        kb.store = flaky
+        with pytest.raises(BackendUnavailable):
+            kb.sync(ACME, "app", [])
+        assert _state(store) == before
+        kb.store = store
+        assert len(kb.sync(ACME, "app", []).deleted_ids) == 10  # control
+    finally:
+        if hasattr(store, "drop"):
+            store.drop()

@@ -274,3 +274,37 @@ def test_exports_and_reads_larger_than_one_store_page_are_complete(store: Vector
         == count
     )
     assert store.get().ids == ()
+
+
+def test_the_chroma_embedded_adapter_closes_its_client_at_shutdown(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every backend of a run is a collection of one Chroma client, closed at shutdown: Chroma
+    keeps what its dropped collections held until then (a process that runs the suites again
+    would carry every earlier run's)."""
+    from kbconform.adapter import BackendOptions
+    from kbconform_reference.namespace.adapter import chroma_embedded
+    from kbconform_reference.namespace.stores import chroma
+
+    closed: list[bool] = []
+
+    class Recorded:
+        def __init__(self) -> None:
+            self.client = embedded()
+            closed.append(False)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.client, name)
+
+        def close(self) -> None:
+            closed[-1] = True
+            self.client.close()
+
+    embedded = chroma.embedded_client
+    monkeypatch.setattr(chroma, "embedded_client", Recorded)
+    adapter = chroma_embedded()
+    for _ in range(2):
+        backend = adapter.open(BackendOptions())
+        backend.ingest(ACME, [chunk()])
+        adapter.close(backend)
+    assert closed == [False], "one client for every backend, open until shutdown"
+    adapter.shutdown()
+    assert closed == [True]

@@ -7,7 +7,7 @@ import builtins
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -27,6 +27,7 @@ from kbconform_reference.namespace.stores import Rows, VectorStore
 from kbconform_reference.namespace.stores._protocol import (
     ACTING,
     Acting,
+    Metadata,
     Reach,
     Where,
     acting,
@@ -78,6 +79,9 @@ class Core:
         )
         self._writing = threading.RLock()  # one write (or rollback) at a time on this instance
         self._pending: builtins.list[_Undo] = []  # undo logs whose rollback failed, oldest first
+        #: The rows a deletion signal's or a sync's lookup read (with embeddings), under
+        #: ``_writing``: the undo log of its deletes, not read again.
+        self._looked_up: tuple[Rows, ...] = ()
 
     # -- guards ---------------------------------------------------------------------------------
 
@@ -211,3 +215,28 @@ class Core:
         except BaseException:  # interrupted between pages: roll back before the next call
             self._pending.append(undo)
             raise
+
+
+def only(ids: Iterable[str], *parts: Rows) -> Rows:
+    """The rows of ``parts`` whose id is in ``ids``, each id once, in the parts' order; with their
+    embeddings when every part that holds one of them was read with embeddings."""
+    wanted, taken = set(ids), set()
+    if len(parts) == 1 and wanted >= set(parts[0].ids) and len(set(parts[0].ids)) == len(parts[0].ids):
+        return parts[0]
+    kept: list[tuple[Rows, int]] = []
+    for rows in parts:
+        for n, row_id in enumerate(rows.ids):
+            if row_id in wanted and row_id not in taken:
+                taken.add(row_id)
+                kept.append((rows, n))
+    embeddings = None
+    if all(rows.embeddings is not None for rows, _ in kept):
+        vectors = [rows.embeddings[n] for rows, n in kept]  # type: ignore[index]
+        embeddings = np.stack(vectors) if vectors else np.zeros((0, 0), np.float32)
+    metadatas: tuple[Metadata, ...] = tuple(rows.metadatas[n] for rows, n in kept)
+    return Rows(
+        tuple(rows.ids[n] for rows, n in kept),
+        tuple(rows.documents[n] for rows, n in kept),
+        metadatas,
+        embeddings,
+    )

@@ -14,7 +14,7 @@ from kbconform.contract import explain, is_valid
 from kbconform.errors import ContractViolation, Problem, RevisionBoundaryUnavailable
 from kbconform.identity import Principal
 from kbconform_reference.namespace import deletion
-from kbconform_reference.namespace._core import Core
+from kbconform_reference.namespace._core import Core, only
 from kbconform_reference.namespace.records import DeletionResult
 from kbconform_reference.namespace.stores import Rows
 
@@ -41,10 +41,16 @@ class Lifecycle(Core):
             targets |= {(repo, path) for path in resolved}
         with self._as("apply_deletion_signal", principal, "write"), self._writing:
             self._settle("apply_deletion_signal")
+            self._looked_up = ()
             doomed, targets = self._doomed(principal, signal, targets, written)
+            looked_up: tuple[Rows, ...] = self._looked_up
+            self._looked_up = ()
             if doomed:
-                with self._store_call("apply_deletion_signal"):  # the undo log: every row to delete
-                    prior = self.store.get(ids=doomed, embeddings=True)
+                if set(doomed) <= {row_id for part in looked_up for row_id in part.ids}:
+                    prior = only(doomed, *looked_up)  # the undo log, as the rows were looked up
+                else:
+                    with self._store_call("apply_deletion_signal"):  # the undo log: every row to delete
+                        prior = self.store.get(ids=doomed, embeddings=True)
                 self._apply("apply_deletion_signal", prior, delete=doomed)
         return DeletionResult(tuple(sorted(doomed)), tuple(sorted(targets)))
 
@@ -56,30 +62,40 @@ class Lifecycle(Core):
         written: set[tuple[str, str]],
     ) -> tuple[builtins.list[str], set[tuple[str, str]]]:
         """The ids of the tenant's rows a signal deletes, and its (repo, path) targets: ``targets``
-        and the paths the manifest leaves out, less ``written``."""
+        and the paths the manifest leaves out, less ``written``. The rows are read with their
+        embeddings, once each (the manifest's repository in one read, each other repository
+        by its paths), and kept in ``_looked_up``: the undo log of the deletion."""
         targets = set(targets)
         tenant = {"tenantId": {"$eq": principal.tenant_id}}
+        looked_up: builtins.list[Rows] = []
         with self._store_call("apply_deletion_signal"):
             manifest = signal.get("manifestSnapshot")
+            held: Rows | None = None  # every row of the tenant in the manifest's repository
             if manifest is not None:
                 keep = set(manifest["pathsAfterPush"])
-                rows = self.store.get(where={"$and": [tenant, {"repoSlug": {"$eq": manifest["repoSlug"]}}]})
+                clause = {"$and": [tenant, {"repoSlug": {"$eq": manifest["repoSlug"]}}]}
+                held = self.store.get(where=clause, embeddings=True)
                 targets |= {
                     (str(manifest["repoSlug"]), str(m["sourcePath"]))
-                    for m in rows.metadatas
+                    for m in held.metadatas
                     if m["sourcePath"] not in keep
                 }
             targets -= written
             doomed: builtins.list[str] = []
             for repo in sorted({r for r, _ in targets}):
                 paths = sorted(p for r, p in targets if r == repo)
-                clause = {"$and": [tenant, {"repoSlug": {"$eq": repo}}, {"sourcePath": {"$in": paths}}]}
-                rows = self.store.get(where=clause)
+                if held is not None and manifest is not None and repo == manifest["repoSlug"]:
+                    rows, wanted = held, set(paths)  # read above: its rows at these paths
+                else:
+                    clause = {"$and": [tenant, {"repoSlug": {"$eq": repo}}, {"sourcePath": {"$in": paths}}]}
+                    rows, wanted = self.store.get(where=clause, embeddings=True), None
+                looked_up.append(rows)
                 doomed.extend(
                     i
                     for i, m in zip(rows.ids, rows.metadatas, strict=True)
-                    if m["tenantId"] == principal.tenant_id
+                    if m["tenantId"] == principal.tenant_id and (wanted is None or m["sourcePath"] in wanted)
                 )
+        self._looked_up = tuple(looked_up)
         return doomed, targets
 
     # -- backup ---------------------------------------------------------------------------------

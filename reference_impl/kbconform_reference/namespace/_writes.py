@@ -6,7 +6,7 @@ from __future__ import annotations
 import builtins
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +18,10 @@ from kbconform.adapter import check_sync, envelope_claims
 from kbconform.contract import explain, is_plain, is_valid, plain
 from kbconform.errors import ContractViolation, Forbidden, Problem, SpoofRejected
 from kbconform.identity import RESERVED_FIELDS, Principal, chunk_id
-from kbconform_reference.namespace._core import Core
+from kbconform_reference.namespace._core import Core, only
 from kbconform_reference.namespace.records import MAINTENANCE, IngestResult, SyncResult, Visibility
 from kbconform_reference.namespace.stamping import SpoofWarning, server_stamps, spoofs
 from kbconform_reference.namespace.stores import Rows
-from kbconform_reference.namespace.stores._protocol import Metadata
 
 LOG = logging.getLogger("kbconform_reference")
 _OPTIONAL_FIELDS = ("line_start", "line_end", "className", "extends")
@@ -95,9 +94,11 @@ class Writes(Core):
         return self._write("sync", principal, records, stale=repo_slug, envelope=envelope)
 
     def _stale(self, principal: Principal, repo_slug: str, keep: set[str]) -> builtins.list[str]:
-        """The ids of the tenant's chunks in ``repo_slug`` at a path outside ``keep``."""
+        """The ids of the tenant's chunks in ``repo_slug`` at a path outside ``keep``; the rows,
+        read with their embeddings, are kept in ``_looked_up`` (the undo log of the deletes)."""
         tenant = {"tenantId": {"$eq": principal.tenant_id}}
-        rows = self.store.get(where={"$and": [tenant, {"repoSlug": {"$eq": repo_slug}}]})
+        rows = self.store.get(where={"$and": [tenant, {"repoSlug": {"$eq": repo_slug}}]}, embeddings=True)
+        self._looked_up = (rows,)  # the undo log of the rows it deletes
         return [
             i
             for i, m in zip(rows.ids, rows.metadatas, strict=True)
@@ -197,12 +198,15 @@ class Writes(Core):
         unique = sorted(set(last.values()))
         with self._as(operation, principal, "write"), self._writing:
             self._settle(operation)
+            self._looked_up = ()
             with self._store_call(operation):  # the undo log: every row the batch may touch
                 existing = self.store.get(ids=[ids[i] for i in unique], embeddings=True)
                 stale_ids = (
                     [] if stale is None else self._stale(principal, stale, {r["sourcePath"] for r in records})
                 )
                 doomed = [i for i in stale_ids if i not in last]  # a row the sync writes is not stale
+            looked_up: tuple[Rows, ...] = self._looked_up
+            self._looked_up = ()
             before = dict(zip(existing.ids, existing.metadatas, strict=True))
             documents = dict(zip(existing.ids, existing.documents, strict=True))
             rows: list[tuple[str, str, dict[str, Any]]] = []
@@ -231,10 +235,11 @@ class Writes(Core):
                 )
             if written is not None or doomed:
                 touched = builtins.list(written.ids if written is not None else ()) + doomed
-                with self._store_call(operation):  # the undo log: every row written or deleted
-                    prior = (
-                        self.store.get(ids=touched, embeddings=True) if doomed else _only(existing, touched)
-                    )
+                if set(doomed) <= {row_id for part in looked_up for row_id in part.ids}:
+                    prior = only(touched, existing, *looked_up)  # the undo log, as read above
+                else:
+                    with self._store_call(operation):  # the undo log: every row written or deleted
+                        prior = self.store.get(ids=touched, embeddings=True)
                 self._apply(operation, prior, write=written, delete=doomed)
         return IngestResult(tuple(ids), len(rows), len(unique) - len(rows), warnings, tuple(sorted(doomed)))
 
@@ -268,16 +273,3 @@ class Writes(Core):
         metadata.update(stamps)  # identity and stamps last: nothing of the client's lands on them
         metadata["ingestedAt"] = ingested_at
         return metadata
-
-
-def _only(rows: Rows, ids: Iterable[str]) -> Rows:
-    """The rows of ``rows`` whose id is in ``ids``, in ``rows``' order."""
-    wanted = set(ids)
-    keep = [i for i, row_id in enumerate(rows.ids) if row_id in wanted]
-    if len(keep) == len(rows.ids):
-        return rows
-    embeddings = rows.embeddings[keep] if rows.embeddings is not None else None
-    metadatas: tuple[Metadata, ...] = tuple(rows.metadatas[i] for i in keep)
-    return Rows(
-        tuple(rows.ids[i] for i in keep), tuple(rows.documents[i] for i in keep), metadatas, embeddings
-    )

@@ -202,7 +202,12 @@ class ReferenceAdapter(OpenBackends):
 
     def shutdown(self) -> None:
         super().shutdown()
-        self._embedded = None
+        if self._embedded is not None:
+            # Chroma keeps one in-process System for every ephemeral client, and the memory of
+            # each collection dropped in it, until its last client is closed: closed, a run's
+            # memory goes with it (a process that runs the suites again starts afresh).
+            embedded, self._embedded = self._embedded, None
+            embedded.close()
         if self._client is not None:
             self._client.close()
             self._client = None

@@ -386,7 +386,9 @@ _SPACE = {"hnsw:space": "ip"}
 
 def embedded_client() -> Any:
     """A new in-process, in-memory Chroma client (telemetry off), for as many collections as are
-    opened through it (:meth:`ChromaStore.ephemeral`)."""
+    opened through it (:meth:`ChromaStore.ephemeral`). Ephemeral clients share one Chroma
+    System, which keeps about 3 MB of every collection that held data after it is dropped, until
+    the last of them is closed (``close()``): its owner closes it when done."""
     import chromadb
     from chromadb.config import Settings
 
