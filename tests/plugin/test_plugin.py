@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.plugin import inprocess
+
 pytest_plugins = ["pytester"]
 
 TINY = (Path(__file__).parent / "tiny_adapter.py").read_text(encoding="utf-8")
@@ -61,17 +63,9 @@ def test_the_declined_tests_are_those_needing_what_the_tiny_manifest_declines() 
 
 
 def _run(pytester: pytest.Pytester, factory: str, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    """The tiny adapter's ``factory`` run in this process, and its report ({} when none)."""
     pytester.makepyfile(tiny_adapter=TINY)
-    result = pytester.runpytest_subprocess(
-        f"--kbconform-adapter=tiny_adapter:{factory}",
-        "--kbconform-report=report.json",
-        "-p",
-        "no:cacheprovider",
-        *args,
-    )
-    report_path = pytester.path / "report.json"
-    report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.exists() else {}
-    return result, report
+    return inprocess.run_with_report(pytester, f"--kbconform-adapter=tiny_adapter:{factory}", *args)
 
 
 @pytest.mark.slow
@@ -161,8 +155,8 @@ def test_shrinking_stops_at_the_budget_and_the_report_and_terminal_say_so(pytest
         assert reports.SHRINK_STOPPED not in result.stdout.str()
     assert report["execution"]["shrinkBudget"] == 60
     for bad in ("0", "-1", "inf"):
-        refused = pytester.runpytest_subprocess(
-            "--kbconform-adapter=tiny_adapter:leaky", f"--kbconform-shrink-budget={bad}"
+        refused = inprocess.run(
+            pytester, "--kbconform-adapter=tiny_adapter:leaky", f"--kbconform-shrink-budget={bad}"
         )
         assert refused.ret == pytest.ExitCode.USAGE_ERROR
         refused.stderr.fnmatch_lines(["*--kbconform-shrink-budget: expected a positive number of seconds*"])
@@ -390,7 +384,7 @@ def test_a_bad_adapter_is_a_usage_error_that_says_what_was_expected(
         + "\n\nclass BadManifest(Tiny):\n    manifest = {**MANIFEST, 'readFacades': ['query', 'list']}\n\n\n"
         "def bad_manifest():\n    return BadManifest()\n"
     )
-    result = pytester.runpytest_subprocess(f"--kbconform-adapter={spec}")
+    result = inprocess.run(pytester, f"--kbconform-adapter={spec}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: --kbconform-adapter={spec}: KB_ADAPTER_INVALID: *", expected])
 
@@ -398,7 +392,7 @@ def test_a_bad_adapter_is_a_usage_error_that_says_what_was_expected(
 def test_without_an_adapter_the_plugin_adds_nothing(pytester: pytest.Pytester) -> None:
     """A project that loads the plugin but sets no adapter runs only its own tests."""
     pytester.makepyfile(test_own="def test_own():\n    assert 1 + 1 == 2\n")
-    result = pytester.runpytest_subprocess()
+    result = inprocess.run(pytester)
     result.assert_outcomes(passed=1)
 
 
@@ -452,13 +446,14 @@ def test_a_report_path_that_cannot_be_written_is_refused_before_the_run(
     not after the whole run; a writable path runs (control)."""
     pytester.makepyfile(tiny_adapter=TINY)
     (pytester.path / "a-directory").mkdir()
-    result = pytester.runpytest_subprocess(
-        "--kbconform-adapter=tiny_adapter:make", f"--kbconform-report={where}"
-    )
+    result = inprocess.run(pytester, "--kbconform-adapter=tiny_adapter:make", f"--kbconform-report={where}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --kbconform-report: cannot write *"])
-    control = pytester.runpytest_subprocess(
-        "--kbconform-adapter=tiny_adapter:make", "--kbconform-report=ok.json", "--kbconform-level=L0"
+    control = inprocess.run(
+        pytester,
+        "--kbconform-adapter=tiny_adapter:make",
+        "--kbconform-report=ok.json",
+        "--kbconform-level=L0",
     )
     assert control.ret == pytest.ExitCode.OK
     assert (pytester.path / "ok.json").is_file()
