@@ -123,3 +123,19 @@ def test_the_http_connections_benchmark_runs_and_writes_its_figures(tmp_path: Pa
     assert set(figures) == {"kept_ms", "fresh_ms", "kept_nagle_ms", "fresh_ratio", "nagle_ratio"}
     assert all(value > 0 for value in figures.values())
     assert (tmp_path / "h.json").exists()
+
+
+def test_the_startup_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
+    """One round of the interpreter and ``kbconform --help``, against the kit itself as the
+    baseline: a ratio near one, each command's imports named."""
+    module = _benchmark("startup.py")
+    root = str(BENCHMARKS.parent)
+    chosen = ["--command", "python -c pass", "--command", "kbconform --help"]
+    out = tmp_path / "out.json"
+    figures = module.main(["--rounds", "1", "--baseline", root, "--imports", *chosen, "--json", str(out)])
+    assert set(figures["commands"]) == {"python -c pass", "kbconform --help"}
+    helped = figures["commands"]["kbconform --help"]
+    assert helped["this cpu s"] > 0
+    assert helped["this / baseline"] > 0
+    assert "kbconform" in dict(helped["imports"])
+    assert out.exists()
