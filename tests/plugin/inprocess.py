@@ -3,10 +3,11 @@ a run says and records, not how a process starts: no interpreter, pytest, Hypoth
 import again (several seconds of CPU each). A test of a process boundary (a script, xdist, a
 signal, an exit) keeps ``runpytest_subprocess``.
 
-pytester restores ``sys.modules`` after an in-process run, dropping what the run imported first;
-the kit and the reference are imported here beforehand, so each run's kit is the one this process
-holds (one class per error, one import of numpy), and only the run's own modules (the adapter in
-its folder, the suites' test modules) are imported afresh each time.
+pytester restores ``sys.modules`` after an in-process run (and after each test), dropping what
+was imported since; the kit, the reference and numpy are imported with this module, at
+collection, so each run's kit is the one this process holds (one class per error, one import of
+numpy, which cannot load twice), and only the run's own modules (the adapter in its folder, the
+suites' test modules) are imported afresh each time.
 """
 
 from __future__ import annotations
@@ -46,12 +47,15 @@ KEPT = (
     "kbconform_reference",
     "kbconform_reference.stores",
 )
+# Imported with this module, at collection: before any test's pytester, which restores
+# sys.modules as it found them when the test ends.
+for _name in KEPT:
+    importlib.import_module(_name)
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     """``pytest *args`` in this process, in pytester's folder, without the cache provider."""
-    for name in KEPT:
-        importlib.import_module(name)
+    pytester.syspathinsert()  # as `python -m pytest` in the folder: its modules import (-p, conftest)
     return pytester.runpytest_inprocess("-p", "no:cacheprovider", *args)
 
 
