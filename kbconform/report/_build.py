@@ -3,6 +3,7 @@ installed suites."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import platform
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -63,7 +64,7 @@ def build(
         "environment": {
             "python": platform.python_version(),
             "platform": platform.platform(terse=True),
-            **_versions("pytest", "hypothesis"),
+            **{name: importlib.metadata.version(name) for name in ("pytest", "hypothesis")},
         },
         "execution": {**execution, "selection": None if chosen is None else sorted(set(chosen))},
         "levels": levels(listed, manifest, partial=chosen is not None),
@@ -180,11 +181,3 @@ def verify(report: object) -> None:
         differs("/declared", "declared", f"the manifest's declared design: {said}", str(report["declared"]))
     if problems:
         raise ContractViolation(contract="report-v1", problems=tuple(problems), code="KB_REPORT_INVALID")
-
-
-def _versions(*names: str) -> dict[str, str]:
-    """Each installed distribution's version (importlib.metadata loads here: a command that
-    writes no report does not pay for it)."""
-    import importlib.metadata
-
-    return {name: importlib.metadata.version(name) for name in names}

@@ -4,6 +4,7 @@ its hash, and the tests a run must report (:func:`expected`) or selects (:func:`
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -75,8 +76,6 @@ def render_catalogue(catalogue: Mapping[str, Any]) -> str:
 
 
 def suite_version() -> str:
-    import importlib.metadata  # loaded when asked: importing the report costs less
-
     return importlib.metadata.version("kbconform")
 
 
