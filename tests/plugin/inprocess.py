@@ -14,39 +14,26 @@ from __future__ import annotations
 
 import importlib
 import json
+import pkgutil
 from typing import Any
 
 import pytest
 
-# What a run of the suites imports of the kit, the reference and their libraries.
-KEPT = (
-    "hypothesis",
-    "numpy.random",
-    "kbconform",
-    "kbconform.adapter",
-    "kbconform.conformance",
-    "kbconform.conformance.strategies",
-    "kbconform.errors",
-    "kbconform.harness",
-    "kbconform.plugin._collection",
-    "kbconform.plugin._fixtures",
-    "kbconform.plugin._options",
-    "kbconform.plugin._session",
-    "kbconform.plugin._verdict",
-    "kbconform.profiles",
-    *(
-        f"kbconform.profiles.{name}.implementation"
-        for name in ("kb_grant", "memory_scope", "project_pool", "store_tenancy", "tenant_namespace")
-    ),
-    *(
-        f"kbconform.profiles.tenant_namespace.{name}"
-        for name in ("_checks", "data", "model", "protocol", "world")
-    ),
-    "kbconform.report",
-    "kbconform.workspace.golden",
-    "kbconform_reference",
-    "kbconform_reference.stores",
-)
+
+def _kit() -> list[str]:
+    """Every module of the kit (not the command line's entry or the harness runtime's copy)."""
+    import kbconform
+
+    return [
+        found.name
+        for found in pkgutil.walk_packages(kbconform.__path__, "kbconform.")
+        if not found.name.endswith("__main__") and not found.name.startswith("kbconform._harness_runtime")
+    ]
+
+
+#: What a run of the suites imports first: the kit, the reference's in-memory parts, Hypothesis
+#: and numpy.
+KEPT = ("hypothesis", "numpy.random", *_kit(), "kbconform_reference", "kbconform_reference.stores")
 # Imported with this module, at collection: before any test's pytester, which restores
 # sys.modules as it found them when the test ends.
 for _name in KEPT:
