@@ -216,7 +216,7 @@ export function manifest() {
             ingest             : 'ingest_source_files({...envelope, files})',
             applyDeletionSignal: 'ingest_source_files({...signal, files: []})',
             sync               : 'ingest_source_files({...envelope, files, manifestSnapshot: {repoSlug, pathsAfterPush}})',
-            query              : "query_documents({query, type: 'all', limit}), its sources' metadata from QueryService.queryDocuments({..., includeMetadata: true})",
+            query              : "query_documents({query, type: 'all', limit}); the QueryService.queryDocuments it runs asked with includeMetadata, its sources' metadata kept",
             get                : 'get_document_by_id({id})',
             list               : 'list_documents({limit, offset})',
             ask                : "ask_knowledge_base({query, type: 'all', limit})",
