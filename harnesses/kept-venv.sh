@@ -28,3 +28,30 @@ kept_venv_link() {
     mkdir -p "$(dirname "$2")"
     ln -s "$1" "$2"
 }
+
+# kept_venv_use NAME STAMP STAMPFILE: with $venv the harness's venv path, $force 0 or 1 and
+# say() defined. An install already in $venv with STAMP in $venv/STAMPFILE ends the install;
+# otherwise $venv becomes the cache's folder for STAMP (locked), $link the harness's path and
+# $stamp $venv/STAMPFILE, and a finished install there is linked and ends the install. After it
+# returns, the caller installs into $venv, writes STAMP to $stamp and calls kept_venv_link.
+kept_venv_use() {
+    stamp="$venv/$3"
+    if [ "$force" = 0 ] && kept_venv_ready "$venv" "$2" "$3"; then
+        say "already installed (the stamp matches); nothing to do."
+        exit 0
+    fi
+    link="$venv"
+    venv="$(kept_venv "$1" "$2")"
+    stamp="$venv/$3"
+    kept_venv_lock "$venv"
+    if [ "$force" = 0 ] && kept_venv_ready "$venv" "$2" "$3"; then
+        kept_venv_link "$venv" "$link"
+        say "linked to this machine's install of the same stamp ($venv); nothing to install."
+        exit 0
+    fi
+}
+
+# kept_venv_ready FOLDER STAMP STAMPFILE: FOLDER holds a finished install of STAMP.
+kept_venv_ready() {
+    [ -f "$1/$3" ] && [ "$(cat "$1/$3")" = "$2" ] && [ -x "$1/bin/python" ]
+}

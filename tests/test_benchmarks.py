@@ -141,3 +141,19 @@ def test_the_repeated_runs_benchmark_runs_and_writes_its_figures(tmp_path: Path)
     module = _benchmark("repeated_runs.py")
     figures = module.main(["--runs", "0", "--collections", "2", "--json", str(tmp_path / "r.json")])
     assert len(figures["collections_closed_mb"]) == len(figures["collections_left_open_mb"]) == 3
+
+
+def test_the_startup_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
+    """One round of the interpreter and ``kbconform --help``, against the kit itself as the
+    baseline: a ratio near one, each command's imports named."""
+    module = _benchmark("startup.py")
+    root = str(BENCHMARKS.parent)
+    chosen = ["--command", "python -c pass", "--command", "kbconform --help"]
+    out = tmp_path / "out.json"
+    figures = module.main(["--rounds", "1", "--baseline", root, "--imports", *chosen, "--json", str(out)])
+    assert set(figures["commands"]) == {"python -c pass", "kbconform --help"}
+    helped = figures["commands"]["kbconform --help"]
+    assert helped["this cpu s"] > 0
+    assert helped["this / baseline"] > 0
+    assert "kbconform" in dict(helped["imports"])
+    assert out.exists()

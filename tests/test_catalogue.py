@@ -12,6 +12,7 @@ import pytest
 from kbconform import report as reports
 from kbconform import runner
 from kbconform._resources import data_dir
+from tests.plugin import inprocess
 
 pytest_plugins = ["pytester"]
 
@@ -51,17 +52,13 @@ def test_catalogue_mode_runs_no_backend(pytester: pytest.Pytester) -> None:
     """--kbconform-catalogue with an adapter is a usage error; for a profile not
     registered, too. Alone it writes the list and runs no test (the control: the list has entries)."""
     pytester.makeini("[pytest]\n")
-    both = pytester.runpytest_subprocess("--kbconform-catalogue=c.json", "--kbconform-adapter=a:b")
+    both = inprocess.run(pytester, "--kbconform-catalogue=c.json", "--kbconform-adapter=a:b")
     assert both.ret == pytest.ExitCode.USAGE_ERROR
     assert "runs no backend" in both.stderr.str()
-    unknown = pytester.runpytest_subprocess(
-        "--kbconform-catalogue=c.json", "--kbconform-catalogue-profile=notes"
-    )
+    unknown = inprocess.run(pytester, "--kbconform-catalogue=c.json", "--kbconform-catalogue-profile=notes")
     assert unknown.ret == pytest.ExitCode.USAGE_ERROR
     assert "expected a registered isolation profile" in unknown.stderr.str()
-    alone = pytester.runpytest_subprocess(
-        "--kbconform-catalogue=c.json", "--kbconform-catalogue-profile=kb-grant"
-    )
+    alone = inprocess.run(pytester, "--kbconform-catalogue=c.json", "--kbconform-catalogue-profile=kb-grant")
     assert " passed" not in alone.stdout.str()
     listed = (pytester.path / "c.json").read_text(encoding="utf-8")
     assert '"grant-01"' in listed

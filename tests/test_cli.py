@@ -200,7 +200,9 @@ def _records(path: Path, count: int, record: dict[str, object] = _INVALID) -> Pa
 
 def test_a_reader_that_stops_early_makes_validate_exit_141_without_a_traceback(tmp_path: Path) -> None:
     """`validate | head -1` under pipefail: a broken pipe is not success, and stderr stays clean."""
-    big = _records(tmp_path / "big.jsonl", 5_000)  # far more than a pipe holds: the pipe must break
+    # 1,000 invalid records print about 230 KB, more than three times a pipe's 64 KiB: the
+    # pipe must break (the control's output below is measured)
+    big = _records(tmp_path / "big.jsonl", 1_000)
     with subprocess.Popen(
         [*_CLI, "validate", "--schema", "parsed-chunk-v1", str(big)],
         stdout=subprocess.PIPE,
@@ -218,6 +220,7 @@ def test_a_reader_that_stops_early_makes_validate_exit_141_without_a_traceback(t
         [*_CLI, "validate", "--schema", "parsed-chunk-v1", str(big)], capture_output=True, check=False
     )
     assert (done.returncode, done.stderr) == (1, b"")  # the control: read to the end, exit 1
+    assert len(done.stdout) > 3 * 65_536
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="the shell pipeline needs bash")

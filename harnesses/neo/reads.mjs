@@ -7,7 +7,6 @@ import path from 'node:path';
 import {internal} from '../../kbconform/_harness_runtime/kbharness.mjs';
 
 import {hitOf, hitOfRanked, onBackend, viaTool} from './backends.mjs';
-import {newCall, requestScope} from './calls.mjs';
 import {scratchDir} from './chroma.mjs';
 import {log} from './log.mjs';
 import {neo} from './setup.mjs';
@@ -23,11 +22,9 @@ export async function query(backend, params) {
         // results are {source, score}. The kit's nResults is the tool's limit.
         const args   = {query: params.text, type: 'all', limit: params.nResults};
         const shown  = (await viaTool('query_documents', args, call))?.results || [];
-        // The detail: the same query on QueryService with includeMetadata (each source's top
-        // chunk, for the hit's id and metadata), run as the harness's own call (no fault
-        // switch, no store accounting) under the same request context.
-        const detail = (await requestScope.run(newCall('query-metadata', backend, {internal: true}),
-            () => neo.QueryService.queryDocuments({...args, includeMetadata: true})))?.results || [];
+        // The detail: the tool's own QueryService.queryDocuments, which setup.mjs asks with
+        // includeMetadata, kept whole (each source's top chunk, for the hit's id and metadata).
+        const detail = call.lastQuery?.results || [];
         const toolSources    = shown.map(result => result.source);
         const serviceSources = detail.map(result => result.source);
         const missing = toolSources.filter(source => !serviceSources.includes(source));

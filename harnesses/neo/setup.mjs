@@ -85,13 +85,6 @@ async function loadNeo() {
     const KBRecorderService     = (await load('ai/services/knowledge-base/KBRecorderService.mjs')).default;
     const TextEmbeddingService  = (await load('ai/services/memory-core/TextEmbeddingService.mjs')).default;
     const RequestContextService = (await load('ai/mcp/server/shared/services/RequestContextService.mjs')).default;
-    // The KB server's tool dispatch (Server.mjs getToolService): transport check, KBRecorderService
-    // telemetry (SQLite at NEO_MEMORY_DB_PATH), then ToolService.callTool.
-    const {callTool}            = await load('ai/mcp/server/knowledge-base/toolService.mjs');
-    if (kbConfig.transport !== 'sse') {
-        throw internal(`Neo's KB config reads transport '${kbConfig.transport}', not 'sse' (NEO_TRANSPORT)`);
-    }
-
     // Neo's diagnostic log files go to the scratch folder, not into the package copy.
     kbConfig.logPath = path.join(scratchDir, 'logs');
     mcConfig.logPath = path.join(scratchDir, 'logs');
@@ -133,12 +126,18 @@ async function loadNeo() {
         }
         return stamped;
     };
+    // Inside a kit call, Neo's query is asked with includeMetadata, which changes nothing but
+    // adds each source's top chunk to its result (QueryService.mjs:239): the whole result is kept
+    // for the harness (a hit's id and metadata), and the caller gets what the flag it passed
+    // gives. So a query is one run of Neo's ranking, not two.
     const queryDocuments = QueryService.queryDocuments.bind(QueryService);
     QueryService.queryDocuments = async function (options) {
-        const result = await queryDocuments(options);
         const call = requestScope.getStore();
-        if (call) call.lastQuery = result;
-        return result;
+        if (!call || options === null || typeof options !== 'object') return queryDocuments(options);
+        const result = await queryDocuments({...options, includeMetadata: true});
+        call.lastQuery = result;
+        if (options.includeMetadata || !Array.isArray(result?.results)) return result;
+        return {...result, results: result.results.map(({metadata, ...shown}) => shown)};
     };
     const warn = kbLogger.warn.bind(kbLogger);
     kbLogger.warn = function (...args) {
@@ -148,6 +147,15 @@ async function loadNeo() {
         }
         return warn(...args);
     };
+
+    // The KB server's tool dispatch (Server.mjs getToolService): transport check, KBRecorderService
+    // telemetry (SQLite at NEO_MEMORY_DB_PATH), then ToolService.callTool. Loaded after the
+    // observation above, since its table binds each service method as it loads (query_documents
+    // is QueryService.queryDocuments as it is then).
+    const {callTool}            = await load('ai/mcp/server/knowledge-base/toolService.mjs');
+    if (kbConfig.transport !== 'sse') {
+        throw internal(`Neo's KB config reads transport '${kbConfig.transport}', not 'sse' (NEO_TRANSPORT)`);
+    }
 
     neo = {
         version, kbConfig, mcConfig, ChromaManager, VectorService, IngestionService, QueryService,
@@ -208,7 +216,7 @@ export function manifest() {
             ingest             : 'ingest_source_files({...envelope, files})',
             applyDeletionSignal: 'ingest_source_files({...signal, files: []})',
             sync               : 'ingest_source_files({...envelope, files, manifestSnapshot: {repoSlug, pathsAfterPush}})',
-            query              : "query_documents({query, type: 'all', limit}), its sources' metadata from QueryService.queryDocuments({..., includeMetadata: true})",
+            query              : "query_documents({query, type: 'all', limit}); the QueryService.queryDocuments it runs asked with includeMetadata, its sources' metadata kept",
             get                : 'get_document_by_id({id})',
             list               : 'list_documents({limit, offset})',
             ask                : "ask_knowledge_base({query, type: 'all', limit})",

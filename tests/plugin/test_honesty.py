@@ -6,13 +6,14 @@ checks the run fails because of it; the tiny adapter's clean run (test_plugin.py
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-#: Each test here runs the suites (or a whole tool) in child processes: the slow tier.
+from tests.plugin import inprocess
+
+#: Each test here runs the suites up to L2: the slow tier.
 pytestmark = pytest.mark.slow
 
 pytest_plugins = ["pytester"]
@@ -31,20 +32,9 @@ def pytest_collection_modifyitems(items):
 
 
 def _run_suites(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
-    """pytest with ``args`` in a subprocess (no cache, tests in order, failures not shrunk: only
-    the statuses count) writing report.json: its result, and the report ({} when none was
-    written)."""
-    result = pytester.runpytest_subprocess(
-        *args,
-        "--kbconform-report=report.json",
-        "--kbconform-no-shrink",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:randomly",
-    )
-    path = pytester.path / "report.json"
-    return result, json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    """pytest with ``args`` in this process (tests in order, failures not shrunk: only the
+    statuses count) writing report.json: its result, and the report ({} when none was written)."""
+    return inprocess.run_with_report(pytester, *args, "--kbconform-no-shrink", "-p", "no:randomly")
 
 
 def _run(
@@ -112,10 +102,9 @@ def make():
     return adapter
 """
     pytester.makepyfile(tiny_adapter=TINY, meddler=meddler)
-    result = pytester.runpytest_subprocess(
-        "--kbconform-adapter=meddler:make", "--kbconform-report=report.json", "--kbconform-level=L2"
+    result, report = inprocess.run_with_report(
+        pytester, "--kbconform-adapter=meddler:make", "--kbconform-level=L2"
     )
-    report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
     assert _statuses(report, "leak-01[query]") == {"fail"}
     assert all(t.get("requires") for t in report["tests"] if t["status"] == "skip")  # declined only
     assert result.ret == pytest.ExitCode.TESTS_FAILED

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.plugin import inprocess
+
 pytest_plugins = ["pytester"]
 
 TINY = (Path(__file__).parent / "tiny_adapter.py").read_text(encoding="utf-8")
@@ -61,17 +63,9 @@ def test_the_declined_tests_are_those_needing_what_the_tiny_manifest_declines() 
 
 
 def _run(pytester: pytest.Pytester, factory: str, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    """The tiny adapter's ``factory`` run in this process, and its report ({} when none)."""
     pytester.makepyfile(tiny_adapter=TINY)
-    result = pytester.runpytest_subprocess(
-        f"--kbconform-adapter=tiny_adapter:{factory}",
-        "--kbconform-report=report.json",
-        "-p",
-        "no:cacheprovider",
-        *args,
-    )
-    report_path = pytester.path / "report.json"
-    report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.exists() else {}
-    return result, report
+    return inprocess.run_with_report(pytester, f"--kbconform-adapter=tiny_adapter:{factory}", *args)
 
 
 @pytest.mark.slow
@@ -161,8 +155,8 @@ def test_shrinking_stops_at_the_budget_and_the_report_and_terminal_say_so(pytest
         assert reports.SHRINK_STOPPED not in result.stdout.str()
     assert report["execution"]["shrinkBudget"] == 60
     for bad in ("0", "-1", "inf"):
-        refused = pytester.runpytest_subprocess(
-            "--kbconform-adapter=tiny_adapter:leaky", f"--kbconform-shrink-budget={bad}"
+        refused = inprocess.run(
+            pytester, "--kbconform-adapter=tiny_adapter:leaky", f"--kbconform-shrink-budget={bad}"
         )
         assert refused.ret == pytest.ExitCode.USAGE_ERROR
         refused.stderr.fnmatch_lines(["*--kbconform-shrink-budget: expected a positive number of seconds*"])
@@ -209,6 +203,20 @@ def test_the_header_names_adapter_backend_suite_version_and_seed(pytester: pytes
     assert report["seed"] == 1234
 
 
+def _collected(result: pytest.RunResult) -> list[tuple[str, ...]]:
+    """Each test in ``--collect-only``'s tree, with the collectors above it from the suites'
+    package down (the folders above it depend on the run's root directory)."""
+    found, path = [], []
+    for line in result.stdout.lines:
+        text = line.lstrip()
+        if text.startswith("<"):
+            del path[(len(line) - len(text)) // 2 :]
+            path.append(text)
+            if text.startswith("<Function "):
+                found.append(tuple(part for part in path if not part.startswith("<Dir ")))
+    return sorted(found)
+
+
 def test_a_level_runs_only_the_tests_up_to_it(pytester: pytest.Pytester) -> None:
     """--kbconform-level=L1 runs the L0 and L1 suites and deselects the rest, saying why. The
     other profiles' folders are not collected at all; named on the command line (the whole
@@ -222,8 +230,14 @@ def test_a_level_runs_only_the_tests_up_to_it(pytester: pytest.Pytester) -> None
     assert "another isolation profile" not in result.stdout.str()
     assert "test_project_pool.py" not in result.stdout.str()
     assert result.ret == 0
-    result, named = _run(pytester, "make", "--kbconform-level=L1", "-o", "addopts=", str(data_dir("suites")))
-    assert sorted(t["id"] for t in named["tests"]) == sorted(t["id"] for t in report["tests"])
+    # Named, the same tests are collected as by default: collection is what this part checks,
+    # so both collections stop there (and one test for each of the report's entries).
+    collected = {}
+    for named, extra in ((False, ()), (True, ("-o", "addopts=", str(data_dir("suites"))))):
+        result, _ = _run(pytester, "make", "--kbconform-level=L1", "--collect-only", *extra)
+        collected[named] = _collected(result)
+    assert collected[True] == collected[False]
+    assert len(collected[True]) == len(report["tests"])
     result.stdout.fnmatch_lines(
         [
             "kbconform deselected * suite tests: * above level L1; "
@@ -390,7 +404,7 @@ def test_a_bad_adapter_is_a_usage_error_that_says_what_was_expected(
         + "\n\nclass BadManifest(Tiny):\n    manifest = {**MANIFEST, 'readFacades': ['query', 'list']}\n\n\n"
         "def bad_manifest():\n    return BadManifest()\n"
     )
-    result = pytester.runpytest_subprocess(f"--kbconform-adapter={spec}")
+    result = inprocess.run(pytester, f"--kbconform-adapter={spec}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: --kbconform-adapter={spec}: KB_ADAPTER_INVALID: *", expected])
 
@@ -398,7 +412,7 @@ def test_a_bad_adapter_is_a_usage_error_that_says_what_was_expected(
 def test_without_an_adapter_the_plugin_adds_nothing(pytester: pytest.Pytester) -> None:
     """A project that loads the plugin but sets no adapter runs only its own tests."""
     pytester.makepyfile(test_own="def test_own():\n    assert 1 + 1 == 2\n")
-    result = pytester.runpytest_subprocess()
+    result = inprocess.run(pytester)
     result.assert_outcomes(passed=1)
 
 
@@ -452,13 +466,14 @@ def test_a_report_path_that_cannot_be_written_is_refused_before_the_run(
     not after the whole run; a writable path runs (control)."""
     pytester.makepyfile(tiny_adapter=TINY)
     (pytester.path / "a-directory").mkdir()
-    result = pytester.runpytest_subprocess(
-        "--kbconform-adapter=tiny_adapter:make", f"--kbconform-report={where}"
-    )
+    result = inprocess.run(pytester, "--kbconform-adapter=tiny_adapter:make", f"--kbconform-report={where}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --kbconform-report: cannot write *"])
-    control = pytester.runpytest_subprocess(
-        "--kbconform-adapter=tiny_adapter:make", "--kbconform-report=ok.json", "--kbconform-level=L0"
+    control = inprocess.run(
+        pytester,
+        "--kbconform-adapter=tiny_adapter:make",
+        "--kbconform-report=ok.json",
+        "--kbconform-level=L0",
     )
     assert control.ret == pytest.ExitCode.OK
     assert (pytester.path / "ok.json").is_file()
