@@ -404,3 +404,33 @@ def test_a_search_short_of_its_scope_is_recall_only_when_nothing_of_anothers_sho
     assert not conformance.shortfall(scope, hits(("a", "x"), ("c", "z")))
     assert not conformance.shortfall(scope, hits(("a", "changed")))
     assert not conformance.shortfall({**scope, "c": "z"}, hits(("a", "x"), ("a", "x")))
+
+
+def _mem05(mutant: str) -> tuple[dict[str, Any], list[reports.Cause]]:
+    """mem-05's entry against a mutant of the memory-scope reference, in process, and its cause."""
+    from kbconform import runner
+
+    adapter = f"kbconform_reference.memory.mutants:by_name.{mutant.replace('-', '_')}"
+    outcome = runner.run_suites(adapter, transport="in-process", seed=0, select=("mem-05",), shrink=False)
+    entries = [entry for entry in outcome.report["tests"] if entry["id"] == "mem-05"]
+    assert [entry["status"] for entry in entries] == ["fail"], outcome.output[-3000:]
+    return entries[0], reports.causes(entries)
+
+
+@pytest.mark.slow
+def test_a_memory_scope_search_short_of_its_scope_is_recall_and_a_crossing_is_not() -> None:
+    """mem-05 against the reference's mutants: one that leaves an updated memory out of every
+    search (its scope's list still shows it) fails charged recall and headed so, a note that
+    bars no level; one that updates another scope's memory by its id fails headed as another
+    tenant's data written, and withholds the level (the control)."""
+    from kbconform._levels import recall_only
+
+    short, (recall,) = _mem05("mem-update-left-out-of-search")
+    assert (short.get("effect"), short.get("operation")) == ("recall", "search"), short.get("message")
+    assert recall.title == "a read returns less than its scope holds (read)"
+    assert recall_only(short)
+    crossed, (crossing,) = _mem05("mem-update-ignores-scope")
+    written = "another tenant gets through: another's data written (write)"
+    assert crossing.title == written, crossed.get("message")
+    assert crossed.get("direction") == "accepted"
+    assert not recall_only(crossed)

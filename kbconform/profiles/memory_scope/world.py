@@ -183,7 +183,8 @@ class ScopeDriver(Driver):
         hits = list(found.values())
         problems = self.policy.hit_problems(expected, hits, None)
         if problems:
-            with charged(effect=self._recall(scope, expected, hits, None)):
+            recall = self._recall(scope, expected, hits, None)
+            with charged(effect=recall, operation="search" if recall else None):
                 together = f"searches as {scope!r} for each stored memory's text, together"
                 raise AssertionError(f"{together}: {'; '.join(problems)}")
         return hits
@@ -221,7 +222,7 @@ class ScopeDriver(Driver):
         problems = self.policy.hit_problems(expected, outcome, limit, at_most=at_most)
         if problems:
             recall = self._recall(scope, expected, outcome, limit, widened) if searched else None
-            with charged(effect=recall):
+            with charged(effect=recall, operation="search" if recall else None):
                 raise AssertionError(f"{who}: {'; '.join(problems)}")
         self.remember(scope)
         hits: list[Any] = outcome
