@@ -351,6 +351,7 @@ SUBPACKAGES = {
         "stored",
         "stored_in_full",
         "unrefused",
+        "Unrefused",
     ],
     "kbconform.profiles.tenant_namespace.world": [
         "OPERATOR_ROWS",

@@ -29,6 +29,7 @@ from kbconform.conformance._deadline import (
 )
 from kbconform.conformance._effects import (
     Stored,
+    Unrefused,
     changes,
     described,
     refusal,
@@ -210,4 +211,5 @@ __all__ = [
     "stored",
     "stored_in_full",
     "unrefused",
+    "Unrefused",
 ]
