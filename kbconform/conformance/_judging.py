@@ -120,7 +120,7 @@ def error_name(error: BaseException) -> str:
     """The name of the error a backend raised: its type's, or behind a harness the type the
     harness named (its ``raised``)."""
     named = getattr(error, "raised", None)
-    return named if isinstance(named, str) and named else type(error).__name__
+    return (named if isinstance(named, str) and named else type(error).__name__)[:100]
 
 
 def charge_of(error: BaseException) -> Charge | None:
