@@ -434,3 +434,25 @@ def test_a_memory_scope_search_short_of_its_scope_is_recall_and_a_crossing_is_no
     assert crossing.title == written, crossed.get("message")
     assert crossed.get("direction") == "accepted"
     assert not recall_only(crossed)
+
+
+def test_an_error_out_of_a_test_that_no_one_charged_says_what_the_backend_did() -> None:
+    """The plugin's charge of a failure: a kit error out of the test is a call refused
+    (``refused``); a TypeError, a call failed with an error the contract does not name; an
+    uncharged assertion, pytest's own outcome and a charged failure say only what they said
+    (controls)."""
+    from kbconform.plugin._verdict import _charge
+
+    def ended(error: BaseException) -> dict[str, str]:
+        def fail() -> None:
+            raise error
+
+        return _charge(pytest.CallInfo.from_call(fail, "call", reraise=()))
+
+    assert ended(NotFound("m1")) == {"direction": "refused"}
+    assert ended(TypeError("unhashable type: 'dict'")) == {"effect": "failed", "raised": "TypeError"}
+    assert ended(AssertionError("shown")) == {}
+    with pytest.raises(pytest.fail.Exception) as outcome:
+        pytest.fail("stopped")
+    assert ended(outcome.value) == {}
+    assert ended(charge(AssertionError("x"), effect="recall")) == {"effect": "recall"}
