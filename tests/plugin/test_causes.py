@@ -456,3 +456,73 @@ def test_an_error_out_of_a_test_that_no_one_charged_says_what_the_backend_did() 
         pytest.fail("stopped")
     assert ended(outcome.value) == {}
     assert ended(charge(AssertionError("x"), effect="recall")) == {"effect": "recall"}
+
+
+class _Memories:
+    """A memory-scope backend in memory, written for the recall charge: a search (its limit
+    taken over everyone's memories first when ``after_top_k``) leaves out what ``unsearched``
+    names; a list leaves out what ``lost`` names."""
+
+    def __init__(self, after_top_k: bool = False) -> None:
+        self.rows: dict[str, tuple[dict[str, str], str]] = {}
+        self.unsearched: set[str] = set()
+        self.lost: set[str] = set()
+        self.after_top_k = after_top_k
+
+    def add(self, scope: dict[str, str], text: str, metadata: object) -> str:
+        memory = f"m{len(self.rows)}"
+        self.rows[memory] = (dict(scope), text)
+        return memory
+
+    def _hits(self, scope: dict[str, str], left_out: set[str]) -> list[Any]:
+        from kbconform.profiles.memory_scope.protocol import MemoryHit
+
+        return [
+            MemoryHit(memory, text)
+            for memory, (written, text) in self.rows.items()
+            if memory not in left_out and all(written.get(k) == v for k, v in scope.items())
+        ]
+
+    def search(self, scope: dict[str, str], text: str, limit: int, where: object) -> list[Any]:
+        if self.after_top_k:
+            nearest = set(list(self.rows)[:limit])
+            return [hit for hit in self._hits(scope, self.unsearched) if hit.id in nearest]
+        return self._hits(scope, self.unsearched)[:limit]
+
+    def list(self, scope: dict[str, str]) -> list[Any]:
+        return self._hits(scope, self.lost)
+
+
+def _charged_read(backend: _Memories, read: Any) -> dict[str, str]:
+    from kbconform.profiles.memory_scope.model import ScopePolicy
+    from kbconform.profiles.memory_scope.world import ScopeDriver
+
+    d = ScopeDriver(backend, ScopePolicy(keys=("user_id",)), facades=("search", "list"))
+    d.add({"user_id": "bob"})
+    mine = [d.add({"user_id": "alice"}), d.add({"user_id": "alice"})]
+    backend.unsearched.add(mine[0])
+    with pytest.raises(AssertionError) as failed:
+        read(d, mine)
+    found = conformance.charge_of(failed.value)
+    return found.fields() if found else {}
+
+
+def test_a_memory_scope_search_short_of_a_scope_its_list_shows_is_recall() -> None:
+    """The memory-scope driver charges a search that lacks a memory its scope's list shows as
+    recall (a search's call); one whose list lacks it too (deleted or moved by another's
+    call, as far as reads tell), or whose places another scope's memories took (the same
+    search past every scope shows it), keeps the test's own charge (controls)."""
+
+    def search(d: Any, mine: list[str]) -> None:
+        d.check()
+
+    assert _charged_read(_Memories(), search) == {"effect": "recall", "operation": "search"}
+    lost = _Memories()
+    lost.lost = lost.unsearched
+    assert _charged_read(lost, search) == {}
+
+    def top_one(d: Any, mine: list[str]) -> None:
+        d.read("search", {"user_id": "alice"}, text="the hut", limit=1)
+
+    crowded = _Memories(after_top_k=True)
+    assert _charged_read(crowded, top_one) == {}
