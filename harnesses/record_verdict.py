@@ -79,13 +79,18 @@ def verdict_of(report: dict[str, Any], name: str) -> dict[str, Any]:
     }
 
 
+#: What a failing test's entry says it charges the system with, as a verdict keeps it.
+CHARGED = ("caller", "effect", "direction", "raised")
+
+
 def _charges(report: dict[str, Any]) -> dict[str, dict[str, str]]:
     """What each failing test said it charges the system with when it failed (its caller and
-    effect, where it said them): VERDICT.md groups the failures into causes by them."""
+    effect, which way the system took the input, the error it raised that the contract does not
+    name, where it said them): VERDICT.md groups the failures into causes by them."""
     return {
-        t["id"]: {key: t[key] for key in ("caller", "effect") if key in t}
+        t["id"]: {key: t[key] for key in CHARGED if key in t}
         for t in sorted(report["tests"], key=lambda t: t["id"])
-        if t["status"] in ("fail", "error") and ("caller" in t or "effect" in t)
+        if t["status"] in ("fail", "error") and any(key in t for key in CHARGED)
     }
 
 

@@ -29,6 +29,7 @@ from kbconform.conformance._deadline import (
 )
 from kbconform.conformance._effects import (
     Stored,
+    Unrefused,
     changes,
     described,
     refusal,
@@ -43,6 +44,7 @@ from kbconform.conformance._judging import (
     AS_OPERATOR,
     CALLERS,
     CHARGE,
+    DIRECTIONS,
     EFFECTS,
     LOOK_ALIKE,
     MALFORMED,
@@ -62,11 +64,14 @@ from kbconform.conformance._judging import (
     charge_of,
     charged,
     crossed,
+    error_name,
     few,
     hits_count,
     isolation_for,
     judged,
+    refuses,
     scope_problems,
+    shortfall,
 )
 from kbconform.conformance._machine import Driver, DriverMachine
 from kbconform.conformance._run import DEFAULT_PAGE_SIZES, DEFAULT_SHRINK_BUDGET, PROFILES, ProfileName, Run
@@ -160,6 +165,7 @@ __all__ = [
     "AS_OPERATOR",
     "CALLERS",
     "CHARGE",
+    "DIRECTIONS",
     "EFFECTS",
     "LOOK_ALIKE",
     "MALFORMED",
@@ -192,6 +198,9 @@ __all__ = [
     "charge_of",
     "charged",
     "crossed",
+    "error_name",
+    "refuses",
+    "shortfall",
     "few",
     "hits_count",
     "scope_problems",
@@ -202,4 +211,5 @@ __all__ = [
     "stored",
     "stored_in_full",
     "unrefused",
+    "Unrefused",
 ]

@@ -85,17 +85,26 @@ def unrefused(call: str, outcome: str | None, changed: list[str], error: str) ->
     return f"{call} " + "; it ".join(said)
 
 
+class Unrefused(str):
+    """What :func:`refusal` found wrong, as text, and which way the backend took the call
+    (``direction``: ``accepted`` when it answered; None when it raised another error or only
+    changed data), for the failure's charge (``charged(direction=problem.direction)``)."""
+
+    direction: str | None = None
+
+
 def refusal(
     call: str,
     read: Callable[[], Any],
     error: type[KbconformError],
     method: Callable[..., object],
     *args: Any,
-) -> str | None:
+) -> Unrefused | None:
     """None when ``method(*args)`` raises ``error`` and changes nothing ``read()`` (an operator's
     export) shows; else the failure, named ``call``: the other error it raised, or what it
     returned when it was accepted, and what it changed, by tenant (:func:`unrefused`)."""
     before = stored(read())
+    answered = False
     try:
         returned = method(*args)
     except error:
@@ -103,5 +112,10 @@ def refusal(
     except KbconformError as other:
         outcome = f"raised {type(other).__name__} ({other.code}), not {error.__name__}"
     else:
-        outcome = f"was accepted: it returned {described(returned)}"
-    return unrefused(call, outcome, changes(before, stored(read())), error.__name__)
+        outcome, answered = f"was accepted: it returned {described(returned)}", True
+    problem = unrefused(call, outcome, changes(before, stored(read())), error.__name__)
+    if problem is None:
+        return None
+    found = Unrefused(problem)
+    found.direction = "accepted" if answered else None
+    return found

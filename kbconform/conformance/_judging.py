@@ -42,10 +42,26 @@ CALLERS = (
     "a member",
     "an operator",
 )
-#: The effects a failure charges: another's data read, written, deleted; identity forged; a
-#: failed call that changed data; a call that fails while other callers are served (crashed);
-#: input the contract refuses accepted; a read short of its scope.
-EFFECTS = ("read", "written", "deleted", "forged", "atomicity", "crashed", "strictness", "recall")
+#: The effects a failure charges, gravest first: another's data read, written, deleted;
+#: identity forged; a failed call that changed data; a write that replaced or merged into the
+#: caller's own data (replaced); a call that fails while other callers are served (crashed); a
+#: call that fails with an error the contract does not name (failed); input taken otherwise
+#: than the contract says (strictness); a read short of its scope.
+EFFECTS = (
+    "read",
+    "written",
+    "deleted",
+    "forged",
+    "atomicity",
+    "replaced",
+    "crashed",
+    "failed",
+    "strictness",
+    "recall",
+)
+#: Which way a backend took input otherwise than the contract says (a strictness failure's
+#: ``direction``): it answered input the rule refuses, or refused input the rule lets land.
+DIRECTIONS = ("accepted", "refused")
 
 #: The attribute of a failure that says what it charges the backend with (:func:`charged`).
 CHARGE = "kbconform_charge"
@@ -55,23 +71,39 @@ CHARGE = "kbconform_charge"
 class Charge:
     """What a failure charges the backend with, as the test that found it knows it: the kind of
     caller that got through (``no identity``, ``another tenant``, ``a look-alike tenant``,
-    ``another agent``, ``a member acting as operator``, ...) and the effect (``read``,
-    ``written``, ``deleted``, ``forged``, ``strictness``, ``recall``, ``atomicity``, ``crashed``): the
-    report groups failures into causes by them. None leaves the catalogue's word for the test."""
+    ``another agent``, ``a member acting as operator``, ...) and the effect (:data:`EFFECTS`):
+    the report groups failures into causes by them. None leaves the catalogue's word for the
+    test. What the backend did, where the judging code saw it: which way it took input
+    (``direction``, :data:`DIRECTIONS`) and the error it raised that the contract does not name
+    (``raised``, with the effect ``failed``)."""
 
     caller: str | None = None
     effect: str | None = None
     #: The facade whose call failed, where a driver knows it (its family names the cause).
     operation: str | None = None
+    direction: str | None = None
+    raised: str | None = None
 
     def fields(self) -> dict[str, str]:
         """The charge as a report's test entry carries it (only what it says)."""
-        said = (("caller", self.caller), ("effect", self.effect), ("operation", self.operation))
+        said = (
+            ("caller", self.caller),
+            ("effect", self.effect),
+            ("operation", self.operation),
+            ("direction", self.direction),
+            ("raised", self.raised),
+        )
         return {k: v for k, v in said if v is not None}
 
 
 def charge(
-    error: BaseException, caller: str | None = None, effect: str | None = None, operation: str | None = None
+    error: BaseException,
+    caller: str | None = None,
+    effect: str | None = None,
+    operation: str | None = None,
+    *,
+    direction: str | None = None,
+    raised: str | None = None,
 ) -> BaseException:
     """``error`` carrying what it charges the backend with (:class:`Charge`); an earlier charge
     keeps what this one leaves None."""
@@ -79,8 +111,16 @@ def charge(
     if isinstance(before, Charge):
         caller, effect = caller or before.caller, effect or before.effect
         operation = operation or before.operation
-    setattr(error, CHARGE, Charge(caller, effect, operation))
+        direction, raised = direction or before.direction, raised or before.raised
+    setattr(error, CHARGE, Charge(caller, effect, operation, direction, raised))
     return error
+
+
+def error_name(error: BaseException) -> str:
+    """The name of the error a backend raised: its type's, or behind a harness the type the
+    harness named (its ``raised``)."""
+    named = getattr(error, "raised", None)
+    return (named if isinstance(named, str) and named else type(error).__name__)[:100]
 
 
 def charge_of(error: BaseException) -> Charge | None:
@@ -109,15 +149,40 @@ def gravest(charges: Iterable[Charge]) -> Charge | None:
 
 @contextmanager
 def charged(
-    caller: str | None = None, effect: str | None = None, operation: str | None = None
+    caller: str | None = None,
+    effect: str | None = None,
+    operation: str | None = None,
+    *,
+    direction: str | None = None,
 ) -> Iterator[None]:
-    """Inside it, an assertion that fails carries ``caller``, ``effect`` and ``operation``
-    (:func:`charge`)."""
+    """Inside it, an assertion that fails carries ``caller``, ``effect``, ``operation`` and
+    ``direction`` (:func:`charge`); another error that already carries a charge (a call that
+    failed with an error the contract does not name, :func:`judged`) gains the ``operation``
+    only, its own effect kept."""
     try:
         yield
     except AssertionError as error:
-        charge(error, caller, effect, operation)
+        charge(error, caller, effect, operation, direction=direction)
         raise
+    except Exception as error:
+        if isinstance(getattr(error, CHARGE, None), Charge):
+            charge(error, operation=operation)
+        raise
+
+
+@contextmanager
+def refuses(error: type[KbconformError], call: str) -> Iterator[list[KbconformError]]:
+    """Inside it, ``call`` must raise ``error``: the list it yields holds the error raised. A
+    call the backend answered fails charged as input accepted (``direction`` ``accepted``);
+    any other error passes through."""
+    raised: list[KbconformError] = []
+    try:
+        yield raised
+    except error as refused:
+        raised.append(refused)
+        return
+    failure = AssertionError(f"{call} must raise {error.__name__}; it was answered")
+    raise charge(failure, direction="accepted")
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,10 +335,19 @@ def judged(
     that refusal (with ``may_fail``, a store fault armed, BackendUnavailable too: a call that
     changed nothing; with a :class:`MayRefuse`, an answer too). Any other outcome fails, and so
     does an error that carries a ``stored`` text the call did not send; a failure charges what
-    a refusal ``expected`` names (:func:`charged`)."""
+    a refusal ``expected`` names (:func:`charged`) and which way the backend took the call
+    (answered what the model refuses: ``accepted``; refused what it lets land: ``refused``).
+    An error the contract does not name (a ``TypeError`` inside the backend) is charged as
+    itself (the effect ``failed``), never as the refusal's effect."""
     refused = expected if isinstance(expected, Refused) else Refused(KbconformError, "")
-    with charged(refused.caller, refused.effect):
-        return _judged(call, expected, make, stored, sent, may_fail, returned)
+    try:
+        with charged(refused.caller, refused.effect):
+            return _judged(call, expected, make, stored, sent, may_fail, returned)
+    except (AssertionError, KbconformError, NotImplementedError):
+        raise  # judged, or a facade not implemented yet (the run says so apart)
+    except Exception as error:
+        charge(error, effect="failed", raised=error_name(error))
+        raise
 
 
 def _judged(
@@ -294,13 +368,15 @@ def _judged(
         assert not told, f"{call}: its {type(outcome).__name__} carries stored text {told}"
         if may_fail and isinstance(outcome, BackendUnavailable):
             return outcome
-        assert isinstance(expected, Refused), f"{call} failed: {outcome!r}"
+        if not isinstance(expected, Refused):
+            raise charge(AssertionError(f"{call} failed: {outcome!r}"), direction="refused")
         problem = wrong_error(expected, outcome)
         assert problem is None, f"{call}: {problem}"
         return outcome
-    assert not isinstance(expected, Refused) or isinstance(expected, MayRefuse), (
-        f"{call} must raise {expected.error.__name__} ({expected.why}); it returned {returned(outcome)}"
-    )
+    if isinstance(expected, Refused) and not isinstance(expected, MayRefuse):
+        named = f"{expected.error.__name__} ({expected.why})"
+        failure = AssertionError(f"{call} must raise {named}; it returned {returned(outcome)}")
+        raise charge(failure, direction="accepted")
     return outcome
 
 
@@ -348,6 +424,20 @@ def scope_problems(
             + (f", missing {few(missing)}" if missing else "")
         )
     return problems
+
+
+def shortfall(scope: Mapping[str, str], hits: Iterable[Any], limit: int | None = None) -> bool:
+    """Whether a read's ``hits`` only fall short of ``scope`` (id to text): fewer than
+    ``min(limit, len(scope))`` of them (with ``limit`` None, the whole scope), no id twice, and
+    every hit in the scope with its text as stored (nothing a read of the scope must not show)."""
+    found = [(hit.id, hit.text) for hit in hits]
+    ids = [i for i, _ in found]
+    wanted = len(scope) if limit is None else min(limit, len(scope))
+    return (
+        len(found) < wanted
+        and len(set(ids)) == len(ids)
+        and all(i in scope and scope[i] == text for i, text in found)
+    )
 
 
 def hits_count(hits: Sequence[Any]) -> str:

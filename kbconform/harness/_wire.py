@@ -81,6 +81,17 @@ class RemoteError(Exception):
     def __str__(self) -> str:
         return f"{self.call} failed with {self.code}: {self.message}"
 
+    @property
+    def raised(self) -> str:
+        """The error the backend raised behind the harness: the type the runtimes name first in
+        the message of ``KB_HARNESS_INTERNAL`` (``TypeError: ...``), else the code."""
+        named = _RAISED.match(self.message) if self.code == "KB_HARNESS_INTERNAL" else None
+        return named[1] if named else self.code
+
+
+#: The type a harness runtime names at the start of an internal error's message.
+_RAISED = re.compile(r"([A-Za-z_$][\w$.]{0,99}): ")
+
 
 def json_form(value: object) -> Any:
     """``value``'s JSON form, or ``None`` when it has none (an object, bytes, NaN): how a

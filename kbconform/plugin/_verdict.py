@@ -108,11 +108,29 @@ def _spent(item: pytest.Item) -> dict[str, Any]:
 
 def _charge(call: pytest.CallInfo[None]) -> dict[str, str]:
     """What the failure that ended the call charges the backend with (the suites' ``charged``):
-    the caller and the effect, where the test that failed said them."""
-    from kbconform.conformance import charge_of
+    the caller and the effect, where the test that failed said them. An error out of the test
+    that no one charged says what the backend did: a kit error (a call the test needed to land,
+    refused), which way it took the call (``refused``); any other error but an assertion, a
+    facade not implemented yet and pytest's or Hypothesis's own, a call that failed with an
+    error the contract does not name (``failed``)."""
+    from kbconform.conformance import charge_of, error_name
+    from kbconform.errors import KbconformError
 
-    found = charge_of(call.excinfo.value) if call.excinfo is not None else None
-    return found.fields() if found is not None else {}
+    if call.excinfo is None:
+        return {}
+    error = call.excinfo.value
+    found = charge_of(error)
+    if found is not None:
+        return found.fields()
+    if isinstance(error, KbconformError):
+        return {"direction": "refused"}
+    ours = type(error).__module__.split(".", 1)[0] in ("_pytest", "pytest", "hypothesis")
+    several = isinstance(getattr(error, "exceptions", None), (list, tuple))  # Hypothesis's group
+    if isinstance(error, (AssertionError, NotImplementedError)) or not isinstance(error, Exception):
+        return {}
+    if ours or several:
+        return {}
+    return {"effect": "failed", "raised": error_name(error)}
 
 
 #: Seconds a suite test runs before the terminal names it, and between two such lines: a whole

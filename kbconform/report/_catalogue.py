@@ -43,6 +43,8 @@ RUN_FIELDS = (
     "caller",
     "effect",
     "operation",
+    "direction",
+    "raised",
 )
 
 

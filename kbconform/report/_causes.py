@@ -3,16 +3,19 @@
 Each failing test charges the backend with four fields the suites know: the rule it checks
 (the catalogue's), the facade family it called (read, write, sync, delete, export, restore,
 maintenance), the kind of caller that got through, and the effect (another's data read,
-written or deleted; identity forged; atomicity; strictness; recall). A test that said its
-caller or effect when it failed (``kbconform.conformance.charged``) records them in its entry;
-otherwise :data:`CHARGES` gives what its failure means, and a parameter naming a caller
-(``closed-01[ingest by None]``) or an operation says the rest.
+written or deleted; identity forged; atomicity; the caller's own data replaced; a call failed
+with an error the contract does not name; strictness; recall). A test that said its caller or
+effect when it failed (``kbconform.conformance.charged``) records them in its entry, with what
+the backend did where the judging code saw it (which way it took input, ``direction``; the
+error it raised, ``raised``); otherwise :data:`CHARGES` gives what its failure means, and a
+parameter naming a caller (``closed-01[ingest by None]``) or an operation says the rest.
 
-Failures group by those fields (:func:`cause_key`): every failure of one identity kind of
-caller (no identity, a malformed identity, a member acting as operator) is one cause, whatever
-it called, since one check fixes them all; another tenant's or agent's calls by their effect;
-reads that return too little (recall) are one cause; the rest by rule and effect, strictness
-by the rule's document and the family.
+Failures group by those fields (:func:`cause_key`): a call that failed with an error the
+contract does not name by that error and family, whoever called; every failure of one identity
+kind of caller (no identity, a malformed identity, a member acting as operator) is one cause,
+whatever it called, since one check fixes them all; another tenant's or agent's calls by their
+effect; reads that return too little (recall) are one cause; the rest by rule and effect,
+strictness by the rule's document and the family, headed by which way the backend took input.
 """
 
 from __future__ import annotations
@@ -47,7 +50,9 @@ EFFECTS: dict[str, tuple[str, str]] = {
     "deleted": ("another's data deleted", "high"),
     "forged": ("identity or provenance forged", "medium"),
     "atomicity": ("a failed call changed data", "medium"),
+    "replaced": ("a write replaced or merged into the caller's own data", "medium"),
     "crashed": ("a call fails while other callers are served", "medium"),
+    "failed": ("a call fails with an error the contract does not name", "medium"),
     "strictness": ("input the contract refuses accepted", "low"),
     "recall": ("a read returns less than its scope holds", "low"),
 }
@@ -58,26 +63,6 @@ SEVERITIES = {"high": "error", "medium": "warning", "low": "note"}
 #: a principal with an invalid field is malformed, a variant of a real identity a look-alike.
 _MALFORMED_LABELS = re.compile(r"invalid")
 _LOOK_ALIKE_LABELS = re.compile(r"upper case|trailing space|prefix of|case variant")
-#: A strictness failure's message when the backend refused a call the rule lets land: the
-#: kit's error raised out of the test (``kbconform.errors.SpoofRejected: ...``, ``KB_...: ...``)
-#: or named as the outcome of a call that had to land (``ingest failed: SpoofRejected(...)``).
-_KIT_ERRORS = "|".join(
-    (
-        "BackendUnavailable",
-        "ContractViolation",
-        "Forbidden",
-        "NotFound",
-        "RevisionBoundaryUnavailable",
-        "SpoofRejected",
-        "Unauthenticated",
-    )
-)
-_REFUSED = re.compile(
-    rf"^(?:kbconform\.errors\.)?(?:{_KIT_ERRORS}): |^KB_[A-Z_]+: |\bfailed: (?:{_KIT_ERRORS})\("
-)
-#: ... and when it answered a call the rule refuses (``list must raise ContractViolation ...``,
-#: pytest's ``DID NOT RAISE ContractViolation``).
-_ACCEPTED = re.compile(r"\bmust raise\b|\bnot refused\b|\bwas answered\b|\bDID NOT RAISE\b")
 #: An operation named in a parameter (``closed-01[export by None]``), and its family and effect.
 _OPERATIONS = {
     "ingest": ("write", "written"),
@@ -87,6 +72,15 @@ _OPERATIONS = {
     "sync": ("sync", "deleted"),
 }
 _READS = frozenset({"query", "get", "list", "count", "ask"})
+#: The family of a facade a driver names when a call of it failed (``operation``), beyond
+#: :data:`_OPERATIONS` and :data:`_READS`: memory-scope's.
+_FAMILIES = {
+    "add": "write",
+    "update": "write",
+    "delete": "delete",
+    "delete_all": "delete",
+    "search": "read",
+}
 
 #: What a failure of each suite test charges the backend with, unless it says otherwise: its
 #: facade family, the caller it calls as, and the effect. A test absent here (a plug-in
@@ -250,6 +244,10 @@ FIXES = {
     "forged": "stamp the guarded fields from the caller's identity on the server; refuse or "
     "overwrite (with the spoof warning) every claim to them, nested ones included",
     "atomicity": "make each call all or nothing: undo what it wrote when a later store call fails",
+    "replaced": "make each write a new item with an id of its own: never reuse, replace or merge "
+    "into a stored item, the same text in the same scope included",
+    "failed": "answer every call with its result or one of the contract's errors (a refusal with "
+    "its code); never let another error out of a facade",
     "crashed": "keep every request's state its own, the store client's included: a client made "
     "for one caller at a time is guarded, or one per caller",
     "strictness": "validate the whole input against the rule's schema before any store call and "
@@ -267,6 +265,10 @@ class Fields:
     family: str
     caller: str
     effect: str
+    #: Which way the backend took input, where the test saw it (``accepted``, ``refused``).
+    direction: str = ""
+    #: The error it raised that the contract does not name (effect ``failed``).
+    raised: str = ""
 
 
 def _parameter(test_id: str) -> str:
@@ -299,9 +301,9 @@ def fields(test: Mapping[str, Any]) -> Fields:
     operation, _, label = parameter.partition(" by ")
     if label and operation in _OPERATIONS:
         family, effect = _OPERATIONS[operation]
-    elif (called := test.get("operation")) in _OPERATIONS or called in _READS:
+    elif (called := str(test.get("operation", ""))) in _OPERATIONS or called in _READS or called in _FAMILIES:
         # the call that failed, as the test's driver said it
-        family = _OPERATIONS[str(called)][0] if called in _OPERATIONS else "read"
+        family = _OPERATIONS[called][0] if called in _OPERATIONS else _FAMILIES.get(called, "read")
         label = parameter
     else:
         label = parameter
@@ -315,13 +317,18 @@ def fields(test: Mapping[str, Any]) -> Fields:
         family=family,
         caller=str(test.get("caller") or caller),
         effect=str(test.get("effect") or effect or ("strictness" if test.get("level") == "L0" else "read")),
+        direction=str(test.get("direction", "")),
+        raised=str(test.get("raised", "")),
     )
 
 
 def cause_key(found: Fields) -> tuple[str, ...]:
-    """The cause a failure belongs to: one per identity kind of caller; another's calls by
-    effect (another tenant, agent or look-alike alike); every recall failure one; strictness
-    by the rule's document and the family; the rest by rule and effect."""
+    """The cause a failure belongs to: a call that failed with an error the contract does not
+    name by the family and that error, whoever called; one per identity kind of caller;
+    another's calls by effect (another tenant, agent or look-alike alike); every recall failure
+    one; strictness by the rule's document and the family; the rest by rule and effect."""
+    if found.effect == "failed":  # what the backend did, not what the rule guards against
+        return ("failed", found.family, found.raised)
     if found.caller in IDENTITY_CALLERS:
         return ("caller", found.caller)
     if found.effect == "recall":  # a read short of its own scope, whoever else was calling
@@ -368,24 +375,24 @@ class Cause:
         }
 
 
-def _strictness(families: str, document: str, messages: Sequence[str]) -> str:
-    """A strictness cause's heading, by what its failures' messages say the backend did: refused
-    input the rule's document lets land, answered input it refuses, both, or (neither said)
-    took input otherwise than the document says."""
-    refused = any(_REFUSED.search(m) for m in messages)
-    accepted = any(_ACCEPTED.search(m) for m in messages)
-    if refused and accepted:
+def _strictness(families: str, document: str, directions: set[str]) -> str:
+    """A strictness cause's heading, by which way its failures say the backend took the input
+    (their charges' ``direction``): refused input the rule's document lets land, answered input
+    it refuses, both, or (none said) took input otherwise than the document says."""
+    if directions >= {"accepted", "refused"}:
         return f"{families} accepts input that {document} refuses, and refuses input it accepts"
-    if refused:
+    if "refused" in directions:
         return f"{families} refuses input that {document} accepts"
-    if accepted:
+    if "accepted" in directions:
         return f"{families} accepts input that {document} refuses"
     return f"{families} takes input otherwise than {document} says"
 
 
-def _title(key: tuple[str, ...], found: Sequence[Fields], messages: Sequence[str] = ()) -> str:
+def _title(key: tuple[str, ...], found: Sequence[Fields]) -> str:
     families = ", ".join(sorted({f.family for f in found}))
     words = EFFECTS.get(found[0].effect, (found[0].effect, ""))[0]
+    if key[0] == "failed":
+        return f"a call fails with {key[2] or 'an error'}, which the contract does not name ({families})"
     if key[0] == "caller" and len(key) == 2:
         return f"calls by {key[1]} are not refused ({families})"
     if key[0] == "another":
@@ -394,7 +401,7 @@ def _title(key: tuple[str, ...], found: Sequence[Fields], messages: Sequence[str
     if key[0] == "effect":
         return f"{words} ({families})"
     if key[0] == "strictness":
-        return _strictness(families, key[1], messages)
+        return _strictness(families, key[1], {f.direction for f in found})
     return f"{words}: {key[1]} ({families})"
 
 
@@ -432,7 +439,7 @@ def causes(tests: Iterable[Mapping[str, Any]]) -> list[Cause]:
         made.append(
             Cause(
                 id=f"C{number}",
-                title=_title(key, found, [str(t.get("message", "")) for t, _ in listed]),
+                title=_title(key, found),
                 severity=_severity(found),
                 caller=caller,
                 effect=effect,

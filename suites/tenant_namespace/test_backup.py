@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import rfc8785
 
-from kbconform.conformance import changes, described, stored, unrefused
+from kbconform.conformance import changes, described, refuses, stored, unrefused
 from kbconform.contract import is_valid
 from kbconform.errors import ContractViolation, Forbidden, NotFound
 from kbconform.profiles.tenant_namespace.data import Canaries, Principals, record
@@ -116,7 +116,7 @@ def test_restore_validates_every_record_before_writing_any(
     operator = kbconform_canaries.principals.operator
     exported = [dict(r) for r in kbconform_backend.export(operator)]
     fresh = kbconform_open()
-    with pytest.raises(ContractViolation):
+    with refuses(ContractViolation, f"restore of a batch ending in {broken}"):
         fresh.restore(operator, [*exported, BROKEN[broken](exported[0])])
     assert list(fresh.export(operator)) == []
     assert fresh.restore(operator, exported) == len(exported)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import strategies as st
 
 from kbconform.adapter import BackendOptions, RevisionMap
-from kbconform.conformance import Run
+from kbconform.conformance import Run, refuses
 from kbconform.errors import ContractViolation, Forbidden, NotFound, RevisionBoundaryUnavailable
 from kbconform.profiles.tenant_namespace.data import Principals, record
 
@@ -148,7 +148,7 @@ def test_a_revision_boundary_that_cannot_be_resolved_deletes_nothing(
             "headRevision": HEAD,
             "deleted": [{"sourcePath": "docs/a.md"}],
         }
-        with pytest.raises(RevisionBoundaryUnavailable):
+        with refuses(RevisionBoundaryUnavailable, "a signal whose base revision is unknown"):
             backend.apply_deletion_signal(acme, signal)
         assert layout.stored(acme) == layout.everything("acme")
         layout.apply({"repoSlug": "app", "deleted": [{"sourcePath": "docs/a.md"}]}, {("app", "docs/a.md")})
@@ -236,9 +236,9 @@ def test_an_invalid_signal_is_refused_with_its_code_and_deletes_nothing(case: st
     """Each malformed mechanism has its own error code; a valid signal then works (control)."""
     signal, code = INVALID[case]
     acme = layout.principals.acme
-    with pytest.raises(ContractViolation) as raised:
+    with refuses(ContractViolation, f"apply_deletion_signal of {case}") as raised:
         layout.backend.apply_deletion_signal(acme, signal)
-    assert raised.value.code == code
+    assert raised[0].code == code
     assert layout.stored(acme) == layout.everything("acme")
     layout.apply({"deleted": [{"sourcePath": "docs/d.md", "repoSlug": "app"}]}, {("app", "docs/d.md")})
 

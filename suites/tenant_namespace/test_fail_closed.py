@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch
-from kbconform.conformance import Stored, changes, described, refusal, stored
+from kbconform.conformance import Stored, changes, described, refusal, refuses, stored
 from kbconform.errors import BackendUnavailable, ContractViolation, Unauthenticated
 from kbconform.profiles.tenant_namespace.data import Canaries, Principals, record
 from kbconform.profiles.tenant_namespace.world import not_principals
@@ -119,7 +119,7 @@ def test_a_failing_store_gives_backend_unavailable_on_every_operation(
     switch.set(FaultPlan(0))
     for name, call in operations.items():
         principal = principals.operator if name in ("export", "restore") else principals.acme
-        with pytest.raises(BackendUnavailable):
+        with refuses(BackendUnavailable, f"{name} with the store failing"):
             call(backend, principal)
     switch.set(None)
     assert {h.id for h in backend.list(principals.acme, 10, 0)} == set(ids)
@@ -135,7 +135,7 @@ def test_an_empty_or_malformed_paging_request_is_an_error_not_everything(
     without bounds; a valid page reads only the principal's scope (control)."""
     acme = kbconform_canaries.principals.acme
     for limit, offset in ((0, 0), (-1, 0), (5, -1)):
-        with pytest.raises(ContractViolation):
+        with refuses(ContractViolation, f"list with limit {limit} and offset {offset}"):
             kbconform_backend.list(acme, limit, offset)
     page = {h.id for h in kbconform_backend.list(acme, 100, 0)}
     assert page == kbconform_canaries.readable_by(acme)

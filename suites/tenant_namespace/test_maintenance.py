@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kbconform.conformance import changes, refusal, stored
+from kbconform.conformance import Unrefused, changes, charged, refusal, stored
 from kbconform.errors import ContractViolation, Forbidden, KbconformError, Unauthenticated
 from kbconform.identity import Principal
 from kbconform.profiles.tenant_namespace.data import Principals, sync_world
@@ -26,7 +26,7 @@ NOT_PRINCIPALS = not_principals()
 
 def _refused(
     call: str, backend: Any, operator: Principal, error: type[KbconformError], method: Any, *args: Any
-) -> str | None:
+) -> Unrefused | None:
     """None when ``method(*args)`` raises ``error`` and changes nothing, else what it did."""
     return refusal(call, partial(backend.export, operator), error, method, *args)
 
@@ -156,6 +156,7 @@ def test_a_maintenance_operation_the_manifest_does_not_name_is_a_contract_violat
     for operation in unknown:
         label = f"the operator's maintenance {operation!r} (not one of {list(named)})"
         problem = _refused(label, backend, operator, ContractViolation, backend.maintain, operator, operation)
-        assert problem is None, problem
+        with charged(direction=problem.direction if problem else None):
+            assert problem is None, problem
     for operation in named:
         backend.maintain(operator, operation)

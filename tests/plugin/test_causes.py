@@ -14,7 +14,7 @@ from kbconform import conformance
 from kbconform import report as reports
 from kbconform.conformance import Reading, charge, charged
 from kbconform.contract import validate
-from kbconform.errors import ContractViolation, SpoofRejected
+from kbconform.errors import ContractViolation, NotFound, SpoofRejected
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRIES = {entry["id"]: dict(entry) for entry in reports.catalogue()}
@@ -257,41 +257,272 @@ def test_a_run_whose_callers_took_turns_says_so_beside_the_level() -> None:
     assert reports.turns_line({"config": stdio, "tests": declined}) == ""
 
 
-def _judged_message(call: str, expected: object, outcome: object) -> str:
-    """The message the suites' judge gives a call whose outcome breaks ``expected``."""
+def _judged_failure(call: str, expected: object, outcome: object) -> BaseException:
+    """The failure the suites' judge gives a call whose outcome breaks ``expected``."""
 
     def make() -> object:
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome
 
-    with pytest.raises(AssertionError) as failed:
+    try:
         conformance.judged(call, expected, make, [], [], False)
-    return str(failed.value)
+    except (AssertionError, TypeError, KeyError) as failed:
+        return failed
+    raise AssertionError(f"{call} was not failed")
+
+
+def _entry(test_id: str, error: BaseException) -> dict[str, Any]:
+    """``test_id``'s failing entry, with what ``error`` charges (as the plugin records it)."""
+    found = conformance.charge_of(error)
+    return {**ENTRIES[test_id], "status": "fail", "message": str(error), **(found.fields() if found else {})}
+
+
+def test_the_judge_charges_which_way_the_backend_took_the_call() -> None:
+    """judged: a call the model refuses that the backend answered is charged ``accepted``; a
+    call the model lets land that the backend refused, ``refused``; a refusal with the wrong
+    error, neither; a call that landed as the model says fails nothing (the control)."""
+    invalid = conformance.Refused(ContractViolation, "KB_CONTRACT_VIOLATION: x")
+    accepted = conformance.charge_of(_judged_failure("ingest", invalid, []))
+    refused = conformance.charge_of(_judged_failure("ingest", None, SpoofRejected("alpha", ())))
+    wrong = conformance.charge_of(_judged_failure("ingest", invalid, SpoofRejected("alpha", ())))
+    assert (accepted and accepted.direction, refused and refused.direction) == ("accepted", "refused")
+    assert wrong is not None
+    assert wrong.direction is None
+    assert conformance.judged("ingest", None, lambda: [], [], [], False) == []
+
+
+def test_refuses_charges_a_call_the_backend_answered_as_accepted() -> None:
+    """refuses(): an answered call fails charged ``accepted``; the refusal it expects is kept
+    for the test (the control); another error passes through uncharged."""
+    with (
+        pytest.raises(AssertionError) as answered,
+        conformance.refuses(ContractViolation, "list with limit 0"),
+    ):
+        pass
+    assert str(answered.value) == "list with limit 0 must raise ContractViolation; it was answered"
+    assert conformance.charge_of(answered.value) == conformance.Charge(direction="accepted")
+    refusal = ContractViolation(contract="x", problems=(), code="KB_CONTRACT_VIOLATION")
+    with conformance.refuses(ContractViolation, "list with limit 0") as raised:
+        raise refusal
+    assert raised == [refusal]
+    with pytest.raises(KeyError) as other, conformance.refuses(ContractViolation, "list"):
+        raise KeyError("x")
+    assert conformance.charge_of(other.value) is None
 
 
 def test_a_strictness_cause_says_whether_the_backend_refused_or_accepted_the_input() -> None:
-    """A strictness cause's heading says what the backend did: a write the rule lets land and
-    the backend refused reads "refuses input that ... accepts"; an input the rule refuses and
-    the backend answered, "accepts input that ... refuses" (the control); both at once, both;
-    a message that says neither, neither."""
-    refused = _judged_message("ingest", None, SpoofRejected("alpha", ((0, "tenantId", "beta", "alpha"),)))
-    raised = str(SpoofRejected("alpha", ((0, "tenantId", "beta", "alpha"),)))  # out of the test
+    """A strictness cause's heading says which way its failures' charges say the backend took
+    the input: refused input the rule lets land, "refuses input that ... accepts"; answered
+    input the rule refuses, "accepts input that ... refuses" (the control); both at once, both;
+    a charge that says neither, neither, whatever the message says."""
     invalid = conformance.Refused(ContractViolation, "KB_CONTRACT_VIOLATION: x")
-    accepted = _judged_message("ingest", invalid, [])
+    refused = _entry("bytes-01[mini]", _judged_failure("ingest", None, SpoofRejected("alpha", ())))
+    accepted = _entry("bytes-01[mini]", _judged_failure("ingest", invalid, []))
 
-    def title(*messages: str) -> str:
-        tests = [{**ENTRIES["bytes-01[mini]"], "status": "fail", "message": m} for m in messages]
+    def title(*tests: dict[str, Any]) -> str:
         (cause,) = reports.causes(tests)
         return cause.title
 
     assert title(refused) == "write refuses input that parsed-chunk.md accepts"
-    assert title(raised) == "write refuses input that parsed-chunk.md accepts"
     assert title(accepted) == "write accepts input that parsed-chunk.md refuses"
-    with pytest.raises(pytest.fail.Exception) as not_raised, pytest.raises(ContractViolation):
-        pass  # a suite's pytest.raises around a call the backend answered
-    assert title(str(not_raised.value)) == "write accepts input that parsed-chunk.md refuses"
     assert title(refused, accepted) == (
         "write accepts input that parsed-chunk.md refuses, and refuses input it accepts"
     )
-    assert title("the stored embedding differs") == "write takes input otherwise than parsed-chunk.md says"
+    said_nothing = {
+        **ENTRIES["bytes-01[mini]"],
+        "status": "fail",
+        "message": "DID NOT RAISE ContractViolation",
+    }
+    assert title(said_nothing) == "write takes input otherwise than parsed-chunk.md says"
+
+
+def test_an_error_the_contract_does_not_name_is_its_own_cause_not_the_rules_effect() -> None:
+    """A TypeError out of a call the judge made is charged ``failed`` with its name, never the
+    refusal's cross-tenant effect: mem-08's delete of every memory that raised one is headed
+    by that error, its family the call's; an answered refusal in the same test keeps the
+    rule's effect (the control)."""
+    no_scope = conformance.Refused(NotFound, "no memory", caller="another tenant", effect="deleted")
+    raised = _judged_failure("delete_all", no_scope, TypeError("unhashable type: 'dict'"))
+    assert isinstance(raised, TypeError)
+    with pytest.raises(TypeError) as in_driver, conformance.charged(operation="delete_all"):
+        raise raised
+    entry = _entry("mem-08", in_driver.value)
+    assert (entry["effect"], entry["raised"], entry["operation"]) == ("failed", "TypeError", "delete_all")
+    (cause,) = reports.causes([entry])
+    assert cause.title == "a call fails with TypeError, which the contract does not name (delete)"
+    assert (cause.severity, cause.effect) == ("medium", "failed")
+    answered = _entry("mem-08", _judged_failure("delete_all", no_scope, None))
+    (control,) = reports.causes([answered])
+    assert control.title == "another tenant gets through: another's data deleted (delete)"
+
+
+def test_an_error_behind_a_harness_is_named_as_the_harness_named_it() -> None:
+    """A harness's internal error names the type the backend raised (``TypeError: ...``); one
+    whose message names none is its code (the control)."""
+    from kbconform.harness import RemoteError
+
+    named = RemoteError("deleteMemories", "KB_HARNESS_INTERNAL", "TypeError: unhashable type: 'dict'")
+    bare = RemoteError("deleteMemories", "KB_HARNESS_INTERNAL", "the store went away")
+    assert (conformance.error_name(named), conformance.error_name(bare)) == (
+        "TypeError",
+        "KB_HARNESS_INTERNAL",
+    )
+    assert conformance.error_name(KeyError("x")) == "KeyError"
+
+
+def test_a_write_that_replaced_the_callers_own_memory_is_not_a_crossing() -> None:
+    """An add that returned the id of a memory of the very same scope is charged ``replaced``
+    (the caller's own data); of another scope, another's data written (the control)."""
+    from kbconform.profiles.memory_scope.model import ScopePolicy
+
+    policy = ScopePolicy(keys=("user_id",))
+    policy.commit_add({"user_id": "alice"}, "kbm1 hut", {}, "m1")
+    assert policy.reused({"user_id": "alice"}, "m1") == (None, "replaced")
+    assert policy.reused({"user_id": "bob"}, "m1") == ("another tenant", "written")
+    assert policy.reused({"user_id": "alice"}, "m2") == (None, None)
+    replaced = {**ENTRIES["mem-11"], "status": "fail", "effect": "replaced", "operation": "add"}
+    written = {**replaced, "effect": "written", "caller": "another tenant"}
+    assert reports.causes([replaced])[0].title == (
+        "a write replaced or merged into the caller's own data: memory-scope.md#the-rules (write)"
+    )
+    assert reports.causes([written])[0].title == "another tenant gets through: another's data written (write)"
+
+
+def test_a_search_short_of_its_scope_is_recall_only_when_nothing_of_anothers_shows() -> None:
+    """shortfall: fewer hits than the scope (or the limit) holds, each of the scope with its
+    text, none twice; a hit of another's, an altered text, an id twice or too many hits is not
+    one (controls)."""
+    scope = {"a": "x", "b": "y"}
+
+    def hits(*pairs: tuple[str, str]) -> list[Any]:
+        return [type("Hit", (), {"id": i, "text": t})() for i, t in pairs]
+
+    assert conformance.shortfall(scope, hits(("a", "x")))
+    assert conformance.shortfall(scope, hits(), limit=1)
+    assert not conformance.shortfall(scope, hits(("a", "x")), limit=1)
+    assert not conformance.shortfall(scope, hits(("a", "x"), ("c", "z")))
+    assert not conformance.shortfall(scope, hits(("a", "changed")))
+    assert not conformance.shortfall({**scope, "c": "z"}, hits(("a", "x"), ("a", "x")))
+
+
+def _mem05(mutant: str) -> tuple[dict[str, Any], list[reports.Cause]]:
+    """mem-05's entry against a mutant of the memory-scope reference, in process, and its cause."""
+    from kbconform import runner
+
+    adapter = f"kbconform_reference.memory.mutants:by_name.{mutant.replace('-', '_')}"
+    outcome = runner.run_suites(adapter, transport="in-process", seed=0, select=("mem-05",), shrink=False)
+    entries = [entry for entry in outcome.report["tests"] if entry["id"] == "mem-05"]
+    assert [entry["status"] for entry in entries] == ["fail"], outcome.output[-3000:]
+    return entries[0], reports.causes(entries)
+
+
+@pytest.mark.slow
+def test_a_memory_scope_search_short_of_its_scope_is_recall_and_a_crossing_is_not() -> None:
+    """mem-05 against the reference's mutants: one that leaves an updated memory out of every
+    search (its scope's list still shows it) fails charged recall and headed so, a note that
+    bars no level; one that updates another scope's memory by its id fails headed as another
+    tenant's data written, and withholds the level (the control)."""
+    from kbconform._levels import recall_only
+
+    short, (recall,) = _mem05("mem-update-left-out-of-search")
+    assert (short.get("effect"), short.get("operation")) == ("recall", "search"), short.get("message")
+    assert recall.title == "a read returns less than its scope holds (read)"
+    assert recall_only(short)
+    crossed, (crossing,) = _mem05("mem-update-ignores-scope")
+    written = "another tenant gets through: another's data written (write)"
+    assert crossing.title == written, crossed.get("message")
+    assert crossed.get("direction") == "accepted"
+    assert not recall_only(crossed)
+
+
+def test_an_error_out_of_a_test_that_no_one_charged_says_what_the_backend_did() -> None:
+    """The plugin's charge of a failure: a kit error out of the test is a call refused
+    (``refused``); a TypeError, a call failed with an error the contract does not name; an
+    uncharged assertion, pytest's own outcome and a charged failure say only what they said
+    (controls)."""
+    from kbconform.plugin._verdict import _charge
+
+    def ended(error: BaseException) -> dict[str, str]:
+        def fail() -> None:
+            raise error
+
+        return _charge(pytest.CallInfo.from_call(fail, "call", reraise=()))
+
+    assert ended(NotFound("m1")) == {"direction": "refused"}
+    assert ended(TypeError("unhashable type: 'dict'")) == {"effect": "failed", "raised": "TypeError"}
+    assert ended(AssertionError("shown")) == {}
+    with pytest.raises(pytest.fail.Exception) as outcome:
+        pytest.fail("stopped")
+    assert ended(outcome.value) == {}
+    assert ended(charge(AssertionError("x"), effect="recall")) == {"effect": "recall"}
+
+
+class _Memories:
+    """A memory-scope backend in memory, written for the recall charge: a search (its limit
+    taken over everyone's memories first when ``after_top_k``) leaves out what ``unsearched``
+    names; a list leaves out what ``lost`` names."""
+
+    def __init__(self, after_top_k: bool = False) -> None:
+        self.rows: dict[str, tuple[dict[str, str], str]] = {}
+        self.unsearched: set[str] = set()
+        self.lost: set[str] = set()
+        self.after_top_k = after_top_k
+
+    def add(self, scope: dict[str, str], text: str, metadata: object) -> str:
+        memory = f"m{len(self.rows)}"
+        self.rows[memory] = (dict(scope), text)
+        return memory
+
+    def _hits(self, scope: dict[str, str], left_out: set[str]) -> list[Any]:
+        from kbconform.profiles.memory_scope.protocol import MemoryHit
+
+        return [
+            MemoryHit(memory, text)
+            for memory, (written, text) in self.rows.items()
+            if memory not in left_out and all(written.get(k) == v for k, v in scope.items())
+        ]
+
+    def search(self, scope: dict[str, str], text: str, limit: int, where: object) -> list[Any]:
+        if self.after_top_k:
+            nearest = set(list(self.rows)[:limit])
+            return [hit for hit in self._hits(scope, self.unsearched) if hit.id in nearest]
+        return self._hits(scope, self.unsearched)[:limit]
+
+    def list(self, scope: dict[str, str]) -> list[Any]:
+        return self._hits(scope, self.lost)
+
+
+def _charged_read(backend: _Memories, read: Any) -> dict[str, str]:
+    from kbconform.profiles.memory_scope.model import ScopePolicy
+    from kbconform.profiles.memory_scope.world import ScopeDriver
+
+    d = ScopeDriver(backend, ScopePolicy(keys=("user_id",)), facades=("search", "list"))
+    d.add({"user_id": "bob"})
+    mine = [d.add({"user_id": "alice"}), d.add({"user_id": "alice"})]
+    backend.unsearched.add(mine[0])
+    with pytest.raises(AssertionError) as failed:
+        read(d, mine)
+    found = conformance.charge_of(failed.value)
+    return found.fields() if found else {}
+
+
+def test_a_memory_scope_search_short_of_a_scope_its_list_shows_is_recall() -> None:
+    """The memory-scope driver charges a search that lacks a memory its scope's list shows as
+    recall (a search's call); one whose list lacks it too (deleted or moved by another's
+    call, as far as reads tell), or whose places another scope's memories took (the same
+    search past every scope shows it), keeps the test's own charge (controls)."""
+
+    def search(d: Any, mine: list[str]) -> None:
+        d.check()
+
+    assert _charged_read(_Memories(), search) == {"effect": "recall", "operation": "search"}
+    lost = _Memories()
+    lost.lost = lost.unsearched
+    assert _charged_read(lost, search) == {}
+
+    def top_one(d: Any, mine: list[str]) -> None:
+        d.read("search", {"user_id": "alice"}, text="the hut", limit=1)
+
+    crowded = _Memories(after_top_k=True)
+    assert _charged_read(crowded, top_one) == {}

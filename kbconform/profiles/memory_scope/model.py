@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbconform.adapter import where_matches
-from kbconform.conformance import MayRefuse, Refused, scope_problems
+from kbconform.conformance import ANOTHER_TENANT, MayRefuse, Refused, scope_problems
 from kbconform.errors import ContractViolation, KbconformError, NotFound, Unauthenticated
 from kbconform.profiles.memory_scope.protocol import MAX_LIMIT, MEMORY_INVALID
 
@@ -136,6 +136,18 @@ class ScopePolicy:
         if not isinstance(returned, str) or not returned:
             return [f"expected a memory id; got {returned!r}"]
         return [f"the id {returned!r} was given to another memory"] if returned in self.memories else []
+
+    def reused(self, scope: Scope, returned: object) -> tuple[str | None, str | None]:
+        """What an add under ``scope`` that returned the id of a memory already stored did, as
+        the caller and effect it charges (:func:`~kbconform.conformance.charge`): replaced or
+        merged into a memory of the very same scope (``replaced``), or into another scope's
+        (another's data ``written``). Neither for an id no memory has."""
+        found = self.memories.get(returned) if isinstance(returned, str) else None
+        if found is None:
+            return None, None
+        if dict(found.scope) == dict(scope):
+            return None, "replaced"
+        return ANOTHER_TENANT, "written"
 
     def _by_id(self, scope: object, memory: object) -> Refused | Memory:
         """M5: the memory a by-id call acts on, or its refusal."""

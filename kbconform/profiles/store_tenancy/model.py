@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbconform.conformance import charge, charged, error_name
 from kbconform.errors import Forbidden, KbconformError, NotFound, Unauthenticated
 from kbconform.profiles.store_tenancy.protocol import DIMENSION, PLAN
 
@@ -182,16 +183,22 @@ class StoreModel:
             answer = getattr(backend, action)(credential, tenant, database, *args)
         except KbconformError as raised:
             error, answer = raised, None
+        except (AssertionError, NotImplementedError):
+            raise
+        except Exception as raised:  # an error the contract does not name: charged as itself
+            charge(raised, effect="failed", raised=error_name(raised))
+            raise
         if error is not None:
             leaked = sorted(mark for mark in self.marks() if mark in str(error) or mark in repr(error))
             assert not leaked, f"{said} raised an error carrying stored documents {leaked}: {error}"
-            assert expected is not None, f"{said} must land; it raised {error!r}"
+            with charged(direction="refused"):
+                assert expected is not None, f"{said} must land; it raised {error!r}"
             names = " or ".join(kind.__name__ for kind in expected)
             assert isinstance(error, expected), f"{said} must be refused with {names}; it raised {error!r}"
             return error
-        assert expected is None, (
-            f"{said} must be refused with {' or '.join(k.__name__ for k in expected)}; it answered {answer!r}"
-        )
+        with charged(direction="accepted"):
+            names = " or ".join(k.__name__ for k in expected or ())
+            assert expected is None, f"{said} must be refused with {names}; it answered {answer!r}"
         self.commit(action, tenant, database, args, answer)
         return answer
 

@@ -4,6 +4,7 @@ its metadata."""
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -117,6 +118,26 @@ class UpdateMetadataOverScope(ScopedMemory):
         return updated
 
 
+class UpdateLeftOutOfSearch(ScopedMemory):
+    """An update writes a memory's new text and leaves the memory out of every later search (a
+    search index kept apart from the records and not refreshed): its scope's list still shows
+    it, and nothing of another scope's is shown anywhere."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.unindexed: set[str] = set()
+
+    def update(self, scope: object, memory: object, text: object, metadata: object = None, /) -> None:
+        super().update(scope, memory, text, metadata)
+        self.unindexed.add(str(memory))
+
+    def search(
+        self, scope: object, text: object, limit: object, where: object, /
+    ) -> builtins.list[MemoryHit]:
+        found = super().search(scope, text, limit, where)
+        return [hit for hit in found if hit.id not in self.unindexed]
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "mem-get-ignores-scope",
@@ -147,6 +168,12 @@ MUTANTS: tuple[Mutant, ...] = (
         UpdateRestampsScope,
         "an update stores the memory under the caller's scope",
         ("mem-05",),
+    ),
+    Mutant(
+        "mem-update-left-out-of-search",
+        UpdateLeftOutOfSearch,
+        "an updated memory is left out of every later search, while its scope's list shows it",
+        ("mem-05", "mem-14"),
     ),
     Mutant(
         "mem-update-metadata-over-scope",
