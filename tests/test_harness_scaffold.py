@@ -170,3 +170,22 @@ def test_a_memory_scope_harness_is_told_how_to_declare_a_search_that_returns_onl
     assert '"searchReturns": "relevant"' in memory
     assert "searchReturns" not in tenant
     assert "@notes@" not in memory + tenant
+
+
+def test_a_python_harness_is_pointed_to_the_runtimes_fault_switch() -> None:
+    """Where fault-injection is declined (the manifest) the Python harness and its README name
+    kbharness's FaultSwitch, SwitchedStore and StoreFault, which the runtime copied beside it
+    defines; the control: a Node harness, whose runtime has no switch, is not told of kbharness's."""
+    texts = _harness_scaffold.files("x_h", "python", "memory-scope", "0")
+    manifest = json.loads(texts["x_h.manifest.json"])
+    assert manifest["features"]["fault-injection"].startswith(PLACEHOLDER)
+    for name in ("FaultSwitch", "SwitchedStore"):
+        assert f"kbharness.{name}" in texts["x_h.py"]
+        assert f"kbharness.{name}" in texts["x_h.md"]
+        assert f"\nclass {name}" in texts["kbharness.py"]
+    assert "kbharness.StoreFault" in texts["x_h.md"]
+    assert "\nclass StoreFault" in texts["kbharness.py"]
+    node = _harness_scaffold.files("x-h", "node", "memory-scope", "0")
+    assert "kbharness.FaultSwitch" not in node["x-h.mjs"] + node["x-h.md"]
+    assert "FaultSwitch" not in node["kbharness.mjs"]
+    assert "@faults@" not in texts["x_h.md"] + node["x-h.md"]

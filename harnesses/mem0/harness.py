@@ -19,8 +19,6 @@ import re
 import shutil
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -127,70 +125,7 @@ class HashingEmbedding(EmbeddingBase):
         return embed(str(text))
 
 
-# --- the fault switch -----------------------------------------------------------------------------
-class StoreFault(ConnectionError):
-    """What a store call raises when the fault plan fails it."""
-
-
-class FaultSwitch:
-    def __init__(self) -> None:
-        self.plan = None
-        self.consulted = 0
-        self._lock = threading.Lock()
-
-    def set(self, plan):
-        with self._lock:
-            previous, self.consulted, self.plan = self.consulted, 0, plan
-        return previous
-
-    def consult(self, call: str) -> None:
-        with self._lock:
-            index = self.consulted
-            self.consulted += 1
-            plan = self.plan
-        if not plan:
-            return
-        passing, failing = plan["pass"], plan.get("fail")
-        if index < passing or (failing is not None and index >= passing + failing):
-            return
-        hang = plan.get("hang") or 0
-        if hang:
-            time.sleep(hang)
-        raise StoreFault(f"store unavailable: {call} failed (injected store fault)")
-
-
-class SwitchedStore:
-    """Stands in for a store object: each switched method consults the switch, then calls through.
-
-    `methods` names the switched methods; None switches every public method but close.
-    """
-
-    def __init__(self, target, switch: FaultSwitch, label: str, methods=None) -> None:
-        object.__setattr__(self, "_target", target)
-        object.__setattr__(self, "_switch", switch)
-        object.__setattr__(self, "_label", label)
-        object.__setattr__(self, "_methods", methods)
-
-    def __getattr__(self, name):
-        value = getattr(self._target, name)
-        if self._methods is not None:
-            switched = name in self._methods
-        else:
-            switched = not name.startswith("_") and name != "close"
-        if not switched or not callable(value):
-            return value
-        switch, label = self._switch, self._label
-
-        def call(*args, **kwargs):
-            switch.consult(f"{label}.{name}")
-            return value(*args, **kwargs)
-
-        return call
-
-    def __setattr__(self, name, value):
-        setattr(self._target, name, value)
-
-
+# --- the fault switch: kbharness.FaultSwitch, consulted by kbharness.SwitchedStore -----------------
 # mem0's history database (mem0/memory/storage.py, SQLiteManager): the methods Memory calls.
 HISTORY_METHODS = frozenset(
     {"add_history", "batch_add_history", "get_history", "save_messages", "get_last_messages", "reset"}
@@ -229,9 +164,9 @@ class Backend:
         self.qdrant = self.memory.vector_store.client
         self.switch = None
         if faults:
-            self.switch = FaultSwitch()
-            self.memory.vector_store.client = SwitchedStore(self.qdrant, self.switch, "qdrant")
-            self.memory.db = SwitchedStore(self.memory.db, self.switch, "history", HISTORY_METHODS)
+            self.switch = kbharness.FaultSwitch()
+            self.memory.vector_store.client = kbharness.SwitchedStore(self.qdrant, self.switch, "qdrant")
+            self.memory.db = kbharness.SwitchedStore(self.memory.db, self.switch, "history", HISTORY_METHODS)
 
     def close(self) -> None:
         try:
@@ -341,7 +276,7 @@ def _binding_error(exc) -> bool:
 
 def error_for(exc: BaseException) -> tuple[str, str]:
     message = f"{type(exc).__name__}: {exc}"
-    fault = next((e for e in _chain(exc) if isinstance(e, StoreFault)), None)
+    fault = next((e for e in _chain(exc) if isinstance(e, kbharness.StoreFault)), None)
     if fault is not None:
         return "KB_BACKEND_UNAVAILABLE", message if fault is exc else f"{message} ({fault})"
     text = str(exc)
@@ -376,25 +311,6 @@ def _call(function, *args, scope=None, **kwargs):
 
 
 # --- the harness ----------------------------------------------------------------------------------
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _is_plan(plan) -> bool:
-    return (
-        isinstance(plan, dict)
-        and _is_int(plan.get("pass"))
-        and plan["pass"] >= 0
-        and "fail" in plan
-        and (plan["fail"] is None or (_is_int(plan["fail"]) and plan["fail"] >= 1))
-        and (plan.get("hang") is None or (_is_number(plan["hang"]) and 0 <= plan["hang"] <= 60))
-    )
-
-
 def _memory(backend: Backend):
     """The backend's Memory, its ids counting from the backend's own counter."""
     IDS.counter = backend.ids
@@ -418,10 +334,8 @@ class Mem0Harness:
     def fault(self, backend: Backend, plan) -> int:
         if backend.switch is None:
             raise kbharness.invalid(f"fault: backend {backend.handle} was opened without faults")
-        if plan is not None and not _is_plan(plan):
-            raise kbharness.invalid(f"fault: not a fault plan: {plan!r}")
         # The plan's "stores" is ignored: a memory-scope backend names no store.
-        return backend.switch.set(plan)
+        return backend.switch.set(plan)  # refused (KB_HARNESS_REQUEST_INVALID) unless a fault plan
 
     def shutdown(self, backends: list[Backend]) -> None:
         for backend in backends:

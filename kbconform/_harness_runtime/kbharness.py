@@ -12,7 +12,8 @@ The harness object has (nothing else is read):
 - ``open(params, handle)``: a new backend (any object) for ``open``'s params, which requests will
   name ``handle``; ``close(backend)`` releases it;
 - ``fault(backend, plan)`` (optional): set a fault plan, return how often the switch was
-  consulted; without it ``fault`` is refused as a request the harness cannot carry out;
+  consulted (a backend's :class:`FaultSwitch` does both; its store calls consult it first, or a
+  :class:`SwitchedStore` in front of the store object does); without it ``fault`` is refused;
 - one method per operation of its profile, named as the operation (``addMemory``,
   ``createKb``, ...), called as ``op(backend, params)``, returning the result object;
 - ``operations`` (optional): the names of operations the schema does not name (a profile
@@ -41,7 +42,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -70,6 +71,86 @@ def invalid(message: str) -> HarnessError:
 def not_implemented(message: str) -> HarnessError:
     """An operation the system does not offer, or the harness does not serve yet."""
     return HarnessError("KB_NOT_IMPLEMENTED", message)
+
+
+class StoreFault(ConnectionError):
+    """What a store call raises when the fault plan fails it (map it to ``KB_BACKEND_UNAVAILABLE``)."""
+
+
+def is_fault_plan(plan: object) -> bool:
+    """Whether ``plan`` is a fault plan other than null: ``{pass, fail, stores?, hang?}``."""
+    if not isinstance(plan, dict) or "fail" not in plan:
+        return False
+    passing, failing, hang = plan.get("pass"), plan["fail"], plan.get("hang")
+    if any(isinstance(value, bool) for value in (passing, failing, hang)) or not isinstance(passing, int):
+        return False
+    counts = passing >= 0 and (failing is None or (isinstance(failing, int) and failing >= 1))
+    return counts and (hang is None or (isinstance(hang, (int, float)) and 0 <= hang <= 60))
+
+
+class FaultSwitch:
+    """A backend's store-fault switch (feature ``fault-injection``, ``schemas/harness-v1.md``):
+    :meth:`set` takes each ``fault`` request's plan; the backend calls :meth:`consult` once before
+    every call it makes to its store, which waits the plan's ``hang`` and raises if it fails."""
+
+    def __init__(self) -> None:
+        self.plan: dict[str, Any] | None = None
+        self.consulted = 0
+        self._lock = threading.Lock()
+
+    def set(self, plan: Any) -> int:
+        """Make ``plan`` the plan (None: no store call fails), refused as :func:`invalid` unless
+        :func:`is_fault_plan`; return how many store calls consulted the plan it replaces."""
+        if plan is not None and not is_fault_plan(plan):
+            raise invalid(f"fault: not a fault plan: {plan!r}")
+        with self._lock:
+            previous, self.consulted, self.plan = self.consulted, 0, plan
+        return previous
+
+    def consult(self, call: str, store: str | None = None) -> None:
+        """Before the store call ``call``: raise :class:`StoreFault` if the plan fails it. A plan
+        whose ``stores`` lacks ``store`` (kb-grant) neither fails nor counts it; None ignores them."""
+        with self._lock:
+            plan = self.plan
+            if plan and store is not None and plan.get("stores") is not None and store not in plan["stores"]:
+                return
+            index = self.consulted
+            self.consulted += 1
+        if not plan:
+            return
+        passing, failing = plan["pass"], plan.get("fail")
+        if index < passing or (failing is not None and index >= passing + failing):
+            return
+        if plan.get("hang"):
+            time.sleep(plan["hang"])
+        raise StoreFault(f"store unavailable: {call} failed (injected store fault)")
+
+
+class SwitchedStore:
+    """Stands in for a store object (a database client): each switched method consults the
+    switch as ``LABEL.METHOD``, then calls through; attributes set on it are set on the store.
+    ``methods`` names the switched methods; None switches every public method but ``close``."""
+
+    def __init__(
+        self, target: object, switch: FaultSwitch, label: str, methods: Collection[str] | None = None
+    ) -> None:
+        self.__dict__.update(_target=target, _switch=switch, _label=label, _methods=methods)
+
+    def __getattr__(self, name: str) -> Any:
+        value, methods = getattr(self._target, name), self._methods
+        switched = name in methods if methods is not None else not name.startswith("_") and name != "close"
+        if not switched or not callable(value):
+            return value
+        switch, label = self._switch, self._label
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            switch.consult(f"{label}.{name}")
+            return value(*args, **kwargs)
+
+        return call
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._target, name, value)
 
 
 def installed_version(distribution: str) -> str:

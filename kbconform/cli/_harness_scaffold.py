@@ -123,6 +123,7 @@ def files(
         "@runtime@": RUNTIME[language],
         "@version@": version,
         "@notes@": _NOTES.get(profile_name, ""),
+        "@faults@": _FAULTS[language],
     }
     text = template
     readme = _README
@@ -205,6 +206,11 @@ class Harness:
     def close(self, backend):
         pass  # and release what open took
 
+    # Store faults (feature fault-injection, declined in the manifest until offered): keep a
+    # kbharness.FaultSwitch in each backend opened with params["faults"], answer
+    # fault(self, backend, plan) with its set(plan), and put a kbharness.SwitchedStore in front of
+    # your system's store object (@name@.md, "Store faults").
+
 @methods@
 
 if __name__ == "__main__":
@@ -257,6 +263,17 @@ const harness = {
 await serve(harness, {name: '@name@'});
 """
 
+#: Where each language's harness finds a store-fault switch to offer fault-injection with.
+_FAULTS = {
+    "python": "The runtime has that switch: `kbharness.FaultSwitch` (`set(plan)` answers `fault`;\n"
+    "  `consult(call)`, made before a store call, raises `kbharness.StoreFault` when the plan fails\n"
+    "  it: map that to `KB_BACKEND_UNAVAILABLE` in `error_for`), and `kbharness.SwitchedStore(store,\n"
+    "  switch, label)` stands in for a store object, consulting the switch before each of its\n"
+    "  method calls (`harnesses/mem0/harness.py` in kbconform uses both).",
+    "node": "`FaultSwitch` and `SwitchedStore` in kbconform's Python runtime\n"
+    "  (`kbconform/_harness_runtime/kbharness.py`) are a whole one to translate.",
+}
+
 #: What a profile's harness author is told beside the common notes.
 _NOTES = {
     "memory-scope": "- **A search that returns only what it finds relevant** (a keyword search such as\n"
@@ -295,8 +312,7 @@ that a test reached, once, with how many tests ended there. Fill them in one at 
   how often the switch was consulted under the plan before, and consult it before each store
   call your system makes (wrap its database object): `{"pass": k, "fail": n}` lets k calls
   through and fails the n after them (`fail` null: every later one), as your system's store
-  would fail. `harnesses/mem0/harness.py` in kbconform (`FaultSwitch`, `SwitchedStore`) is a
-  whole one.
+  would fail. @faults@
 @notes@
 | operation | state |
 |---|---|
