@@ -324,11 +324,12 @@ def fields(test: Mapping[str, Any]) -> Fields:
 
 def cause_key(found: Fields) -> tuple[str, ...]:
     """The cause a failure belongs to: a call that failed with an error the contract does not
-    name by the family and that error, whoever called; one per identity kind of caller;
+    name by that error, whatever it called and whoever called (one error, one place that lets
+    it out); one per identity kind of caller;
     another's calls by effect (another tenant, agent or look-alike alike); every recall failure
     one; strictness by the rule's document and the family; the rest by rule and effect."""
     if found.effect == "failed":  # what the backend did, not what the rule guards against
-        return ("failed", found.family, found.raised)
+        return ("failed", found.raised)
     if found.caller in IDENTITY_CALLERS:
         return ("caller", found.caller)
     if found.effect == "recall":  # a read short of its own scope, whoever else was calling
@@ -392,7 +393,7 @@ def _title(key: tuple[str, ...], found: Sequence[Fields]) -> str:
     families = ", ".join(sorted({f.family for f in found}))
     words = EFFECTS.get(found[0].effect, (found[0].effect, ""))[0]
     if key[0] == "failed":
-        return f"a call fails with {key[2] or 'an error'}, which the contract does not name ({families})"
+        return f"a call fails with {key[1] or 'an error'}, which the contract does not name ({families})"
     if key[0] == "caller" and len(key) == 2:
         return f"calls by {key[1]} are not refused ({families})"
     if key[0] == "another":
@@ -407,7 +408,9 @@ def _title(key: tuple[str, ...], found: Sequence[Fields]) -> str:
 
 def _severity(found: Sequence[Fields]) -> str:
     ranks = [EFFECTS.get(f.effect, ("", "low"))[1] for f in found]
-    if any(f.caller in IDENTITY_CALLERS for f in found):
+    # a caller with no valid identity that got an answer is high; one whose call failed with an
+    # error got nothing: the error's own severity
+    if any(f.caller in IDENTITY_CALLERS and f.effect != "failed" for f in found):
         ranks.append("high")
     return min(ranks, key=list(SEVERITIES).index)
 

@@ -357,6 +357,33 @@ def test_an_error_the_contract_does_not_name_is_its_own_cause_not_the_rules_effe
     assert control.title == "another tenant gets through: another's data deleted (delete)"
 
 
+def test_one_error_is_one_cause_whatever_it_called_and_a_caller_it_stopped_is_not_high() -> None:
+    """One error type out of a read and a write is one cause naming both families (mem0's
+    `None` id fails search and add in one helper); a caller with no identity whose call failed
+    with it got nothing, so the cause keeps the error's severity, while a call by no identity
+    that was answered is high (the control)."""
+    read = {
+        **ENTRIES["iso-02[search-memories]"],
+        "status": "fail",
+        "message": "m",
+        "effect": "failed",
+        "raised": "AttributeError",
+    }
+    write = {
+        **ENTRIES["mem-02[None value]"],
+        "status": "fail",
+        "message": "m",
+        "effect": "failed",
+        "raised": "AttributeError",
+    }
+    (cause,) = reports.causes([read, write])
+    assert cause.title == "a call fails with AttributeError, which the contract does not name (read, write)"
+    assert cause.severity == "medium"
+    answered = {**ENTRIES["mem-02[None value]"], "status": "fail", "message": "m"}
+    (control,) = reports.causes([answered])
+    assert (control.title, control.severity) == ("calls by no identity are not refused (write)", "high")
+
+
 def test_an_error_behind_a_harness_is_named_as_the_harness_named_it() -> None:
     """A harness's internal error names the type the backend raised (``TypeError: ...``); one
     whose message names none is its code (the control)."""
