@@ -135,8 +135,8 @@ import pytest
 def kbconform_backend():
     return None
 """
-    pytester.makeconftest("pytest_plugins = ['overrides']")
-    pytester.makepyfile(overrides=meddler)
+    pytester.makeconftest("pytest_plugins = ['backend_override']")  # a name no installed package has
+    pytester.makepyfile(backend_override=meddler)
     result, _ = _run(pytester, "")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*would get the fixture kbconform_backend from overrides*"])
+    result.stderr.fnmatch_lines(["*would get the fixture kbconform_backend from backend_override*"])
