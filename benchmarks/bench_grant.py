@@ -27,7 +27,6 @@ before each store call (the fault switch sleeping, as a store over a network wou
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _bench import report
 
 from kbconform.adapter import BackendOptions
 from kbconform_reference.grant.adapter import multi_store
@@ -169,11 +169,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         "latency_fanout_ratio": slow["fanout"] / slower_waiting,
         "latency_serial_ratio": (slow["chroma"] + slow["qdrant"]) / slower_waiting,
     }
-    for name, value in figures.items():
-        print(f"{name:22} {value:8.3f}")
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-    return figures
+    return report(figures, args.json)
 
 
 if __name__ == "__main__":

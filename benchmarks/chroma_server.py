@@ -26,7 +26,6 @@ its store calls counted), so these ratios carry to a run's wall time in that pro
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -35,6 +34,7 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
+from _bench import report
 
 from kbconform_reference.namespace.stores import server as servers
 from kbconform_reference.namespace.stores._protocol import stored_keys
@@ -112,11 +112,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     )
     for ratio, old, new in pairs:
         figures[f"{ratio}_ratio"] = round(figures[f"{old}_ms"] / max(figures[f"{new}_ms"], 1e-3), 2)
-    for name, value in figures.items():
-        print(f"  {name}: {value:g}")
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-    return figures
+    return report(figures, args.json)
 
 
 if __name__ == "__main__":

@@ -22,8 +22,6 @@ machine, its invariant's reads batched) also runs with its checks unbatched, int
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import json
 import random
 import statistics
 import sys
@@ -33,11 +31,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from _bench import report, state_suite
+
 from kbconform.adapter import load_adapter
 from kbconform.conformance import Principals, Run, record
 
 ADAPTER = "kbconform_reference.adapter:memory"
-SUITE = Path(__file__).resolve().parent.parent / "suites" / "tenant_namespace" / "test_stateful.py"
 
 
 def _timed(work: Callable[[], object], calls: int) -> tuple[float, float]:
@@ -114,12 +113,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         "calls_counted": float(counted),
     }
     if args.machine:
-        spec = importlib.util.spec_from_file_location("kbconform_state_suite", SUITE)
-        assert spec is not None
-        assert spec.loader is not None
-        suite = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = suite  # dataclasses look their module up
-        spec.loader.exec_module(suite)
+        suite = state_suite("kbconform_state_suite")
         spent: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
         for turn in range(max(1, args.rounds // 3)):
             for batched in (turn % 2 == 0, turn % 2 == 1):
@@ -132,12 +126,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             figures["machine_unbatched_cpu_s"] / figures["machine_batched_cpu_s"], 3
         )
     run.shutdown()
-    print(f"a call's deadline on {ADAPTER} ({args.calls} gets x {args.rounds} rounds, seed {args.seed}):")
-    for name, value in figures.items():
-        print(f"  {name}: {value:g}")
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-    return figures
+    return report(
+        figures,
+        args.json,
+        f"a call's deadline on {ADAPTER} ({args.calls} gets x {args.rounds} rounds, seed {args.seed}):",
+    )
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from _bench import report
+
 from kbconform.adapter import load_adapter
 from kbconform.harness import Dispatcher, HttpTransport, serve_http
 from kbconform.harness._server import _Handler
@@ -109,12 +111,11 @@ def main(argv: list[str]) -> dict[str, float]:
     figures = {f"{name}_ms": round(statistics.median(values) * 1000, 3) for name, values in times.items()}
     figures["fresh_ratio"] = round(figures["fresh_ms"] / max(figures["kept_ms"], 1e-3), 2)
     figures["nagle_ratio"] = round(figures["kept_nagle_ms"] / max(figures["kept_ms"], 1e-3), 2)
-    print(f"a harness-v1 request over HTTP ({ADAPTER}, {args.requests} requests x {args.rounds} rounds):")
-    for name, value in figures.items():
-        print(f"  {name}: {value:g}")
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-    return figures
+    return report(
+        figures,
+        args.json,
+        f"a harness-v1 request over HTTP ({ADAPTER}, {args.requests} requests x {args.rounds} rounds):",
+    )
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ Tenant sizes follow a Zipf-like curve; the smallest tenants hold under 0.1% of t
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from collections.abc import Sequence
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _bench import write
 
 from kbconform.conformance import record
 from kbconform.identity import Principal
@@ -167,9 +167,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     width = max(map(len, figures))
     for key, value in figures.items():
         print(f"{key:<{width}}  {value:,.4f}")
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-    return figures
+    return write(figures, args.json)
 
 
 if __name__ == "__main__":

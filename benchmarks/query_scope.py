@@ -26,7 +26,6 @@ Chroma's ``query`` (a small scope: two store calls against one).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -34,6 +33,8 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
+
+from _bench import report
 
 from kbconform.identity import Principal
 from kbconform.profiles.tenant_namespace.data import record
@@ -121,11 +122,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             figures[f"{tenant}_{ratio}_ratio"] = round(
                 statistics.median(times[before]) / max(statistics.median(times[now]), 1e-9), 2
             )
-    for name, value in figures.items():
-        print(f"  {name}: {value:g}")
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-    return figures
+    return report(figures, args.json)
 
 
 if __name__ == "__main__":

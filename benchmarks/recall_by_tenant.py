@@ -24,7 +24,6 @@ store's filtered query above). Qdrant runs in local mode (an exact scan in the p
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -37,6 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _bench import write
 from overhead import Precomputed
 
 from kbconform.conformance import record
@@ -328,9 +328,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             f"{r['foreign']} | {r['ratio']:.2f}x ({r['median_ms']:.1f} ms) |"
         )
     figures = {"rows": args.rows, "tenants": args.tenants, "queries": args.queries, "results": results}
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-    return figures
+    return write(figures, args.json)
 
 
 if __name__ == "__main__":

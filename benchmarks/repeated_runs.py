@@ -17,19 +17,18 @@ rounds a side): the resident memory after each round's client is closed or left 
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import json
 import sys
 import time
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from _bench import state_suite, write
+
 from kbconform.adapter import load_adapter
 from kbconform.conformance import Run
 from kbconform_reference.namespace.adapter import ReferenceAdapter
 
-SUITE = Path(__file__).resolve().parent.parent / "suites" / "tenant_namespace" / "test_stateful.py"
 ADAPTER = "kbconform_reference.adapter:chroma_embedded"
 
 
@@ -98,15 +97,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"  {args.collections} collections a round, closed: {figures['collections_closed_mb']} MB")
     print(f"  {args.collections} collections a round, left open: {figures['collections_left_open_mb']} MB")
     if args.runs < 1:
-        if args.json:
-            args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-        return figures
-    spec = importlib.util.spec_from_file_location("kbconform_state_suite_repeated", SUITE)
-    assert spec is not None
-    assert spec.loader is not None
-    suite = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = suite  # dataclasses look their module up
-    spec.loader.exec_module(suite)
+        return write(figures, args.json)
+    suite = state_suite("kbconform_state_suite_repeated")
     figures.update({"closed": [], "left_open": []})
     shutdown = ReferenceAdapter.shutdown
     try:
@@ -125,9 +117,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         )
         print(f"  {side}: " + ", ".join(f"{r['cpu_seconds']} s CPU, {r['resident_mb']} MB" for r in runs))
         print(f"  {side}: {figures[f'{side}_mb_per_run']} MB more a run")
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-    return figures
+    return write(figures, args.json)
 
 
 if __name__ == "__main__":

@@ -22,8 +22,6 @@ every backend call logged (facade, principal, arguments, what came back), and pr
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import json
 import random
 import sys
 from dataclasses import replace
@@ -31,11 +29,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from _bench import SUITE, report, state_suite
+
 from kbconform.adapter import load_adapter
 from kbconform.conformance import Run
 from kbconform.errors import KbconformError, NotFound
 
-SUITE = Path(__file__).resolve().parent.parent / "suites" / "tenant_namespace" / "test_stateful.py"
 READS = frozenset({"query", "get", "list", "count", "ask"})
 
 
@@ -166,12 +165,7 @@ def main(argv: list[str] | None = None) -> dict[str, int]:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
 
-    spec = importlib.util.spec_from_file_location("kbconform_state_suite_logged", args.suite)
-    assert spec is not None
-    assert spec.loader is not None
-    suite = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = suite  # dataclasses look their module up
-    spec.loader.exec_module(suite)
+    suite = state_suite("kbconform_state_suite_logged", args.suite)
 
     loaded = Run.start(
         args.adapter, partial(load_adapter, args.adapter), seed=args.seed, profile=args.profile, level="L4"
@@ -185,12 +179,7 @@ def main(argv: list[str] | None = None) -> dict[str, int]:
         run.shutdown()
         loaded.shutdown()
     figures = repeats(run.log)
-    print(f"state-01 on {args.adapter} ({args.profile}, seed {args.seed}):")
-    for name, value in figures.items():
-        print(f"  {name}: {value}")
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-    return figures
+    return report(figures, args.json, f"state-01 on {args.adapter} ({args.profile}, seed {args.seed}):")
 
 
 if __name__ == "__main__":

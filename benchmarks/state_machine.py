@@ -16,8 +16,6 @@ prints:
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import json
 import random
 import sys
 import time
@@ -25,10 +23,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from _bench import report, state_suite
+
 from kbconform.adapter import load_adapter
 from kbconform.conformance import Run
-
-SUITE = Path(__file__).resolve().parent.parent / "suites" / "tenant_namespace" / "test_stateful.py"
 
 
 class Timed:
@@ -72,12 +70,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
 
-    spec = importlib.util.spec_from_file_location("kbconform_state_suite", SUITE)
-    assert spec is not None
-    assert spec.loader is not None
-    suite = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = suite  # dataclasses look their module up
-    spec.loader.exec_module(suite)
+    suite = state_suite("kbconform_state_suite")
 
     loaded = Run.start(
         args.adapter, partial(load_adapter, args.adapter), seed=args.seed, profile=args.profile, level="L4"
@@ -97,12 +90,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         "backend_calls": run.totals["backend_calls"],
         "model_ratio": round(seconds / max(run.totals["backend_seconds"], 1e-9), 2),
     }
-    print(f"state-01 on {args.adapter} ({args.profile}, seed {args.seed}):")
-    for name, value in figures.items():
-        print(f"  {name}: {value:g}")
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-    return figures
+    return report(figures, args.json, f"state-01 on {args.adapter} ({args.profile}, seed {args.seed}):")
 
 
 if __name__ == "__main__":

@@ -12,13 +12,13 @@ from another checkout (``--rootdir``) to compare two versions of a suite on one 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _bench import write
 
 from kbconform.adapter import load_adapter
 
@@ -113,9 +113,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     }
     for name, row in figures.items():
         print(f"  {name}: {row['calls']:g} calls, {row['cpu_seconds']:g} s CPU")
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-    return figures
+    return write(figures, args.json)
 
 
 if __name__ == "__main__":

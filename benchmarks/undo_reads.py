@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import argparse
 import builtins
-import json
 import statistics
 import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+from _bench import report
 
 from kbconform.adapter import BackendOptions
 from kbconform.identity import Principal
@@ -190,11 +191,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ]
         for side in sides:
             figures[f"suites_{side}"] = suite_calls.main(["--adapter", f"undo_reads:{side}", *tests])
-    for name, value in figures.items():
-        print(f"  {name}: {value}")
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-    return figures
+    return report(figures, args.json)
 
 
 if __name__ == "__main__":
