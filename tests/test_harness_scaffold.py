@@ -172,10 +172,11 @@ def test_a_memory_scope_harness_is_told_how_to_declare_a_search_that_returns_onl
     assert "@notes@" not in memory + tenant
 
 
-def test_a_python_harness_is_pointed_to_the_runtimes_fault_switch() -> None:
+def test_each_harness_is_pointed_to_its_runtimes_fault_switch() -> None:
     """Where fault-injection is declined (the manifest) the Python harness and its README name
     kbharness's FaultSwitch, SwitchedStore and StoreFault, which the runtime copied beside it
-    defines; the control: a Node harness, whose runtime has no switch, is not told of kbharness's."""
+    defines; a Node harness and its README name kbharness.mjs's FaultSwitch, switchedStore and
+    StoreFault, which its copy exports; neither is told of the other's (the control)."""
     texts = _harness_scaffold.files("x_h", "python", "memory-scope", "0")
     manifest = json.loads(texts["x_h.manifest.json"])
     assert manifest["features"]["fault-injection"].startswith(PLACEHOLDER)
@@ -187,5 +188,10 @@ def test_a_python_harness_is_pointed_to_the_runtimes_fault_switch() -> None:
     assert "\nclass StoreFault" in texts["kbharness.py"]
     node = _harness_scaffold.files("x-h", "node", "memory-scope", "0")
     assert "kbharness.FaultSwitch" not in node["x-h.mjs"] + node["x-h.md"]
-    assert "FaultSwitch" not in node["kbharness.mjs"]
+    assert "switchedStore" not in texts["x_h.py"] + texts["x_h.md"]
+    for name, kind in (("FaultSwitch", "class"), ("StoreFault", "class"), ("switchedStore", "function")):
+        assert f"`{name}" in node["x-h.md"]
+        assert f"\nexport {kind} {name}" in node["kbharness.mjs"]
+    assert "FaultSwitch" in node["x-h.mjs"]
+    assert "switchedStore" in node["x-h.mjs"]
     assert "@faults@" not in texts["x_h.md"] + node["x-h.md"]

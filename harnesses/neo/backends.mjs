@@ -3,7 +3,7 @@
 // request context with its store accounting; a tool called as Neo's KB server dispatches it; a
 // hit as the kit reads it.
 
-import {internal, invalid} from '../../kbconform/_harness_runtime/kbharness.mjs';
+import {FaultSwitch, internal, invalid} from '../../kbconform/_harness_runtime/kbharness.mjs';
 
 import {instrumentCollection, newCall, requestScope, runInternal} from './calls.mjs';
 import {isZodError, toolResultError, translateThrown, zodRefusal} from './errors.mjs';
@@ -140,8 +140,7 @@ export async function openBackend(params, handle) {
         spoofMode,
         revisionMap,
         faults    : params?.faults === true,
-        plan      : null,
-        consulted : 0
+        switch    : new FaultSwitch()
     };
     // A fresh, empty collection, created the way Neo creates its collection
     // (ChromaManager.getKnowledgeBaseCollection creates it when it is missing).
@@ -169,12 +168,5 @@ export async function closeBackend(backend) {
 /** Sets the backend's fault plan; answers how often its switch was consulted since the last. */
 export function setFault(backend, plan) {
     if (!backend.faults) throw invalid(`backend ${backend.handle} was opened without faults`);
-    if (plan !== null && (typeof plan !== 'object' || !Number.isInteger(plan.pass) || plan.pass < 0 ||
-        !(plan.fail === null || plan.fail === undefined || (Number.isInteger(plan.fail) && plan.fail >= 0)))) {
-        throw invalid('plan must be null or {pass: integer >= 0, fail: integer >= 0 or null}');
-    }
-    const consulted = backend.consulted;
-    backend.consulted = 0;
-    backend.plan = plan === null ? null : {pass: plan.pass, fail: plan.fail ?? null};
-    return consulted;
+    return backend.switch.set(plan);
 }

@@ -5,6 +5,8 @@
 
 import {AsyncLocalStorage} from 'node:async_hooks';
 
+import {StoreFault} from '../../kbconform/_harness_runtime/kbharness.mjs';
+
 // Chroma client errors that say the store refused the request as invalid (4xx, client-side checks).
 const CHROMA_REFUSALS = new Set([
     'ChromaClientError', 'ChromaValueError', 'InvalidArgumentError', 'InvalidCollectionError', 'ChromaUniqueError'
@@ -34,13 +36,8 @@ export function newCall(operation, backend, {internal: isInternal = false} = {})
     };
 }
 
-const consultSwitch = call => {
-    const backend = call?.backend;
-    if (!call || call.internal || !backend || !backend.faults) return false;
-    const seen = backend.consulted++;
-    const plan = backend.plan;
-    return Boolean(plan) && seen >= plan.pass && (plan.fail === null || seen < plan.pass + plan.fail);
-};
+// The backend's fault switch, consulted for a kit call's store call (never the harness's own).
+const switchOf = call => (call && !call.internal && call.backend?.faults ? call.backend.switch : null);
 
 // Every HTTP request the Chroma client sends is one store call: the fault switch is consulted
 // before it, and what the store answered is noted for error translation.
@@ -48,9 +45,12 @@ export const realFetch = globalThis.fetch;
 globalThis.fetch = async function harnessFetch(input, init) {
     const call = requestScope.getStore();
     if (call) call.fetches++;
-    if (consultSwitch(call)) {
+    try {
+        await switchOf(call)?.consult('chroma.fetch');
+    } catch (error) {
+        if (!(error instanceof StoreFault)) throw error;
         call.storeFailures++;
-        throw new TypeError('fetch failed', {cause: new Error('store call failed by the kbconform fault plan')});
+        throw new TypeError('fetch failed', {cause: error});
     }
     let response;
     try {

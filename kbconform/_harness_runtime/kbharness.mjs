@@ -14,7 +14,8 @@
 //   open(params, handle)    a new backend (any value) for open's params, which requests will
 //                           name `handle`; close(backend) releases it;
 //   fault(backend, plan)    optional: set a fault plan, return how often the switch was
-//                           consulted; without it fault is refused as a request it cannot carry out;
+//                           consulted (a FaultSwitch of this module does both: its set());
+//                           without it fault is refused as a request it cannot carry out;
 //   <op>(backend, params)   one method per operation of its profile, named as the operation
 //                           (addMemory, createKb, ...), returning the result object;
 //   operations              optional: the names of operations the schema does not name (a
@@ -59,6 +60,77 @@ export const invalid = message => new HarnessError('KB_HARNESS_REQUEST_INVALID',
 export const notImplemented = message => new HarnessError('KB_NOT_IMPLEMENTED', message);
 /** A failure of the harness or the system that no other code names. */
 export const internal = message => new HarnessError('KB_HARNESS_INTERNAL', message);
+
+/** What a store call raises when the fault plan fails it (map it to KB_BACKEND_UNAVAILABLE). */
+export class StoreFault extends Error {
+    constructor(message) {
+        super(message);
+        this.name = 'StoreFault';
+    }
+}
+
+/** Whether `plan` is a fault plan other than null: {pass, fail, stores?, hang?}. */
+export function isFaultPlan(plan) {
+    if (plan === null || typeof plan !== 'object' || Array.isArray(plan) || !('fail' in plan)) return false;
+    const {pass: passing, fail: failing, hang} = plan;
+    const counts = Number.isInteger(passing) && passing >= 0 &&
+        (failing === null || (Number.isInteger(failing) && failing >= 1));
+    return counts && (hang === undefined || hang === null || (typeof hang === 'number' && hang >= 0 && hang <= 60));
+}
+
+/** A backend's store-fault switch (feature fault-injection, schemas/harness-v1.md): set() takes
+ *  each fault request's plan; the backend awaits consult() once before every call it makes to
+ *  its store, which waits the plan's hang and throws StoreFault if the plan fails the call.
+ *  `sleep(seconds)` is how a hang waits (a test may record it instead). */
+export class FaultSwitch {
+    constructor({sleep = seconds => new Promise(resolve => setTimeout(resolve, seconds * 1000))} = {}) {
+        this.plan = null;
+        this.consulted = 0;
+        this.sleep = sleep;
+    }
+
+    /** Make `plan` the plan (null: no store call fails), refused as invalid unless isFaultPlan;
+     *  answer how many store calls consulted the plan it replaces. */
+    set(plan) {
+        if (plan !== null && !isFaultPlan(plan)) throw invalid(`fault: not a fault plan: ${JSON.stringify(plan)}`);
+        const previous = this.consulted;
+        this.consulted = 0;
+        this.plan = plan;
+        return previous;
+    }
+
+    /** Before the store call `call`: throw StoreFault if the plan fails it. A plan whose stores
+     *  lacks `store` (kb-grant) neither fails nor counts it; null ignores them. */
+    async consult(call, store = null) {
+        const plan = this.plan;
+        if (plan && store !== null && plan.stores != null && !plan.stores.includes(store)) return;
+        const index = this.consulted++;
+        if (!plan) return;
+        const {pass: passing, fail: failing} = plan;
+        if (index < passing || (failing !== null && index >= passing + failing)) return;
+        if (plan.hang) await this.sleep(plan.hang);
+        throw new StoreFault(`store unavailable: ${call} failed (injected store fault)`);
+    }
+}
+
+/** Stands in for a store object (a database client): each switched method awaits
+ *  fault.consult(`LABEL.METHOD`), then calls through (so it answers a promise); other properties
+ *  are the store's. `methods` names the switched methods; null switches every method but close
+ *  and those whose name starts with _. */
+export function switchedStore(target, fault, label, methods = null) {
+    return new Proxy(target, {
+        get(store, name) {
+            const value = Reflect.get(store, name, store);
+            const switched = typeof name === 'string' && typeof value === 'function' &&
+                (methods ? methods.includes(name) : !name.startsWith('_') && name !== 'close');
+            if (!switched) return value;
+            return async (...args) => {
+                await fault.consult(`${label}.${name}`);
+                return value.apply(store, args);
+            };
+        }
+    });
+}
 
 /** harness-v1.schema.json: beside this file (a copy), in the kit's schemas (a wheel) or at the
  *  top of a source checkout. */

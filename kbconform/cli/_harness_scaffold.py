@@ -257,6 +257,11 @@ const harness = {
         // and release what open took
     },
 
+    // Store faults (feature fault-injection, declined in the manifest until offered): keep a
+    // FaultSwitch (from @runtime@) in each backend opened with params.faults, answer
+    // fault(backend, plan) with its set(plan), and put a switchedStore in front of your system's
+    // store object (@name@.md, "Store faults").
+
 @methods@
 };
 
@@ -270,8 +275,12 @@ _FAULTS = {
     "  it: map that to `KB_BACKEND_UNAVAILABLE` in `error_for`), and `kbharness.SwitchedStore(store,\n"
     "  switch, label)` stands in for a store object, consulting the switch before each of its\n"
     "  method calls (`harnesses/mem0/harness.py` in kbconform uses both).",
-    "node": "`FaultSwitch` and `SwitchedStore` in kbconform's Python runtime\n"
-    "  (`kbconform/_harness_runtime/kbharness.py`) are a whole one to translate.",
+    "node": "The runtime has that switch: `FaultSwitch` from `kbharness.mjs` (`set(plan)` answers\n"
+    "  `fault`; `await consult(call)`, made before a store call, throws `StoreFault` when the plan\n"
+    "  fails it: map that to `KB_BACKEND_UNAVAILABLE` in `errorFor`), and `switchedStore(store,\n"
+    "  fault, label)` stands in for a store object, consulting the switch before each of its\n"
+    "  method calls (`harnesses/neo/calls.mjs` in kbconform consults it before each request its\n"
+    "  store client sends).",
 }
 
 #: What a profile's harness author is told beside the common notes.

@@ -1,11 +1,15 @@
 """The Python runtime's store-fault switch (kbharness.FaultSwitch, SwitchedStore, StoreFault): a
 plan lets its first ``pass`` store calls through and fails the ``fail`` after them (null: every
 later one), a failing call waits the plan's ``hang`` first, ``set`` answers how many calls
-consulted the plan it replaces, and with no plan nothing fails (the control)."""
+consulted the plan it replaces, and with no plan nothing fails (the control); kbharness.mjs's
+FaultSwitch, its twin, answers every plan alike."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import shutil
+import subprocess
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -146,3 +150,139 @@ def test_a_switched_store_consults_before_each_switched_method_and_calls_through
     every.close()  # close is never switched
     assert store.written == []
     assert switch.set(None) == 2
+
+
+#: Plans and the store calls consulted under each (a call's name and the store it names, or
+#: None), for both runtimes.
+SCENARIOS: list[tuple[Any, list[tuple[str, str | None]]]] = [
+    (None, [("db.write", None)] * 3),
+    ({"pass": 2, "fail": None}, [("db.write", None)] * 5),
+    ({"pass": 1, "fail": 2}, [("db.write", None)] * 6),
+    ({"pass": 1, "fail": 2, "hang": 2.5}, [("db.write", None)] * 4),
+    (
+        {"pass": 0, "fail": None, "stores": ["chroma"]},
+        [("qdrant.upsert", "qdrant"), ("chroma.add", "chroma"), ("db.write", None)],
+    ),
+]
+#: Values each runtime's set() must refuse as a fault plan, and plans it must take.
+REFUSED = [
+    {"pass": -1, "fail": 1},
+    {"pass": 0, "fail": 0},
+    {"pass": 0},
+    {"pass": 0, "fail": 1, "hang": 61},
+    [0, 1],
+    "plan",
+]
+TAKEN = [{"pass": 0, "fail": 1}, {"pass": 3, "fail": None, "hang": 0.5, "stores": ["a"]}]
+
+NODE_SWITCH = """
+import {FaultSwitch, HarnessError, StoreFault, switchedStore} from %s;
+const [scenarios, refused, taken] = JSON.parse(process.argv[2]);
+const results = [];
+for (const [plan, calls] of scenarios) {
+    const slept = [];
+    const fault = new FaultSwitch({sleep: async seconds => { slept.push(seconds); }});
+    const first = fault.set(plan);
+    const seen = [];
+    for (const [call, store] of calls) {
+        try {
+            await fault.consult(call, store);
+            seen.push('ok');
+        } catch (error) {
+            if (!(error instanceof StoreFault)) throw error;
+            seen.push(error.message);
+        }
+    }
+    results.push([first, seen, slept, fault.set(null)]);
+}
+const codes = refused.map(plan => {
+    try {
+        new FaultSwitch().set(plan);
+        return null;
+    } catch (error) {
+        return error instanceof HarnessError ? error.code : String(error);
+    }
+});
+const plans = taken.map(plan => {
+    const fault = new FaultSwitch();
+    fault.set(plan);
+    return fault.plan;
+});
+// a switched store: consulted before each switched method, never before close
+const written = [];
+const store = {
+    write: text => written.push(text),
+    read: () => [...written],
+    close: () => { written.length = 0; },
+    name: 'store',
+};
+const fault = new FaultSwitch();
+const every = switchedStore(store, fault, 'db'), only = switchedStore(store, fault, 'db', ['write']);
+const attempt = async call => {
+    try { return await call(); } catch (error) { return error.message; }
+};
+const seen = [await every.write('a'), await every.read(), only.read(), fault.set({pass: 0, fail: null})];
+seen.push(await attempt(() => every.write('b')), await attempt(() => every.read()), only.read(), every.name);
+every.close();
+seen.push([...written], fault.set(null));
+console.log(JSON.stringify({results, codes, plans, store: seen}));
+"""
+
+
+def _python_switch(kbharness: ModuleType) -> dict[str, Any]:
+    """The scenarios on the Python runtime's switch, as the Node script reports them."""
+    results = []
+    for plan, calls in SCENARIOS:
+        kbharness.slept.clear()
+        switch = kbharness.FaultSwitch()
+        first, seen = switch.set(plan), []
+        for call, store in calls:
+            try:
+                switch.consult(call, store)
+                seen.append("ok")
+            except kbharness.StoreFault as fault:
+                seen.append(str(fault))
+        results.append([first, seen, list(kbharness.slept), switch.set(None)])
+    codes = []
+    for plan in REFUSED:
+        try:
+            kbharness.FaultSwitch().set(plan)
+            codes.append(None)
+        except kbharness.HarnessError as error:
+            codes.append(error.code)
+    plans = []
+    for plan in TAKEN:
+        switch = kbharness.FaultSwitch()
+        switch.set(plan)
+        plans.append(switch.plan)
+    return {"results": results, "codes": codes, "plans": plans}
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not on PATH: no JavaScript to run")
+def test_the_javascript_switch_answers_every_plan_as_the_python_one(
+    kbharness: ModuleType, tmp_path: Path
+) -> None:
+    """kbharness.mjs's FaultSwitch, its twin: the same calls fail with the same message, a hang
+    waits before each failing call only, set() answers the same counts and refuses the same
+    values; its switchedStore consults before each switched method (as SwitchedStore does,
+    below: a failing call never reaches the store, close is never switched); the Python side is
+    itself pinned by the tests above (a lasting plan fails calls 2 to 4 of 5, a transient one 1
+    and 2, with no plan none: the controls)."""
+    script = tmp_path / "switch.mjs"
+    script.write_text(NODE_SWITCH % json.dumps((RUNTIME.with_suffix(".mjs")).as_uri()), encoding="utf-8")
+    argument = json.dumps([SCENARIOS, REFUSED, TAKEN])
+    answered = subprocess.run(
+        ["node", str(script), argument], capture_output=True, text=True, timeout=60, check=True
+    )
+    python = _python_switch(kbharness)
+    seen = json.loads(answered.stdout)
+    assert seen.pop("store") == [
+        1, ["a"], ["a"], 2,
+        "store unavailable: db.write failed (injected store fault)",
+        "store unavailable: db.read failed (injected store fault)",
+        ["a"], "store", [], 2,
+    ]  # fmt: skip
+    assert seen == json.loads(json.dumps(python))
+    assert python["codes"] == ["KB_HARNESS_REQUEST_INVALID"] * len(REFUSED)
+    assert [sum(o != "ok" for o in seen) for _, seen, _, _ in python["results"]] == [0, 3, 2, 2, 2]
+    assert python["results"][3][2] == [2.5, 2.5]  # a hang before each failing call, none before passing ones
