@@ -1,6 +1,8 @@
 """The benchmark scripts keep working (they are run, not timed)."""
 
 import importlib.util
+import json
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -161,3 +163,27 @@ def test_the_startup_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> No
     assert helped["this / baseline"] > 0
     assert "kbconform" in dict(helped["imports"])
     assert out.exists()
+
+
+def test_the_suite_calls_benchmark_puts_every_call_of_an_atomicity_test_in_a_phase(tmp_path: Path) -> None:
+    """atomic-01[lasting] on the in-memory reference, by phase (in a child process: it runs
+    pytest): every call the test makes is in one phase, and the control's canaries are read back
+    while the faulted attempts' are not (each seeded as the control was)."""
+    figures_path = tmp_path / "s.json"
+    suite = BENCHMARKS.parent / "suites" / "tenant_namespace" / "test_atomicity.py"
+    command = [sys.executable, str(BENCHMARKS / "suite_calls.py"), "--phases", "--json", str(figures_path)]
+    done = subprocess.run(
+        [*command, str(suite), "-k", "ingest and lasting", "-p", "no:cacheprovider"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert figures_path.exists(), done.stdout[-2000:] + done.stderr[-2000:]
+    figures = json.loads(figures_path.read_text(encoding="utf-8"))
+    test = "test_an_ingest_the_store_fails_part_way_writes_nothing[lasting]"
+    phases = figures["phases"][test]
+    assert sum(row["calls"] for row in phases.values()) == figures[test]["calls"] > 0
+    assert phases["control: seed canaries read back"]["calls"] > 0
+    assert "attempts: seed canaries read back" not in phases
+    assert phases["attempts: seed canaries"]["calls"] > 0

@@ -17,9 +17,12 @@ the control's write changed and of ids spread over the rest (:data:`GETS`; every
 when a fresh backend's ids are not the control's). What a faulted attempt read before its write
 is known, not read again: the seed fixes it, so it is the control's view before its write with
 the attempt's own stamps, from the export the attempt is seeded with (:meth:`View.known`; read
-in full when that export differs from the control's in more than its stamps). A faulted write
-that succeeds all the same (it retried, or did without the failed call) must have its whole
-effect, as the control does, read with a get of every id.
+in full when that export differs from the control's in more than its stamps). For the same
+reason a faulted attempt's canaries are not read back after seeding (the control's are): its
+export stands for them. A faulted write that succeeds all the same (it retried, or did without
+the failed call) must have its whole effect, as the control does, read with a get of every id;
+a written id the view already got is not got again. Each view's reads cross to the run's worker
+once (``batched``).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import pytest
 import rfc8785
 
 from kbconform.adapter import BackendOptions
-from kbconform.conformance import COUNTING, FAULT_KINDS, Fault, Run, fault_points
+from kbconform.conformance import COUNTING, FAULT_KINDS, Fault, Run, batched, fault_points
 from kbconform.errors import BackendUnavailable, NotFound
 from kbconform.profiles.tenant_namespace.data import Principals, ingest_batches, record, seed_canaries
 
@@ -51,6 +54,7 @@ def _batch(run: Run) -> int:
 
 
 _PAGE = 100  # list page size the suite reads with
+_NUMBERS = frozenset({int, float})  # an embedding of these is kept as its numbers (:func:`_canonical`)
 
 
 def _readers(principals: Principals) -> list[Any]:
@@ -65,7 +69,7 @@ def _canonical(value: Any) -> Any:
     own time."""
     if isinstance(value, dict):
         embedding = value.get("embedding")
-        if isinstance(embedding, (list, tuple)) and all(type(x) in (int, float) for x in embedding):
+        if isinstance(embedding, (list, tuple)) and set(map(type, embedding)) <= _NUMBERS:
             rest = {key: item for key, item in value.items() if key != "embedding"}
             return bytes(rfc8785.dumps(rest)), tuple(embedding)
     return bytes(rfc8785.dumps(value))
@@ -108,17 +112,24 @@ class View:
     """What the suite's principals read: the state a failed write must leave untouched."""
 
     def __init__(self, run: Run, backend: Any, principals: Principals, ids: dict[str, Any]) -> None:
-        """``ids``: every id to get, with the principal that owns it."""
+        """``ids``: every id to get, with the principal that owns it. The reads cross to the
+        run's worker once (``batched``), each within its own deadline."""
         #: The document list or get first showed for each id (:meth:`known` reads a row's
         #: document here when the export carries none).
         self.shown: dict[str, Any] = {}
+        #: The document get showed for each id it found (a check reads it here, not again).
+        self.got: dict[str, Any] = {}
+        self.gets: dict[str, Any] = {}
+        batched(backend, lambda: self._read(run, backend, principals, ids))
+        self.export = {i: _canonical(r) for i, r in self.exported.items()}
+
+    def _read(self, run: Run, backend: Any, principals: Principals, ids: dict[str, Any]) -> None:
         self.lists = {p.tenant_id: _listed(backend, p, self.shown) for p in _readers(principals)}
         self.counts = (
             {p.tenant_id: backend.count(p) for p in _readers(principals)}
             if "count" in run.manifest.read_facades
             else {}
         )
-        self.gets: dict[str, Any] = {}
         for chunk_id, owner in sorted(ids.items()):
             try:
                 hit = backend.get(owner, chunk_id)
@@ -126,9 +137,9 @@ class View:
                 self.gets[chunk_id] = None
             else:
                 self.gets[chunk_id] = _canonical([hit.id, hit.document, dict(hit.metadata)])
+                self.got[chunk_id] = hit.document
                 self.shown.setdefault(chunk_id, hit.document)
         self.exported = {str(r["id"]): dict(r) for r in backend.export(principals.operator)}
-        self.export = {i: _canonical(r) for i, r in self.exported.items()}
 
     @classmethod
     def known(cls, control: View, rows: list[dict[str, Any]], ids: dict[str, Any]) -> View | None:
@@ -148,6 +159,7 @@ class View:
         read = {i: control.as_read(i, row) for i, row in own.items()}
         view = cls.__new__(cls)
         view.shown = dict(control.shown)
+        view.got = {i: read[i].get("document") for i in ids if control.gets[i] is not None}
         view.lists = {
             tenant: {i: _listing(read[i]) for i in listed} for tenant, listed in control.lists.items()
         }
@@ -216,6 +228,9 @@ class Attempt:
 #: export read every row already, and a get per row per attempt was most of this suite's time.
 GETS = 8
 Check = Callable[[Attempt, Any, View, View], None]
+#: Seeds a fresh backend and says what to write; True for the control, whose canaries are read
+#: back (a faulted attempt's seed is checked against the control's by its export instead).
+Prepare = Callable[[Any, bool], Attempt]
 
 
 def _compared(owners: dict[str, Any], changed: set[str]) -> dict[str, Any]:
@@ -235,7 +250,7 @@ def _every_fault(
     open_backend: Any,
     principals: Principals,
     kind: str,
-    prepare: Callable[[Any], Attempt],
+    prepare: Prepare,
     check: Check,
 ) -> None:
     """The write once with no fault, counting its store calls (the control: ``check`` sees its
@@ -247,15 +262,18 @@ def _every_fault(
     many store calls a write takes.
 
     A fresh backend for each call: a backend that carries state from one failed write to the
-    next call (a pending rollback) would otherwise shift where the next fault lands.
+    next call (a pending rollback) would otherwise shift where the next fault lands. Each is
+    seeded as the control was, without reading its canaries back: its export, which the
+    attempt's state before its write is told from, must hold the control's rows (else that
+    state is read in full, :meth:`View.known`).
     """
 
-    def opened(fault: Fault) -> Attempt:
+    def opened(fault: Fault, control: bool = False) -> Attempt:
         options = BackendOptions(spoof_mode=run.manifest.spoof_modes[0], store_fails=fault.switch)
-        return prepare(open_backend(options))
+        return prepare(open_backend(options), control)
 
     counter = Fault(kind)
-    control = opened(counter)
+    control = opened(counter, control=True)
     unfaulted = View(run, control.backend, principals, control.owners)
     counter.switch.set(COUNTING)
     try:
@@ -297,6 +315,14 @@ def _every_fault(
     # faults had their say.
     check(control, landed, unfaulted, whole)
     run.close(control.backend)
+
+
+def _document(attempt: Attempt, after: View, owner: Any, chunk_id: str) -> Any:
+    """The document get shows for ``chunk_id``: as the after-view's get showed it, when it got
+    that id (no call since), else from a get now."""
+    if chunk_id in after.got:
+        return after.got[chunk_id]
+    return attempt.backend.get(owner, chunk_id).document
 
 
 def _seeded(
@@ -344,8 +370,8 @@ def test_an_ingest_the_store_fails_part_way_writes_nothing(
         *(record(f"docs/new-{n}.md", f"new {n}", tenant="acme") for n in range(size - rewrites)),
     ]
 
-    def prepare(backend: Any) -> Attempt:
-        seed_canaries(backend, principals, kbconform_run.rng(f"atomic-01[{kind}]"))
+    def prepare(backend: Any, control: bool) -> Attempt:
+        seed_canaries(backend, principals, kbconform_run.rng(f"atomic-01[{kind}]"), read_back=control)
         ingest_batches(backend, acme, stored, limit)
         return _seeded(backend, principals, lambda: backend.ingest(acme, batch))
 
@@ -354,9 +380,7 @@ def test_an_ingest_the_store_fails_part_way_writes_nothing(
         assert len(ids) == len(batch)
         assert set(after.lists[acme.tenant_id]) == set(before.lists[acme.tenant_id]) | set(ids)
         for chunk_id, rec in zip(ids, batch, strict=True):
-            assert attempt.backend.get(acme, chunk_id).document == rec["content"], (
-                "the write did not land whole"
-            )
+            assert _document(attempt, after, acme, chunk_id) == rec["content"], "the write did not land whole"
         for tenant, chunks in before.lists.items():
             if tenant != acme.tenant_id:
                 assert after.lists[tenant] == chunks, f"acme's ingest changed what {tenant} reads"
@@ -385,8 +409,8 @@ def test_a_restore_the_store_fails_part_way_writes_nothing(
     ingest_batches(other, principals.acme, restored, kbconform_run.manifest.max_write_batch)
     new = [dict(r) for r in other.export(operator)]
 
-    def prepare(backend: Any) -> Attempt:
-        seed_canaries(backend, principals, kbconform_run.rng(f"atomic-02[{kind}]"))
+    def prepare(backend: Any, control: bool) -> Attempt:
+        seed_canaries(backend, principals, kbconform_run.rng(f"atomic-02[{kind}]"), read_back=control)
         rows = [dict(r) for r in backend.export(operator)]
         changed = [
             {**r, "document": f"changed {r['document']}", "embedding": list(r["embedding"])[::-1]}
@@ -426,8 +450,9 @@ def test_a_deletion_signal_the_store_fails_part_way_deletes_nothing(
     principals = kbconform_principals
     acme = principals.acme
 
-    def prepare(backend: Any) -> Attempt:
-        canaries = seed_canaries(backend, principals, kbconform_run.rng(f"atomic-03[{kind}]"))
+    def prepare(backend: Any, control: bool) -> Attempt:
+        rng = kbconform_run.rng(f"atomic-03[{kind}]")
+        canaries = seed_canaries(backend, principals, rng, read_back=control)
         old = [record(f"docs/old-{n}.md", f"old {n}", tenant="acme") for n in range(BATCH)]
         dropped = ingest_batches(backend, acme, old, kbconform_run.manifest.max_write_batch)
         twin = list(backend.ingest(principals.beta, [record("docs/old-0.md", "old 0", tenant="beta")]).ids)
@@ -479,8 +504,8 @@ def test_a_sync_the_store_fails_part_way_writes_and_deletes_nothing(
         *(record(f"docs/new-{n}.md", f"new {n}", tenant="acme", repo="bulk") for n in range(half)),
     ]
 
-    def prepare(backend: Any) -> Attempt:
-        seed_canaries(backend, principals, kbconform_run.rng(f"atomic-04[{kind}]"))
+    def prepare(backend: Any, control: bool) -> Attempt:
+        seed_canaries(backend, principals, kbconform_run.rng(f"atomic-04[{kind}]"), read_back=control)
         stale = ingest_batches(backend, acme, [old(n, f"first {n}") for n in range(BATCH)], limit)[half:]
         twin = list(backend.ingest(principals.beta, [old(BATCH - 1, "beta's", tenant="beta")]).ids)
         return _seeded(
@@ -495,9 +520,7 @@ def test_a_sync_the_store_fails_part_way_writes_and_deletes_nothing(
         assert set(result.deleted_ids) == stale, "the sync did not delete exactly acme's stale chunks"
         assert set(after.lists[acme.tenant_id]) == (set(before.lists[acme.tenant_id]) - stale) | set(ids)
         for chunk_id, rec in zip(ids, batch, strict=True):
-            assert attempt.backend.get(acme, chunk_id).document == rec["content"], (
-                "the sync did not land whole"
-            )
+            assert _document(attempt, after, acme, chunk_id) == rec["content"], "the sync did not land whole"
         assert after.gets[attempt.data["twin"]] is not None, "acme's sync deleted beta's chunk"
 
     _every_fault(kbconform_run, kbconform_open, principals, kind, prepare, check)
