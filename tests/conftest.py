@@ -33,6 +33,18 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return None if judging else True
 
 
+@pytest.fixture(scope="session")
+def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The mypy cache directory (``--cache-dir``) of every ``mypy --strict`` run of this test
+    process: the first run analyses the kit and its dependencies, the later ones read them back
+    (a changed file is analysed again, and the errors are those of a cold run). mypy's cache is
+    for one mypy at a time: pytest-xdist's workers each have a base temporary directory, so each
+    worker has its own cache and no two runs share one at once. A module's entry holds the
+    options it was checked with (``--strict`` and pyproject.toml's [tool.mypy] here): a run with
+    other options checks it again."""
+    return tmp_path_factory.mktemp("mypy-cache")
+
+
 @pytest.hookimpl(wrapper=True, trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Generator[None]:
     """On pytest-xdist's worksteal workers, after the shuffle and the deselection: the longest

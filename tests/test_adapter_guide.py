@@ -278,14 +278,14 @@ def test_the_skeletons_manifest_is_a_valid_adapter_manifest() -> None:
     assert isinstance(adapter.open(namespace["BackendOptions"]()), Backend)  # type: ignore[operator]
 
 
-def _mypy(code: str, where: Path) -> tuple[str, int]:
+def _mypy(code: str, where: Path, cache: Path) -> tuple[str, int]:
     path = where / "skeleton.py"
     path.write_text(code, encoding="utf-8")
     stdout, _, status = api.run(
         [
             "--strict",
             "--cache-dir",
-            str(where / "cache"),
+            str(cache),
             "--config-file",
             str(ROOT / "pyproject.toml"),
             str(path),
@@ -294,15 +294,17 @@ def _mypy(code: str, where: Path) -> tuple[str, int]:
     return stdout, status
 
 
-def test_mypy_strict_accepts_the_skeleton_and_refuses_list_shadowing_the_builtin(tmp_path: Path) -> None:
+def test_mypy_strict_accepts_the_skeleton_and_refuses_list_shadowing_the_builtin(
+    tmp_path: Path, mypy_cache: Path
+) -> None:
     """mypy --strict proves the skeleton satisfies Backend and Adapter; the same skeleton with
     list[...] annotations after `def list` is refused (control: the shadowing the guide warns of)."""
     code = _skeleton()
-    output, status = _mypy(code, tmp_path)
+    output, status = _mypy(code, tmp_path, mypy_cache)
     assert status == 0, output
     shadowed = code.replace("builtins.list[", "list[")
     assert shadowed != code
-    output, status = _mypy(shadowed, tmp_path)
+    output, status = _mypy(shadowed, tmp_path, mypy_cache)
     assert status == 1
     assert "is not valid as a type" in output, output
 

@@ -41,8 +41,10 @@ def _tool(*args: str, stdin: str | None = None) -> tuple[int, str]:
     return done.returncode, f"$ python -m {' '.join(args)}\n{done.stdout}{done.stderr}"
 
 
-def _mypy(*paths: str) -> tuple[int, str]:
-    return _tool("mypy", "--strict", "--config-file", str(ROOT / "pyproject.toml"), *paths)
+def _mypy(cache: Path, *paths: str) -> tuple[int, str]:
+    """``mypy --strict`` with the repository's configuration, reading and writing ``cache``."""
+    config = str(ROOT / "pyproject.toml")
+    return _tool("mypy", "--strict", "--config-file", config, "--cache-dir", str(cache), *paths)
 
 
 def test_ruff_finds_no_lint_errors() -> None:
@@ -62,10 +64,10 @@ def test_ruff_format_would_change_no_file() -> None:
     assert status == 1, output
 
 
-def test_mypy_strict_accepts_the_kit_the_reference_and_the_suites(tmp_path: Path) -> None:
+def test_mypy_strict_accepts_the_kit_the_reference_and_the_suites(tmp_path: Path, mypy_cache: Path) -> None:
     """``mypy --strict`` passes on kbconform, kbconform_reference and suites, having checked every
     Python file in them; an unannotated function fails under the same command (control)."""
-    status, output = _mypy(*TYPED)
+    status, output = _mypy(mypy_cache, *TYPED)
     assert status == 0, output
     on_disk = sum(1 for folder in TYPED for _ in (ROOT / folder).rglob("*.py"))
     checked = re.search(r"no issues found in (\d+) source files?", output)
@@ -73,6 +75,6 @@ def test_mypy_strict_accepts_the_kit_the_reference_and_the_suites(tmp_path: Path
     assert int(checked.group(1)) == on_disk, output
     control = tmp_path / "untyped.py"
     control.write_text("def twice(x):\n    return 2 * x\n", encoding="utf-8")
-    status, output = _mypy(str(control))
+    status, output = _mypy(mypy_cache, str(control))
     assert status == 1, output
     assert "no-untyped-def" in output

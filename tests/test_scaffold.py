@@ -264,13 +264,15 @@ def test_a_filled_in_skeleton_passes_and_one_left_out_or_wrong_is_named(skeleton
     assert f"  NOT IMPLEMENTED get: {len(unimplemented)} tests ended there" in done.stdout
 
 
-def test_mypy_strict_accepts_the_skeleton_and_rejects_a_facade_off_the_protocol(skeleton: Path) -> None:
+def test_mypy_strict_accepts_the_skeleton_and_rejects_a_facade_off_the_protocol(
+    skeleton: Path, mypy_cache: Path
+) -> None:
     """The skeleton type-checks against kbconform.adapter.Adapter and Backend (its factory's
     annotation); a get taking an int id is refused (control)."""
     from mypy import api
 
     def check(path: Path) -> tuple[str, int]:
-        out, err, status = api.run(["--strict", "--cache-dir", str(skeleton / ".mypy_cache"), str(path)])
+        out, err, status = api.run(["--strict", "--cache-dir", str(mypy_cache), str(path)])
         return out + err, status
 
     output, status = check(skeleton / f"{NAME}.py")
@@ -463,7 +465,7 @@ def test_every_other_profile_gets_a_skeleton_of_its_own_protocol(
 
 @pytest.mark.slow
 def test_mypy_strict_accepts_every_other_profiles_skeleton_and_rejects_a_method_off_its_protocol(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], mypy_cache: Path
 ) -> None:
     """Each other profile's skeleton type-checks against its own protocol (``open`` is annotated
     with it); a method whose parameter is dropped is refused (control)."""
@@ -473,12 +475,12 @@ def test_mypy_strict_accepts_every_other_profiles_skeleton_and_rejects_a_method_
         where = tmp_path / profile_name
         assert main(["new-adapter", NAME, "--dir", str(where), "--isolation-profile", profile_name]) == 0
         path = where / f"{NAME}.py"
-        out, err, status = api.run(["--strict", "--cache-dir", str(tmp_path / ".mypy_cache"), str(path)])
+        out, err, status = api.run(["--strict", "--cache-dir", str(mypy_cache), str(path)])
         assert status == 0, (profile_name, out + err)
         source = path.read_text(encoding="utf-8")
         wrong = re.sub(r"(def \w+\(self, )\w+: [\w\[\], |]+, ", r"\1", source, count=1)
         assert wrong != source
         path.write_text(wrong, encoding="utf-8")
-        out, err, status = api.run(["--strict", "--cache-dir", str(tmp_path / ".mypy_cache"), str(path)])
+        out, err, status = api.run(["--strict", "--cache-dir", str(mypy_cache), str(path)])
         assert status == 1, (profile_name, out + err)
     capsys.readouterr()

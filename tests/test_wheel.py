@@ -8,9 +8,12 @@ import subprocess
 import sys
 import venv
 import zipfile
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
+
+from kbconform.profiles import DEFAULT
 
 #: Each test here runs the suites (or a whole tool) in child processes: the slow tier.
 pytestmark = pytest.mark.slow
@@ -25,15 +28,28 @@ def adapter():
 """
 
 
+def _unshipped(names: Collection[str]) -> set[str]:
+    """The files of suites/ and schemas/ (as the tree holds them) not in the wheel's ``names``."""
+    files = [path for folder in ("suites", "schemas") for path in (ROOT / folder).rglob("*")]
+    tree = {path.relative_to(ROOT).as_posix() for path in files if "__pycache__" not in path.parts}
+    return {name for name in tree if (ROOT / name).is_file() and f"kbconform/{name}" not in names}
+
+
+def _tests(level: str) -> int:
+    """How many tests of the default profile the catalogue lists at ``level`` or below."""
+    listed = json.loads((ROOT / "suites" / "catalogue.json").read_text(encoding="utf-8"))["tests"]
+    return sum(1 for t in listed if t.get("profile", DEFAULT) == DEFAULT and t["level"] <= level)  # L0 < L1
+
+
 def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False, timeout=900)
 
 
 def test_the_installed_wheel_runs_the_suites_through_pytest_and_kbconform_run(tmp_path: Path) -> None:
-    """The wheel carries the suites, their catalogue and the schemas; with an adapter written
-    outside the repository, ``pytest --kbconform-adapter`` passes every suite test and
-    ``kbconform run --adapter`` the L0 ones, and the installed ``kbconform verify`` accepts the
-    report (and rejects it trimmed)."""
+    """The wheel carries every file of the suites and the schemas (their catalogue too); with an
+    adapter written outside the repository, ``pytest --kbconform-adapter`` collects every suite
+    test from the installed package and passes the L1 ones, ``kbconform run --adapter`` the L0
+    ones, and the installed ``kbconform verify`` accepts the report (and rejects it trimmed)."""
     # with the build backend the test extra installs: an isolated build environment would make
     # the same bytes after installing the backend again
     build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
@@ -46,6 +62,9 @@ def test_the_installed_wheel_runs_the_suites_through_pytest_and_kbconform_run(tm
     assert "kbconform/suites/catalogue.json" in names
     assert "kbconform/py.typed" in names  # mypy checks an adapter against the installed protocol
     assert not any(name.startswith(("suites/", "schemas/", "tests/")) for name in names)
+    assert _unshipped(names) == set()
+    shipped_without = set(names) - {"kbconform/suites/catalogue.json"}
+    assert _unshipped(shipped_without) == {"suites/catalogue.json"}  # control: a file left out is seen
 
     venv.create(tmp_path / "venv")  # no pip of its own: this pip installs into it
     python = tmp_path / "venv" / "bin" / "python"
@@ -57,9 +76,17 @@ def test_the_installed_wheel_runs_the_suites_through_pytest_and_kbconform_run(tm
     (project / "my_adapter.py").write_text(ADAPTER, encoding="utf-8")
 
     pytest_command = str(tmp_path / "venv" / "bin" / "pytest")  # as typed: the directory is not on sys.path
-    with_pytest = _run([pytest_command, "--kbconform-adapter=my_adapter:adapter", "-q"], project)
+    # every suite module imported and each test collected from the installed package; the L1
+    # tests run (every level is the reference conformance test's, on the same code in the tree)
+    with_pytest = _run(
+        [pytest_command, "--kbconform-adapter=my_adapter:adapter", "--kbconform-level", "L1", "-q"], project
+    )
     assert with_pytest.returncode == 0, with_pytest.stdout[-3000:]
-    assert " passed" in with_pytest.stdout
+    counted = re.search(r"\b(\d+) passed, (\d+) deselected\b", with_pytest.stdout)
+    assert counted is not None, with_pytest.stdout[-3000:]
+    passed, deselected = (int(number) for number in counted.groups())
+    assert passed == _tests("L1")
+    assert passed + deselected == _tests("L4")
     assert not re.search(r"\b\d+ failed\b", with_pytest.stdout)  # pytest's count, not the legend's word
     assert (
         "site-packages/kbconform/suites"

@@ -351,7 +351,9 @@ def test_chromium_renders_a_real_runs_page_with_its_verdict_and_failures(
     """The page of a real failing run: the DOM Chromium built holds the verdict, the manifest and
     the failing test; its screenshot is the full window, many colours, with the red verdict."""
     report, page = real_run
-    dom = _chromium(tmp_path, page, "--dump-dom")
+    shot = tmp_path / "report.png"
+    # one start of Chromium: the DOM it built, and its screenshot of the same page
+    dom = _chromium(tmp_path, page, "--dump-dom", f"--screenshot={shot}", "--window-size=1280,2000")
     assert "No level earned" in _section(dom, "verdict").text
     assert "3 passed, 1 failing, 0 skipped of 4 tests" in _section(dom, "verdict").text
     assert report["manifest"]["adapter"]["name"] in _section(dom, "manifest").text
@@ -361,8 +363,6 @@ def test_chromium_renders_a_real_runs_page_with_its_verdict_and_failures(
     assert reports.rerun_command(report, failed) in failures
     assert f"kbconform replay REPORT.json --test contract-01 --adapter {FAILING_MUTANT}" in failures
     assert "contract-02" not in _section(dom, "failures").text  # control: a pass is not listed
-    shot = tmp_path / "report.png"
-    _chromium(tmp_path, page, f"--screenshot={shot}", "--window-size=1280,2000")
     width, height, colours = _pixels(shot.read_bytes(), TOP)
     assert (width, height) == (1280, 2000)
     assert len(colours) > 50, "the screenshot is (nearly) one colour"

@@ -18,10 +18,28 @@ def _statuses(outcome: runner.Outcome) -> dict[str, str]:
     return {test["id"]: test["status"] for test in outcome.report["tests"]}
 
 
-def test_a_warm_run_gives_the_cold_runs_report_and_its_process_is_fresh(project: Path) -> None:
+@pytest.fixture(scope="module")
+def gone(module_project: Path) -> tuple[runner.Warm, runner.Outcome]:
+    """A warm process closed before the leaky backend's run of SAMPLE, and that run: the run of
+    a warm process that is gone, and the cold run a warm one is compared with."""
+    warm = runner.Warm()
+    warm.close()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(module_project)
+        outcome = runner.run_suites(
+            "hostile_adapter:leaky", transport="in-process", seed=3, select=SAMPLE, warm=warm
+        )
+    return warm, outcome
+
+
+def test_a_warm_run_gives_the_cold_runs_report_and_its_process_is_fresh(
+    project: Path, gone: tuple[runner.Warm, runner.Outcome]
+) -> None:
     """The leaky backend fails the same tests forked warm as started cold (the control: the cold
-    run); two warm runs in a row each start from the warm process, not from the run before."""
-    cold = runner.run_suites("hostile_adapter:leaky", transport="in-process", seed=3, select=SAMPLE)
+    run, a closed warm process forking nothing); two warm runs in a row each start from the warm
+    process, not from the run before."""
+    closed, cold = gone
+    assert closed.runs == 0  # started cold
     warm = runner.Warm(["hostile_adapter"])
     try:
         first = runner.run_suites(
@@ -70,14 +88,12 @@ def test_a_warm_run_past_its_deadline_is_stopped_with_what_it_started(
     assert not any(_alive(pid) for pid in started)
 
 
-def test_a_warm_process_that_is_gone_leaves_the_run_to_start_cold(project: Path) -> None:
+def test_a_warm_process_that_is_gone_leaves_the_run_to_start_cold(
+    gone: tuple[runner.Warm, runner.Outcome],
+) -> None:
     """Closed (or never started), the warm process forks nothing: the run starts cold and gives
     its verdict."""
-    warm = runner.Warm()
-    warm.close()
-    outcome = runner.run_suites(
-        "hostile_adapter:leaky", transport="in-process", seed=3, select=SAMPLE, warm=warm
-    )
+    warm, outcome = gone
     assert warm.runs == 0
     assert outcome.verdict == "fail"
     assert {"leak-01[list]", "closed-03"} <= set(outcome.failed)

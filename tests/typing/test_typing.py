@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from mypy import api
 
 HERE = Path(__file__).parent
@@ -18,15 +17,12 @@ def _mypy(path: Path, cache: Path) -> tuple[str, int]:
     return stdout, status
 
 
-def test_the_reference_satisfies_the_backend_and_adapter_protocols(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> None:
+def test_the_reference_satisfies_the_backend_and_adapter_protocols(mypy_cache: Path) -> None:
     """mypy --strict accepts KnowledgeBase as Backend, SupportsCount, SupportsAsk and SupportsScan,
     and ReferenceAdapter as Adapter; a backend whose get lacks the principal is rejected (control)."""
-    cache = tmp_path_factory.mktemp("mypy-cache")
-    output, status = _mypy(HERE / "reference_satisfies_protocol.py", cache)
+    output, status = _mypy(HERE / "reference_satisfies_protocol.py", mypy_cache)
     assert status == 0, output
-    output, status = _mypy(HERE / "not_a_backend.py", cache)
+    output, status = _mypy(HERE / "not_a_backend.py", mypy_cache)
     assert status == 1
     assert (
         'Incompatible types in assignment (expression has type "Unscoped", variable has type "Backend")'
