@@ -173,12 +173,14 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         self.seen: set[str] = set()
         self.bulk: set[str] = set()
         self.checks = 0  # invariant passes so far
-        #: Ids a step wrote or restored: get reads them as every principal after the step; every
-        #: other id in turn, a third of them per step (ids of big batches: a few of them).
-        self.touched: set[str] = set()
-        #: Ids a step changed for some principals only (deleted, or their visibility changed with
-        #: a principal's rights or agent): get reads them as those principals after the step.
+        #: Ids a step changed for some principals (written, restored or deleted where they read
+        #: it before or after, or their visibility changed with a principal's rights or agent):
+        #: get reads them as those principals after the step (:meth:`_get_matrix`).
         self.regard: dict[Principal, set[str]] = {}
+        #: Each (principal, id) get has asked while the model refuses that principal the id:
+        #: every other such pair is asked at the first check that knows it (:meth:`_get_matrix`;
+        #: a principal whose rights or agent changed is another principal).
+        self.refusals: set[tuple[Principal, str]] = set()
         #: The reads asked since the state last changed (every write, and every call that failed,
         #: changes it), each as (principal, question): none is asked twice of one state.
         self.asked: set[tuple[Any, ...]] = set()
@@ -339,8 +341,8 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         return True
 
     def _readers_of(self, ids: Iterable[str]) -> None:
-        """Before the model forgets ``ids``: get reads each, after the step, as every principal
-        that could read it."""
+        """Get reads each of ``ids``, after the step, as every principal that reads it now:
+        called before a commit and after it, those whose view of it the step changed."""
         for index in range(len(self.users)):
             principal = self._principal(index)
             readable = set(ids) & set(self.policy.scope(principal))
@@ -544,8 +546,9 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         warned = {(w.field, w.chunk_id) for w in outcome.warnings}
         with charged(effect="forged", operation="ingest"):  # a spoofed field went unreported
             assert warned == self.policy.expected_warnings(expected, ids), f"warnings {sorted(warned)}"
+        self._readers_of(ids)
         self.policy.commit_ingest(expected, ids)
-        self.touched |= set(ids)
+        self._readers_of(ids)
         self.written.update(zip(ids, ((principal, dict(r)) for r in records), strict=False))
         return ids
 
@@ -770,10 +773,10 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
             f"the sync of {slug} deleted {sorted(deleted - doomed)} it must not, "
             f"kept {sorted(doomed - deleted)} it must delete"
         )
-        self._readers_of(doomed)
+        self._readers_of({*doomed, *ids})
         self.policy.commit_ingest(plan, ids)
         self.policy.commit_deletion(doomed)
-        self.touched |= set(ids)
+        self._readers_of(ids)
         self.seen |= set(ids)
 
     @rule(user=st.integers(0, 11), probe=st.integers(0, 10_000))
@@ -852,8 +855,10 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
             return
         assert not isinstance(expected, Refused)
         assert outcome == len(records), f"restore says {outcome} for {len(records)} records"
+        restored = {row.id for row in expected}
+        self._readers_of(restored)
         self.policy.commit_restore(expected)
-        self.touched |= {row.id for row in expected}
+        self._readers_of(restored)
         self.seen |= {r["id"] for r in records}
 
     @rule(user=st.integers(0, 11))
@@ -1002,41 +1007,126 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         everything = len(self.policy.rows) + 3
         for index in range(len(self.users)):
             self._read(self._principal(index), "query", None, everything)
+        gets = self._get_matrix() if "get" in self.facades else []
         for index in range(len(self.users)):
             principal = self._principal(index)
             scope = self.policy.scope(principal)
             if scope and len(scope) < len(self.policy.rows):
                 informative += 1
             for facade in sorted(self.facades - {"query"}):
-                self._read(principal, facade, None)
+                if facade == "get":
+                    self._get(principal, gets[index], None)
+                else:
+                    self._read(principal, facade, None)
             if "client-where" in self.features and self.world is not None:
                 paths = self.world.paths  # each principal a path per step, in turn: all of them over a run
                 self._where(principal, paths[(self.checks + index) % len(paths)], None, self.checks + index)
         self.checks += 1
-        self.touched = set()
         self.regard = {}
         return informative
 
+    def _known(self) -> list[str]:
+        """Every id get may ask about: every id seen, and every stored one but the rows of big
+        batches (a few of each are seen)."""
+        return sorted(self.seen | (set(self.policy.rows) - self.bulk))
+
+    def _refusal(self, principal: Principal, chunk: str) -> tuple[Any, ...]:
+        """Why the model refuses ``principal`` the id ``chunk`` (which it may not read): it is
+        gone; another tenant's or a shared namespace not granted (named); or, in a tenant it
+        reads, a row of this visibility and origin agent (another agent's private row, a
+        collision twin's, one without an owner)."""
+        row = self.policy.rows.get(chunk)
+        if row is None:
+            return ("gone",)
+        if row.tenant not in self.policy.reader(principal).readable_tenants:
+            return ("tenant", row.tenant)
+        return ("visibility", row.stamps.get("visibility"), row.stamps.get("originAgentIdentity"))
+
+    def _get_matrix(self) -> list[set[str]]:
+        """The ids get asks at this check, per user (by index): each a question that can tell
+        something new of this state.
+
+        * Its scope: every id it reads in turn (those at every third place of the known ids,
+          the next third at the next check) and every id a step changed for it (:attr:`regard`:
+          written or restored where it reads it before or after, deleted where it read it, or
+          whose visibility to it its rights or agent changed). A get must return the model's row.
+        * Its refusals: each id it is refused and has not been asked while refused
+          (:attr:`refusals`), at the first check that knows the pair, so that over a program
+          every principal asks every id outside its scope at some state; each id a step changed
+          for it and it does not read now (above); and, by class (:meth:`_refusal`: gone,
+          another tenant's or a namespace not granted, a private row of another agent or of
+          none), a third of its classes at each check, in turn as the ids of its scope are,
+          each asking one member, in turn by the check and the user (principals refused one
+          class ask different members of it): whether the filter still refuses that reason.
+        * The cache probes: each id a reader gets at this check is asked by one user of each
+          class that is refused it (in turn among them), which takes every written id to its
+          refused classes at the check after its write. A get cache keyed by less than the
+          reader (the id alone, its tenant, its agent) answers one of them with the reader's
+          row, or the reader with their NotFound, whichever asks first; a check writes nothing,
+          so no write clears the cache between them.
+
+        Cut: the ids of the turn outside a principal's scope asked by every principal at every
+        third check. Each answers NotFound, as the others of its class did at that state and
+        it did at states that changed nothing for it: after its first refusal, an id comes
+        back to a principal when a step changes it for that principal, when a reader gets it
+        (a probe), or as its class's member in turn."""
+        known = self._known()
+        place = {chunk: n for n, chunk in enumerate(known)}
+        principals = [self._principal(index) for index in range(len(self.users))]
+        scopes = [set(self.policy.scope(principal)) for principal in principals]
+        turn = {chunk for chunk, n in place.items() if n % 3 == self.checks % 3}
+        asks = [
+            {*(turn & scope), *(self.regard.get(principal, set()) & place.keys())}
+            for principal, scope in zip(principals, scopes, strict=True)
+        ]
+        for index, (principal, scope) in enumerate(zip(principals, scopes, strict=True)):
+            classes: dict[tuple[Any, ...], list[str]] = {}
+            for chunk in known:
+                if chunk not in scope:
+                    classes.setdefault(self._refusal(principal, chunk), []).append(chunk)
+                    if (principal, chunk) not in self.refusals:
+                        asks[index].add(chunk)
+            for k, key in enumerate(sorted(classes, key=repr)):  # a third of them, in turn
+                members = classes[key]
+                if (self.checks + index + k) % 3 == 0:
+                    asks[index].add(members[(self.checks // 3 + index) % len(members)])
+        got = set().union(*(ids & scope for ids, scope in zip(asks, scopes, strict=True)))
+        for chunk in sorted(got):
+            refusing: dict[tuple[Any, ...], list[int]] = {}
+            for index, (principal, scope) in enumerate(zip(principals, scopes, strict=True)):
+                if chunk not in scope:
+                    refusing.setdefault(self._refusal(principal, chunk), []).append(index)
+            for users in refusing.values():
+                asks[users[(self.checks + place[chunk]) % len(users)]].add(chunk)
+        for principal, scope, ids in zip(principals, scopes, asks, strict=True):
+            self.refusals |= {(principal, chunk) for chunk in ids - scope}
+        return asks
+
+    def _get(self, principal: Principal, ids: Iterable[str], fault: int | None) -> None:
+        """Get each of ``ids`` as ``principal`` (with the store failing at its call ``fault``):
+        an id in its scope returns the model's row, any other NotFound."""
+        scope = self.policy.scope(principal)
+        who = f"{principal.tenant_id}/{principal.agent_identity}"
+        for chunk in sorted(ids):
+            if not self._fresh(principal, "get", chunk, fault=fault):
+                continue
+            got = self._call(principal, fault, chunk, partial(self.backend.get, principal, chunk), True)
+            if fault is not None and isinstance(got, BackendUnavailable):
+                continue
+            if chunk in scope:
+                assert not isinstance(got, KbconformError), f"{who} cannot get its own {chunk}: {got!r}"
+                self._same(scope, [got], who, "get")
+            else:
+                assert isinstance(got, NotFound), f"{who} gets {chunk}, which it may not read: {got!r}"
+
     def _read(self, principal: Principal, facade: str, fault: int | None, n: int | None = None) -> None:
         """Read through ``facade`` as ``principal`` and compare with the model; a query or ask
-        asks for ``n`` hits (default: the scope's size and 3 more)."""
+        asks for ``n`` hits (default: the scope's size and 3 more). Get asks every known id
+        (a read under a fault; the invariant's gets are :meth:`_get_matrix`'s)."""
         scope = self.policy.scope(principal)
         who = f"{principal.tenant_id}/{principal.agent_identity}"
         if facade == "get":
-            known = sorted(self.seen | (set(self.policy.rows) - self.bulk))
-            turn = [c for n, c in enumerate(known) if fault is not None or n % 3 == self.checks % 3]
-            changed = (self.touched | self.regard.get(principal, set())) & set(known)
-            for chunk in sorted({*turn, *changed}):
-                if not self._fresh(principal, "get", chunk, fault=fault):
-                    continue
-                got = self._call(principal, fault, chunk, partial(self.backend.get, principal, chunk), True)
-                if fault is not None and isinstance(got, BackendUnavailable):
-                    continue
-                if chunk in scope:
-                    assert not isinstance(got, KbconformError), f"{who} cannot get its own {chunk}: {got!r}"
-                    self._same(scope, [got], who, "get")
-                else:
-                    assert isinstance(got, NotFound), f"{who} gets {chunk}, which it may not read: {got!r}"
+            self._get(principal, self._known(), fault)
             return
         if facade == "list":
             found: list[Any] = []
