@@ -119,10 +119,10 @@ class TenantWorld:
         """Query and ask with the ``turn``-th stored text (counted round them) as the one probe,
         get with the ``turn``-th stored id; every other facade read whole (:meth:`read`)."""
         if facade == "get":
-            chunk, found = self._probe_id(turn), {}
+            chunk, got = self._probe_id(turn), {}
             with contextlib.suppress(NotFound):  # what a foreign id and a missing one raise alike
-                found[chunk] = backend.get(reader.identity, chunk).document
-            return Reading(found, len(found))
+                got[chunk] = backend.get(reader.identity, chunk).document
+            return Reading(got, len(got))
         if facade not in ("query", "ask"):
             return self.read(backend, facade, reader)
         probes = list(self.contents.values())
