@@ -14,8 +14,9 @@ by the protocol) cannot be called at once: its callers take turns, each answer s
 A facade a world reads with several probes is asked one probe a round in a storm, the same by
 every caller (:class:`Probing`): a query with one stored text, whose answer is the caller's whole
 scope, judged as the whole reading; a get of one stored id, judged against what the model shows
-the caller of that id. The callers' calls still overlap in every round, and a reading that would
-repeat every probe each round repeats nothing a round's one probe does not already ask.
+the caller of that id. The callers' calls still overlap in every round: a race is met by calls
+overlapping, not by how many probes each caller asks in a round, and the probes are taken in
+turn over the rounds.
 """
 
 from __future__ import annotations
