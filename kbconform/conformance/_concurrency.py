@@ -11,9 +11,12 @@ A backend reached through a harness-v1 transport that carries one request at a t
 by the protocol) cannot be called at once: its callers take turns, each answer still judged
 (:attr:`Storm.reach` says which it was).
 
-A facade a world reads with several probes (a query with each stored text) is asked one probe a
-round in a storm (:class:`Probing`): every probe's answer is the caller's whole scope, so that
-one call is judged as the whole reading, and the callers' calls still overlap in every round.
+A facade a world reads with several probes is asked one probe a round in a storm, the same by
+every caller (:class:`Probing`): a query with one stored text, whose answer is the caller's whole
+scope, judged as the whole reading; a get of one stored id, judged against what the model shows
+the caller of that id. The callers' calls still overlap in every round: a race is met by calls
+overlapping, not by how many probes each caller asks in a round, and the probes are taken in
+turn over the rounds.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from kbconform.conformance._deadline import Guarded
@@ -91,13 +94,21 @@ CRASHED = Charge(None, "crashed")
 
 @runtime_checkable
 class Probing(World, Protocol):
-    """A world that reads some facades with several probes, each answered with the reader's whole
-    scope: a storm asks one probe a round."""
+    """A world that reads some facades with several probes (a query with each stored text, a get
+    of each stored id): a storm asks one probe a round, judged against what the model says that
+    probe shows."""
 
     def read_probe(self, backend: Any, facade: str, reader: Reader, turn: int) -> Reading:
         """What one call of ``facade`` shows ``reader`` with the probe of ``turn`` (counted
         round the probes), judged as :meth:`World.read` is; a facade read without probes is
         read as :meth:`World.read` reads it."""
+        ...
+
+    def expected_probe(self, facade: str, reader: Reader, turn: int) -> Reading:
+        """What the model says :meth:`read_probe` shows ``reader``: the whole expected reading
+        (:meth:`World.expected`) for a probe answered with the reader's whole scope, or a facade
+        read without probes; the part of it the probe asks otherwise (a get of one id: that
+        item, or nothing when the reader may not read it)."""
         ...
 
 
@@ -182,7 +193,8 @@ def concurrently(
 ) -> Storm:
     """Every caller of ``crowd`` reads ``backend`` through ``facade`` ``rounds`` times, all at
     once (:func:`storm`), and each answer is judged for its own caller; a :class:`Probing`
-    world's callers all ask the same probe in a round."""
+    world's callers all ask the same probe in a round, each answer judged against what the model
+    says that probe shows its caller."""
     target = unguarded(backend)
     result = Storm(reach, rounds)
     probing = world if isinstance(world, Probing) else None
@@ -197,6 +209,9 @@ def concurrently(
 
     def act(index: int, number: int) -> None:
         caller = crowd[index]
+        if probing is not None and caller.expected is not None:  # judged against its probe's part
+            reader = Reader(caller.label, caller.identity)
+            caller = replace(caller, expected=probing.expected_probe(facade, reader, number))
         _judge(world, result, caller, lambda: read(caller, number))
 
     return storm(result, [c.label for c in crowd], act, deadline=deadline)

@@ -136,6 +136,9 @@ class Probed(Tiny):
         self.asked.append((reader.identity, turn))
         return self.read(backend, facade, reader)
 
+    def expected_probe(self, facade: str, reader: Reader, turn: int) -> Reading:
+        return self.expected(facade, reader)
+
 
 def test_a_probing_worlds_callers_ask_one_probe_a_round_the_same_probe_each() -> None:
     """A world read with probes is asked one probe a round by every reader, the round's own (so
@@ -156,9 +159,11 @@ def test_a_probing_worlds_callers_ask_one_probe_a_round_the_same_probe_each() ->
     assert "which it may not read" in summary or "lacks" in summary, summary
 
 
-def test_each_probe_of_a_tenant_world_shows_a_reader_its_whole_scope() -> None:
+def test_each_probe_of_a_tenant_world_shows_a_reader_what_the_model_says_it_does() -> None:
     """On the memory reference, each stored text as the one probe of a query or an ask shows
-    each reader exactly its scope, as the reading with every probe does."""
+    each reader exactly its scope, as the reading with every probe does; each stored id as the
+    one probe of a get shows that item to a reader that reads it and nothing to one that does
+    not, the first probes ask an id of every reader's, and all of them are the whole reading."""
     from kbconform.adapter import load_adapter
     from kbconform.conformance import Probing, Run, isolation_for
 
@@ -176,6 +181,30 @@ def test_each_probe_of_a_tenant_world_shows_a_reader_its_whole_scope() -> None:
                 for turn in range(probes):
                     got = world.read_probe(backend, facade, reader, turn)
                     assert expected.differences(got) == [], (facade, reader.label, turn)
+                    assert world.expected_probe(facade, reader, turn) == expected
+        shown: dict[str, dict[str, str | None]] = {r.label: {} for r in world.readers}
+        for reader in world.readers:
+            expected = world.expected("get", reader)
+            for turn in range(probes):
+                got, wanted = (
+                    world.read_probe(backend, "get", reader, turn),
+                    world.expected_probe("get", reader, turn),
+                )
+                assert wanted.differences(got) == [], (reader.label, turn)
+                assert wanted.number <= 1
+                assert set(wanted.items or {}) <= set(expected.items or {})
+                shown[reader.label].update(got.items or {})
+            assert expected.differences(Reading(shown[reader.label], len(shown[reader.label]))) == []
+        first = {world.read_probe(backend, "get", r, turn).number for r in world.readers for turn in range(5)}
+        assert first == {0, 1}  # an id some read and others do not: a caller answered as another shows
+        every = [r for r in world.readers if world.expected("get", r).number]
+        asked_early = {
+            r.label
+            for r in every
+            for turn in range(len(every) + 2)
+            if world.expected_probe("get", r, turn).number
+        }
+        assert asked_early == {r.label for r in every}
     finally:
         run.shutdown()
 

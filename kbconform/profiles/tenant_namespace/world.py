@@ -4,9 +4,10 @@ no identity."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
@@ -67,6 +68,10 @@ class TenantWorld:
     principals: Principals
     policy: Policy
     readers: tuple[Reader, ...]
+    #: The stored ids a get's probes ask, in their order, and the ids they were dealt from.
+    _probes: tuple[tuple[str, ...], list[str]] = field(
+        default=((), []), init=False, repr=False, compare=False
+    )
 
     @property
     def contents(self) -> dict[str, str | None]:
@@ -111,8 +116,13 @@ class TenantWorld:
         return Reading(found, fewest or 0)
 
     def read_probe(self, backend: Any, facade: str, reader: Reader, turn: int) -> Reading:
-        """Query and ask with the ``turn``-th stored text (counted round them) as the one probe;
-        every other facade read whole (:meth:`read`)."""
+        """Query and ask with the ``turn``-th stored text (counted round them) as the one probe,
+        get with the ``turn``-th stored id; every other facade read whole (:meth:`read`)."""
+        if facade == "get":
+            chunk, got = self._probe_id(turn), {}
+            with contextlib.suppress(NotFound):  # what a foreign id and a missing one raise alike
+                got[chunk] = backend.get(reader.identity, chunk).document
+            return Reading(got, len(got))
         if facade not in ("query", "ask"):
             return self.read(backend, facade, reader)
         probes = list(self.contents.values())
@@ -120,6 +130,34 @@ class TenantWorld:
         found: dict[str, str | None] = {}
         shown = self._probed(backend, facade, reader.identity, probes[turn % len(probes)], n, found)
         return Reading(found, shown)
+
+    def expected_probe(self, facade: str, reader: Reader, turn: int) -> Reading:
+        """What :meth:`read_probe` shows ``reader``: a query's or an ask's probe, the whole scope
+        (:meth:`expected`); a get's, the ``turn``-th stored id's row when it is in scope, else
+        nothing."""
+        expected = self.expected(facade, reader)
+        if facade != "get":
+            return expected
+        chunk, scope = self._probe_id(turn), expected.items or {}
+        part = {chunk: scope[chunk]} if chunk in scope else {}
+        return Reading(part, len(part))
+
+    def _probe_id(self, turn: int) -> str:
+        """The stored id a get's probe of ``turn`` asks (counted round them): the ids taken in
+        turn from each audience (the readers that may read an id), so that the first rounds ask
+        an id of every audience."""
+        ids = tuple(self.policy.rows)
+        if self._probes[0] != ids:
+            audiences: dict[frozenset[str], list[str]] = {}
+            scopes = [(r.label, self.policy.scope(r.identity)) for r in self.readers]
+            for chunk in ids:
+                audience = frozenset(label for label, scope in scopes if chunk in scope)
+                audiences.setdefault(audience, []).append(chunk)
+            groups = list(audiences.values())
+            dealt = [g[i] for i in range(max(map(len, groups))) for g in groups if i < len(g)]
+            self._probes = (ids, dealt)
+        dealt = self._probes[1]
+        return dealt[turn % len(dealt)]
 
     def _probed(
         self, backend: Any, facade: str, principal: object, probe: str | None, n: int, found: dict[str, Any]
