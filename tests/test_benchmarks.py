@@ -1,31 +1,16 @@
 """The benchmark scripts keep working (they are run, not timed)."""
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-
-
-def _benchmark(script: str) -> ModuleType:
-    """A benchmark script loaded as a module, its folder first on ``sys.path`` as when Python runs
-    it (the scripts import ``_bench`` beside them)."""
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location(f"benchmark_{Path(script).stem}", BENCHMARKS / script)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.benchmark_scripts import BENCHMARKS, benchmark
 
 
 def test_the_validation_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
     """A tiny run accepts every record and writes every figure and ratio."""
-    module = _benchmark("validation.py")
+    module = benchmark("validation.py")
     figures = module.main(["--records", "40", "--repeat", "1", "--json", str(tmp_path / "out.json")])
     assert set(figures) == {
         "kbconform_records_per_s",
@@ -40,7 +25,7 @@ def test_the_validation_benchmark_runs_and_writes_its_figures(tmp_path: Path) ->
 
 def test_the_overhead_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
     """A tiny run (Chroma embedded) writes the three headline figures; recall is exact."""
-    module = _benchmark("overhead.py")
+    module = benchmark("overhead.py")
     figures = module.main(
         ["--chunks", "300", "--tenants", "12", "--queries", "2", "--json", str(tmp_path / "o.json")]
     )
@@ -53,7 +38,7 @@ def test_the_overhead_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> N
 
 def test_the_state_machine_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
     """The L4 machine runs on the in-memory reference and reports its time and calls."""
-    module = _benchmark("state_machine.py")
+    module = benchmark("state_machine.py")
     figures = module.main(["--seed", "5", "--json", str(tmp_path / "s.json")])
     assert set(figures) == {"seconds", "backend_calls", "model_ratio"}
     assert figures["backend_calls"] > 1000
@@ -63,7 +48,7 @@ def test_the_state_machine_benchmark_runs_and_writes_its_figures(tmp_path: Path)
 def test_the_handoff_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
     """A tiny run times a get three ways (direct, a hand-off per call, one per batch) and counts
     every guarded call: two guarded ways, each the calls asked, every round."""
-    module = _benchmark("handoff.py")
+    module = benchmark("handoff.py")
     figures = module.main(["--calls", "20", "--rounds", "3", "--json", str(tmp_path / "h.json")])
     assert {"per_call_cpu_us", "batched_cpu_us", "handoff_ratio", "cpu_overhead_ratio"} <= set(figures)
     assert figures["calls_counted"] == 2 * 20 * 3
@@ -73,7 +58,7 @@ def test_the_handoff_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> No
 def test_the_grant_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
     """A tiny run of the kb-grant reference's search against the stores' own queries writes every
     figure (medians and ratios, plain and with a simulated store latency)."""
-    module = _benchmark("bench_grant.py")
+    module = benchmark("bench_grant.py")
     figures = module.main(
         ["--documents", "30", "--rounds", "4", "--latency-ms", "1", "--json", str(tmp_path / "g.json")]
     )
@@ -86,7 +71,7 @@ def test_the_grant_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None
 def test_the_recall_by_tenant_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
     """A tiny run on the exact store and PostgreSQL: a row per store and selectivity, no
     foreign row anywhere, and the reference's path exact (recall 1.0) at every selectivity."""
-    module = _benchmark("recall_by_tenant.py")
+    module = benchmark("recall_by_tenant.py")
     argv = ["--rows", "3000", "--tenants", "60", "--queries", "3", "--stores", "memory,postgres"]
     figures = module.main([*argv, "--json", str(tmp_path / "r.json")])
     results = figures["results"]
@@ -105,7 +90,7 @@ def test_the_recall_by_tenant_benchmark_runs_and_writes_its_figures(tmp_path: Pa
 
 def test_the_concurrency_benchmark_runs_and_finds_no_problem_in_the_reference() -> None:
     """One profile, two rounds: seconds on both sides, a ratio, and no problem found."""
-    module = _benchmark("concurrency.py")
+    module = benchmark("concurrency.py")
     row = module.measure("memory-scope", 0, 2)
     assert row["problems"] == 0
     assert row["concurrency_seconds"] > 0
@@ -114,7 +99,7 @@ def test_the_concurrency_benchmark_runs_and_finds_no_problem_in_the_reference() 
 
 def test_the_chroma_server_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
     """Two servers started and stopped; each way of opening and each server's upsert timed."""
-    module = _benchmark("chroma_server.py")
+    module = benchmark("chroma_server.py")
     figures = module.main(["--repeat", "2", "--json", str(tmp_path / "c.json")])
     assert {"open_ratio", "upsert_ratio", "open_kept_client_ms", "upsert_memory_ms"} <= set(figures)
     assert all(value > 0 for name, value in figures.items() if name != "memory_file_system")
@@ -124,7 +109,7 @@ def test_the_chroma_server_benchmark_runs_and_writes_its_figures(tmp_path: Path)
 def test_the_http_connections_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
     """A tiny run times a kept connection, a fresh one per request and a kept one with Nagle's
     algorithm on the server, and writes every figure and ratio."""
-    module = _benchmark("http_connections.py")
+    module = benchmark("http_connections.py")
     figures = module.main(["--requests", "20", "--rounds", "1", "--json", str(tmp_path / "h.json")])
     assert set(figures) == {"kept_ms", "fresh_ms", "kept_nagle_ms", "fresh_ratio", "nagle_ratio"}
     assert all(value > 0 for value in figures.values())
@@ -134,7 +119,7 @@ def test_the_http_connections_benchmark_runs_and_writes_its_figures(tmp_path: Pa
 def test_the_undo_reads_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
     """A tiny run on the in-memory reference: a deletion signal and a sync each make fewer store
     calls than with the earlier lookups, and every figure is written."""
-    module = _benchmark("undo_reads.py")
+    module = benchmark("undo_reads.py")
     figures = module.main(["--adapter", "memory", "--rounds", "1", "--json", str(tmp_path / "u.json")])
     assert figures["signal_store_calls_after"] < figures["signal_store_calls_before"]
     assert figures["sync_store_calls_after"] < figures["sync_store_calls_before"]
@@ -144,7 +129,7 @@ def test_the_undo_reads_benchmark_runs_and_writes_its_figures(tmp_path: Path) ->
 def test_the_repeated_runs_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
     """A tiny run (no state machine): the resident memory after each round of collections, with
     the client closed and left open."""
-    module = _benchmark("repeated_runs.py")
+    module = benchmark("repeated_runs.py")
     figures = module.main(["--runs", "0", "--collections", "2", "--json", str(tmp_path / "r.json")])
     assert len(figures["collections_closed_mb"]) == len(figures["collections_left_open_mb"]) == 3
 
@@ -152,7 +137,7 @@ def test_the_repeated_runs_benchmark_runs_and_writes_its_figures(tmp_path: Path)
 def test_the_startup_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
     """One round of the interpreter and ``kbconform --help``, against the kit itself as the
     baseline: a ratio near one, each command's imports named."""
-    module = _benchmark("startup.py")
+    module = benchmark("startup.py")
     root = str(BENCHMARKS.parent)
     chosen = ["--command", "python -c pass", "--command", "kbconform --help"]
     out = tmp_path / "out.json"

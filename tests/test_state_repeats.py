@@ -3,8 +3,6 @@ its gets still reach every id a principal may not read."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
@@ -17,20 +15,14 @@ from kbconform.conformance import Run
 from kbconform.conformance._run import PROFILES
 from kbconform.identity import Principal
 from suites.tenant_namespace.test_stateful import machine_for
+from tests.benchmark_scripts import benchmark
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 #: A short program: three examples of ten steps.
 SHORT = hypothesis.settings(max_examples=3, stateful_step_count=10)
 
 
 def _repeats() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("benchmark_repeats", BENCHMARKS / "repeats.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return benchmark("repeats.py")
 
 
 @pytest.mark.parametrize("mode", ["overwrite", "reject"])
@@ -69,11 +61,7 @@ def test_the_count_tells_a_repeat_from_a_read_after_a_change() -> None:
 
 def test_the_query_scope_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
     """A tiny run (Chroma embedded) writes the probe's figures for a large and a small tenant."""
-    spec = importlib.util.spec_from_file_location("benchmark_query_scope", BENCHMARKS / "query_scope.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = benchmark("query_scope.py")
     figures = module.main(["--rows", "60", "--repeat", "1", "--json", str(tmp_path / "q.json")])
     assert {"big_probe_ratio", "small_probe_ratio", "big_query_ms"} <= set(figures)
     assert (tmp_path / "q.json").exists()

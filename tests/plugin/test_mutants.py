@@ -331,14 +331,9 @@ def test_a_partial_report_is_not_the_sound_report_of_a_full_run() -> None:
 
 def test_the_mutants_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
     """A tiny run (one mutant, every mode) writes every figure; it is run, not timed."""
-    import importlib.util
+    from tests.benchmark_scripts import benchmark
 
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "mutants.py"
-    spec = importlib.util.spec_from_file_location("mutants_benchmark", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = benchmark("mutants.py")
     chosen = ["--set", "reference-pool", "--mutant", "pool-filter-after-top-k"]
     figures = module.main([*chosen, "--json", str(tmp_path / "m.json")])
     assert set(figures) == {
