@@ -16,16 +16,21 @@ from typing import Any
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "tenant_namespace" / "test_stateful.py"
 
 
-def state_suite(name: str, path: Path = SUITE) -> ModuleType:
-    """The state machine's suite at ``path`` loaded as module ``name`` (registered in
-    ``sys.modules``: its dataclasses look their module up)."""
+def module_at(name: str, path: Path) -> ModuleType:
+    """The Python file at ``path`` loaded as module ``name``, registered in ``sys.modules``
+    (dataclasses look their module up)."""
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None
     assert spec.loader is not None
-    suite = importlib.util.module_from_spec(spec)
-    sys.modules[name] = suite
-    spec.loader.exec_module(suite)
-    return suite
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def state_suite(name: str, path: Path = SUITE) -> ModuleType:
+    """The state machine's suite at ``path`` loaded as module ``name``."""
+    return module_at(name, path)
 
 
 def shown(value: Any) -> str:
