@@ -14,7 +14,8 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,13 +97,22 @@ def kill_listed(path: Path) -> None:
 CHILDREN = _Children()
 
 
-def kill_group(group: int, grace: float = 0.0) -> None:
-    """End every process of ``group``: SIGTERM, then SIGKILL after ``grace`` seconds."""
+def kill_group(group: int, grace: float = 0.0, reap: Callable[[], object] | None = None) -> None:
+    """End every process of ``group``: SIGTERM, then SIGKILL to what is left after ``grace``
+    seconds; no wait once none is left. ``reap`` collects the exit of the member this process
+    started (its leader), which stays in the group until it is collected."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(group, signal.SIGTERM if grace else signal.SIGKILL)
-        if grace:
-            threading.Event().wait(grace)
+        if not grace:
             os.killpg(group, signal.SIGKILL)
+            return
+        os.killpg(group, signal.SIGTERM)
+        ends = time.monotonic() + grace
+        while time.monotonic() < ends:
+            threading.Event().wait(0.05)
+            if reap is not None:
+                reap()
+            os.killpg(group, 0)  # ProcessLookupError once every process of the group has ended
+        os.killpg(group, signal.SIGKILL)
 
 
 def supervise(
@@ -127,10 +137,10 @@ def supervise(
             process.wait(timeout=deadline)
         except subprocess.TimeoutExpired:
             overran = True
-            kill_group(process.pid, grace=_GRACE)
+            kill_group(process.pid, grace=_GRACE, reap=process.poll)
             process.wait()
     except BaseException:
-        kill_group(process.pid, grace=0.5)
+        kill_group(process.pid, grace=0.5, reap=process.poll)
         process.wait()
         raise
     finally:
