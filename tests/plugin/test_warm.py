@@ -62,25 +62,30 @@ def test_a_warm_run_past_its_deadline_is_stopped_with_what_it_started(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An adapter that starts a child and hangs: the forked run is stopped at the run deadline,
-    the child with it, and the run is an error naming the deadline."""
+    the child with it, and the run is an error naming the deadline. (A short deadline first; a
+    loaded machine that does not start the adapter's child within it stops the run before it,
+    and the run is tried again with a longer one.)"""
     pids = project / "pids.txt"
     monkeypatch.setenv("KBCONFORM_TEST_PIDS", str(pids))
-    warm = runner.Warm()
-    try:
-        outcome = runner.run_suites(
-            "hostile_adapter:spawns_and_hangs",
-            transport="in-process",
-            seed=3,
-            select=SAMPLE,
-            call_timeout=600,
-            run_timeout=15,
-            warm=warm,
-        )
-        assert warm.runs == 1
-    finally:
-        warm.close()
-    assert outcome.verdict == "error"
-    assert any("did not finish within its deadline of 15 s" in why for why in outcome.problems)
+    for seconds in (5, 15):
+        warm = runner.Warm()
+        try:
+            outcome = runner.run_suites(
+                "hostile_adapter:spawns_and_hangs",
+                transport="in-process",
+                seed=3,
+                select=SAMPLE,
+                call_timeout=600,
+                run_timeout=seconds,
+                warm=warm,
+            )
+            assert warm.runs == 1
+        finally:
+            warm.close()
+        assert outcome.verdict == "error"
+        assert any(f"did not finish within its deadline of {seconds} s" in why for why in outcome.problems)
+        if pids.exists() and len(pids.read_text(encoding="utf-8").split()) == 2:
+            break
     started = [int(pid) for pid in pids.read_text(encoding="utf-8").split()]
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and any(_alive(pid) for pid in started):
