@@ -482,25 +482,21 @@ def test_a_report_path_that_cannot_be_written_is_refused_before_the_run(
 @pytest.mark.slow
 def test_pytest_n_2_runs_every_test_once_with_one_seed_and_one_report(pytester: pytest.Pytester) -> None:
     """Plain `pytest -n 2`: the workers share the controller's seed, the controller gathers every
-    result, and the one report is complete and equal to a serial run's outcomes (control). Up
-    to L2, where the leaky backend's failures are (the reference's state machines under xdist:
+    result, and the one report is complete and equal to a serial run's outcomes (control; in
+    this process, as the plugin's other runs: only the workers need processes). Up to L2, where
+    the leaky backend's failures are (the reference's state machines under xdist:
     test_verdict.py)."""
     pytester.makepyfile(tiny_adapter=TINY)
-    reports = {}
-    for name, extra in (("serial", ()), ("xdist", ("-n", "2"))):
-        result = pytester.runpytest_subprocess(
-            "--kbconform-adapter=tiny_adapter:leaky",
-            f"--kbconform-report={name}.json",
-            "--kbconform-seed=5",
-            "--kbconform-level=L2",
-            "--kbconform-no-shrink",
-            "-p",
-            "no:randomly",
-            *extra,
-        )
-        assert result.ret == pytest.ExitCode.TESTS_FAILED
-        reports[name] = json.loads((pytester.path / f"{name}.json").read_text(encoding="utf-8"))
-    serial, xdist = reports["serial"], reports["xdist"]
+    arguments = ("--kbconform-adapter=tiny_adapter:leaky", "--kbconform-seed=5", "--kbconform-level=L2")
+    arguments += ("--kbconform-no-shrink", "-p", "no:randomly")
+    alone = inprocess.run(pytester, *arguments, "--kbconform-report=serial.json")
+    assert alone.ret == pytest.ExitCode.TESTS_FAILED
+    workers = pytester.runpytest_subprocess(*arguments, "--kbconform-report=xdist.json", "-n", "2")
+    assert workers.ret == pytest.ExitCode.TESTS_FAILED
+    serial, xdist = (
+        json.loads((pytester.path / f"{name}.json").read_text(encoding="utf-8"))
+        for name in ("serial", "xdist")
+    )
     assert xdist["completeness"] == {"missing": [], "unknown": []}
     assert (xdist["seed"], xdist["execution"]["workers"]) == (5, 2)
     assert {t["id"]: t["status"] for t in xdist["tests"]} == {t["id"]: t["status"] for t in serial["tests"]}
