@@ -340,21 +340,27 @@ def test_over_http_the_reference_passes_and_a_racy_mutant_fails_the_concurrency_
     """The memory-scope reference served by kbconform serve over HTTP (requests at once) passes
     conc-01 to conc-03 on both read facades; the same reference keeping its caller on the
     service object fails conc-01 and conc-02 there, and keeping it only for its writes fails
-    conc-03 (the race crosses harness-v1 over HTTP)."""
+    conc-03 (the race crosses harness-v1 over HTTP). The three runs fork from one warm process,
+    as a mutant sweep's do."""
     from kbconform import runner
 
+    warm = runner.Warm()
+
     def statuses(adapter: str) -> dict[str, str]:
-        outcome = runner.run_suites(adapter, transport="http", select=["conc-*"], seed=0)
+        outcome = runner.run_suites(adapter, transport="http", select=["conc-*"], seed=0, warm=warm)
         return {test["id"]: test["status"] for test in outcome.report["tests"]}
 
     facades = ("search-memories", "list-memories")
     reads = {f"conc-0{n}[{facade}]" for n in (1, 2) for facade in facades}
     writes = {f"conc-03[{facade}]" for facade in facades}
-    passed = statuses("kbconform_reference.memory.adapter:qdrant_local")
+    try:
+        passed = statuses("kbconform_reference.memory.adapter:qdrant_local")
+        racy = statuses("kbconform_reference.memory.mutants:by_name.mem_caller_on_self")
+        stamping = statuses("kbconform_reference.memory.mutants:by_name.mem_write_caller_on_self")
+    finally:
+        warm.close()
     assert passed == dict.fromkeys(reads | writes, "pass")
-    racy = statuses("kbconform_reference.memory.mutants:by_name.mem_caller_on_self")
     assert {stable: racy[stable] for stable in reads} == dict.fromkeys(reads, "fail")
-    stamping = statuses("kbconform_reference.memory.mutants:by_name.mem_write_caller_on_self")
     assert stamping == {**dict.fromkeys(reads, "pass"), **dict.fromkeys(writes, "fail")}
 
 
