@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from kbconform import report as reports
+from kbconform import runner
 from kbconform.cli import main
 
 #: Each test here runs the suites in a child process: the slow tier.
@@ -148,24 +149,25 @@ BIG_WRITES = (
 
 
 def test_a_declared_write_limit_is_honoured_and_an_undeclared_one_fails(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A backend that takes at most 50 records a write and declares it (``maxWriteBatch``)
     passes the atomicity tests and scale-01: their set-ups are split into batches it takes and
     the writes they judge sized to it, and the summary names the limit. Control: the same
-    backend declaring nothing fails them (its refusals of the suites' bigger writes)."""
+    backend declaring nothing fails them (its refusals of the suites' bigger writes). In
+    process: what is judged is the declaration, not a transport (kbconform run printing the
+    design line is the shared namespace's test, above)."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
     (tmp_path / "capped.py").write_text(CAPPED, encoding="utf-8")
-    code, report = _run("capped:declared", *BIG_WRITES)
-    assert code == 0, _statuses(report)
-    assert set(_statuses(report).values()) == {"pass"}
-    assert "at most 50 records a write" in reports.design(report)
-    assert "at most 50 records a write" in capsys.readouterr().out
+    declared = runner.run_suites("capped:declared", transport="in-process", seed=5, select=BIG_WRITES)
+    assert (declared.verdict, declared.problems) == ("pass", ()), _statuses(declared.report)
+    assert set(_statuses(declared.report).values()) == {"pass"}
+    assert "at most 50 records a write" in reports.design(declared.report)
+    assert "at most 50 records a write" in reports.design_line(declared.report)
 
-    code, report = _run("capped:undeclared", *BIG_WRITES)
-    assert code != 0
-    assert set(_statuses(report).values()) == {"fail"}, _statuses(report)
+    undeclared = runner.run_suites("capped:undeclared", transport="in-process", seed=5, select=BIG_WRITES)
+    assert (undeclared.verdict, undeclared.problems) == ("fail", ())
+    assert set(_statuses(undeclared.report).values()) == {"fail"}, _statuses(undeclared.report)
 
 
 #: The memory-scope reference declaring that its caller's identity is the application's (and,
