@@ -22,6 +22,7 @@ import yaml
 
 from kbconform import __version__
 from kbconform import report as reports
+from kbconform.cli import main
 from kbconform.cli.writers._sarif import OWASP
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,15 +59,15 @@ def schema(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def _run(where: Path, *args: str) -> tuple[int, dict[str, Any], dict[str, Any]]:
-    """``kbconform run`` from ``where`` with a SARIF log; its exit code, report and log."""
-    done = subprocess.run(
-        [sys.executable, "-m", "kbconform", "run", *args, "--no-shrink",
-         "--report", "report.json", "--sarif", "out.sarif"],
-        cwd=where, capture_output=True, text=True, timeout=300, check=False,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
+    """``kbconform run`` from ``where`` with a SARIF log; its exit code, report and log. The
+    command in this process: the run it starts is a process of its own (the action's test
+    starts the command as a user does)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(where)
+        patch.setenv("PYTHONPATH", str(ROOT))
+        code = main(["run", *args, "--no-shrink", "--report", "report.json", "--sarif", "out.sarif"])
     report = json.loads((where / "report.json").read_text(encoding="utf-8"))
-    return done.returncode, report, json.loads((where / "out.sarif").read_text(encoding="utf-8"))
+    return code, report, json.loads((where / "out.sarif").read_text(encoding="utf-8"))
 
 
 def test_a_failing_run_gives_a_valid_sarif_log_with_one_result_per_failing_test(
