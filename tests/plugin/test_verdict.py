@@ -54,17 +54,25 @@ def _failing(report: dict[str, Any]) -> set[str]:
     return {t["id"] for t in report["tests"] if t["status"] in ("fail", "error")}
 
 
+@pytest.fixture(scope="module")
+def plain(module_project: Path) -> tuple[int, dict[str, Any]]:
+    """The plain leaky adapter's run of SAMPLE, and its exit code: the control the runs of the
+    adapters that exit in their teardown are compared with."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(module_project)
+        return _run("--adapter", "hostile_adapter:leaky", *ONLY)
+
+
 @pytest.mark.parametrize("factory", ["exits_in_shutdown", "hard_exits_in_shutdown"])
 def test_an_adapter_that_exits_zero_in_its_teardown_still_fails(
-    project: Path, factory: str, capfd: pytest.CaptureFixture[str]
+    project: Path, factory: str, plain: tuple[int, dict[str, Any]], capfd: pytest.CaptureFixture[str]
 ) -> None:
     """shutdown() calling sys.exit(0) or os._exit(0) after failing tests cannot make the run pass:
     the exit code comes from the report; the plain leaky adapter fails alike (control)."""
     code, report = _run("--adapter", f"hostile_adapter:{factory}", *ONLY)
     assert code == 1, capfd.readouterr()
-    code, plain = _run("--adapter", "hostile_adapter:leaky", *ONLY)
-    assert code == 1
-    assert LEAKY_FAILS <= _failing(report) == _failing(plain)
+    assert plain[0] == 1
+    assert LEAKY_FAILS <= _failing(report) == _failing(plain[1])
 
 
 def test_an_adapter_that_kills_the_run_gets_no_verdict(
