@@ -93,10 +93,18 @@ class _BoundedLog:
                 self.cut += len(self.tail) - self.half
                 del self.tail[: len(self.tail) - self.half]
 
-    def text(self) -> str:
+    def text(self, last: int | None = None) -> str:
+        """The log kept, or its last ``last`` characters (decoding only the bytes they can take:
+        a call's answer reads the tail, and a chatty harness keeps megabytes)."""
         with self.lock:
             cut = f"\n[kbconform: {self.cut} bytes of the harness's log cut]\n".encode() if self.cut else b""
-            return bytes(self.head + cut + self.tail).decode("utf-8", errors="replace")
+            if last is None:
+                return bytes(self.head + cut + self.tail).decode("utf-8", errors="replace")
+            room = 4 * last + 4  # a character is at most four bytes in UTF-8; one more may be cut
+            data = bytes(self.tail[-room:])
+            if len(data) < room:
+                data = (bytes(self.head) + cut)[len(data) - room :] + data
+        return data.decode("utf-8", errors="replace")[-last:]
 
 
 class StdioTransport:
@@ -160,7 +168,7 @@ class StdioTransport:
                 self._kept.write(chunk)
 
     def log_tail(self) -> str:
-        return self._kept.text()[-LOG_TAIL:]
+        return self._kept.text(LOG_TAIL)
 
     @property
     def broken(self) -> bool:

@@ -11,11 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kbconform import runner
 from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch, RevisionMap, load_adapter
 from kbconform.errors import BackendUnavailable, Forbidden, NotFound, Unauthenticated
 from kbconform.harness import Dispatcher, HarnessAdapter, HarnessBroken, StdioTransport
+from kbconform.harness._client import _BoundedLog
 from kbconform.harness._wire import REQUEST_INVALID
 from kbconform.identity import Principal
 from kbconform.profiles.tenant_namespace._wire import principal_from_wire, principal_to_wire
@@ -245,6 +248,25 @@ def test_the_harness_log_is_kept_beside_the_report(tmp_path: Path, monkeypatch: 
         == 0
     )
     assert Path(f"{quiet}.harness.log").exists()
+
+
+@given(
+    st.lists(
+        st.binary(max_size=300) | st.text(alphabet="ae\u00e9\u20ac\U0001d11e\n").map(str.encode), max_size=30
+    ),
+    st.sampled_from([16, 64, 1000]),
+    st.integers(1, 500),
+)
+def test_the_log_tail_each_answer_reads_is_the_end_of_the_kept_log(
+    chunks: list[bytes], limit: int, last: int
+) -> None:
+    """The tail a call's answer carries, decoded from the last bytes only, is the last
+    characters of the whole log as kept (its head, what was cut, its tail), split characters and
+    bytes that are not UTF-8 included."""
+    kept = _BoundedLog(limit)
+    for chunk in chunks:
+        kept.write(chunk)
+    assert kept.text(last) == kept.text()[-last:]
 
 
 def test_one_request_at_a_time(tmp_path: Path) -> None:
