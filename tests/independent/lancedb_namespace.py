@@ -9,10 +9,10 @@ the table's version first, and a store failure part-way restores that version as
 under the one writer lock, so no later write or delete is undone (``schemas/stamping.md``, all
 or nothing). A batch's equal ids land as the last record of each, in one commit: appended when
 the table holds none of its ids, else merged on id; deletions match each (repository, path)
-pair exactly, a repository's paths read in one scan; a list page is one query, the scope ordered by id in the store
-and cut there by offset and limit, since a LanceDB scan has no order of its own. The store is
-driven through LanceDB's asynchronous API on one event loop of the backend's own, every call
-with a deadline.
+pair exactly, a repository's paths read in one scan; a list page is one query, the scope
+ordered by id in the store and cut there by offset and limit, since a LanceDB scan has no order
+of its own. The store is driven through LanceDB's asynchronous API on one event loop of the
+backend's own, every call with a deadline.
 Query ranks the scoped, filtered rows by exact cosine in Python (ties by id). It uses the
 adapter helpers the guide offers a Python backend, and the word-hashing embedding and result
 records of ``sqlite_namespace``; the store design, the filters, the rollback and the deletion
