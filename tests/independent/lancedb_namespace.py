@@ -7,11 +7,12 @@ client clause with ``where_literal`` (``schemas/client-where.md``, SQL stores); 
 the table's version first, and a store failure part-way restores that version as a new commit
 (``AsyncTable.restore`` after checking it out: a commit, not the view a checkout alone gives),
 under the one writer lock, so no later write or delete is undone (``schemas/stamping.md``, all
-or nothing). A batch's equal ids land as the last record of each; deletions match each
-(repository, path) pair exactly; a list page is one query, the scope ordered by id in the store
-and cut there by offset and limit, since a LanceDB scan has no order of its own. The store is
-driven through LanceDB's asynchronous API on one event loop of the backend's own, every call
-with a deadline.
+or nothing). A batch's equal ids land as the last record of each, in one commit: appended when
+the table holds none of its ids, else merged on id; deletions match each (repository, path)
+pair exactly, a repository's paths read in one scan; a list page is one query, the scope
+ordered by id in the store and cut there by offset and limit, since a LanceDB scan has no order
+of its own. The store is driven through LanceDB's asynchronous API on one event loop of the
+backend's own, every call with a deadline.
 Query ranks the scoped, filtered rows by exact cosine in Python (ties by id). It uses the
 adapter helpers the guide offers a Python backend, and the word-hashing embedding and result
 records of ``sqlite_namespace``; the store design, the filters, the rollback and the deletion
@@ -80,6 +81,8 @@ CONFIG_VERSION = "lancedb-1"
 #: Every this many writes the table's fragments are compacted (``Table.optimize``): a scan's
 #: cost grows with the fragments (each write adds one), far more than a compaction costs.
 COMPACT_EVERY = 8
+#: The most paths one deletion scan names (``path IN (...)``).
+BATCH = 200
 #: How long one store call may take, in seconds, before the store counts as unavailable.
 STORE_TIMEOUT = 60.0
 MANIFEST: dict[str, Any] = {
@@ -257,9 +260,16 @@ class LanceNamespace(NamespaceFacades):
                 row["vector"] = vector
         return sorted(rows, key=lambda row: row["id"])
 
-    def _upsert(self, rows: builtins.list[dict[str, Any]]) -> None:
+    def _upsert(self, rows: builtins.list[dict[str, Any]], held: bool = True) -> None:
+        """Write ``rows`` in one commit: appended when the table holds none of their ids
+        (``held`` False, as read under the writer lock), else merged on id, which replaces the
+        rows held and adds the others (a merge joins the batch with the table: several times an
+        append's cost)."""
         if rows:
             data = pa.Table.from_pylist(rows, schema=SCHEMA)
+            if not held:
+                self._call(lambda: self._table.add(data))
+                return
             self._call(
                 lambda: (
                     self._table.merge_insert("id")
@@ -406,7 +416,7 @@ class LanceNamespace(NamespaceFacades):
                     for r in self._select(mine, PATHS)
                     if r["path"] not in kept and r["id"] not in last
                 ]
-            self._upsert(rows)
+            self._upsert(rows, held=bool(old))
             self._delete(stale)
             return tuple(stale)
 
@@ -475,11 +485,14 @@ class LanceNamespace(NamespaceFacades):
                 doomed |= {
                     r["id"] for r in rows if r["path"] not in keep and (repo, r["path"]) not in written
                 }
-            for repo, path in sorted(targets - written):  # each pair exactly, never a cross product
-                rows = self._select(
-                    f"{tenant} AND repo = {sql_literal(repo)} AND path = {sql_literal(path)}", PATHS
-                )
-                doomed |= {r["id"] for r in rows}
+            by_repo: dict[str, builtins.list[str]] = {}
+            for repo, path in sorted(targets - written):
+                by_repo.setdefault(repo, []).append(path)
+            for repo, paths in by_repo.items():  # one repository per filter: each pair exactly
+                for start in range(0, len(paths), BATCH):  # a batch of paths per scan
+                    named = ", ".join(sql_literal(path) for path in paths[start : start + BATCH])
+                    where = f"{tenant} AND repo = {sql_literal(repo)} AND path IN ({named})"
+                    doomed |= {r["id"] for r in self._select(where, PATHS)}
             self._delete(sorted(doomed))
             return sorted(doomed)
 

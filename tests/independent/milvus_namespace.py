@@ -10,8 +10,9 @@ Milvus Lite takes no filter templates (``filter_params``), so every string in an
 literal written by :func:`milvus_literal`, which escapes what Milvus's parser reads as an escape
 and refuses a character it cannot spell; an id no literal can spell is no chunk's id.
 
-Milvus has no transactions: a write notes the rows it will replace and, if the store fails part
-way, puts them back and deletes what it added (under the one writer lock, so no other write is
+Milvus has no transactions: a write notes the rows it will replace (read once, with their
+vectors: the rows a sync or a deletion looked up are not read again by id) and, if the store
+fails part way, puts them back and deletes what it added (under the one writer lock, so no other write is
 undone; the compensation itself does not consult the fault switch, it is the store recovering).
 Query is Milvus's own nearest-neighbour search (an exact ``FLAT`` index, cosine), filtered by the
 scope inside the search, so a small tenant still gets its k nearest; a client ``where`` clause is
@@ -250,15 +251,23 @@ class MilvusNamespace(NamespaceFacades):
             found += self._select(f"id in {_literals(ids[start : start + BATCH])}", vectors)
         return sorted(found, key=lambda row: row["id"])
 
-    def _atomic(self, ids: Iterable[str], work: Callable[[], Any]) -> Any:
-        """``work``, which writes or deletes only rows whose ids are ``ids`` (or that it selects
-        itself and names by returning them), under the writer lock: a failure part way puts back
-        the rows it started from and deletes the ones it added (Milvus has no transaction)."""
+    def _atomic(
+        self,
+        ids: Iterable[str],
+        work: Callable[[builtins.list[dict[str, Any]]], Any],
+        known: Iterable[dict[str, Any]] = (),
+    ) -> Any:
+        """``work(before)``, which writes or deletes only rows whose ids are ``ids``, under the
+        writer lock: ``before`` is the rows holding them as they were, with their vectors (those
+        in ``known``, read with their vectors under the lock, are not read again); a failure
+        part way puts them back and deletes the ones it added (Milvus has no transaction)."""
         with self._lock:
             wanted = sorted(set(ids))
-            before = self._rows(wanted, vectors=True)
+            held = {row["id"]: row for row in known if row["id"] in set(wanted)}
+            read = self._rows([i for i in wanted if i not in held], vectors=True)
+            before = sorted([*held.values(), *read], key=lambda row: row["id"])
             try:
-                return work()
+                return work(before)
             except BaseException:
                 self._compensate(wanted, before)
                 raise
@@ -389,13 +398,14 @@ class MilvusNamespace(NamespaceFacades):
         last = {chunk: index for index, chunk in enumerate(ids)}  # equal ids: the last record lands
         with self._lock:
             stale: builtins.list[str] = []
+            mine: builtins.list[dict[str, Any]] = []  # the repository's rows, read once
             if stale_repo is not None:
                 kept = {r["sourcePath"] for r in records}
-                mine = self._select(self._repo(checked.tenant_id, stale_repo))
+                mine = self._select(self._repo(checked.tenant_id, stale_repo), vectors=True)
                 stale = [r["id"] for r in mine if r["path"] not in kept and r["id"] not in last]
 
-            def write() -> tuple[str, ...]:
-                old = {row["id"]: row for row in self._rows(builtins.list(last))}
+            def write(before: builtins.list[dict[str, Any]]) -> tuple[str, ...]:
+                old = {row["id"]: row for row in before if row["id"] in last}
                 rows = [
                     self._put(operation, checked, old.get(chunk), chunk, records[index], stamps[index])
                     for chunk, index in last.items()
@@ -404,7 +414,7 @@ class MilvusNamespace(NamespaceFacades):
                 self._delete(stale)
                 return tuple(stale)
 
-            deleted = self._atomic([*last, *stale], write)
+            deleted = self._atomic([*last, *stale], write, known=mine)
         return tuple(ids), tuple(SpoofNote(f, ids[i]) for i, f, _, _ in spoofs), deleted
 
     @staticmethod
@@ -446,7 +456,7 @@ class MilvusNamespace(NamespaceFacades):
                 for r in rows
                 if r["record"]["document"] is not None
             ]
-            self._atomic([r["id"] for r in fresh], lambda: self._upsert(fresh))
+            self._atomic([r["id"] for r in fresh], lambda _: self._upsert(fresh), known=rows)
 
     def apply_deletion_signal(self, principal: Principal, signal: Mapping[str, Any], /) -> Deleted:
         checked = self._principal(principal, "apply_deletion_signal")
@@ -462,10 +472,12 @@ class MilvusNamespace(NamespaceFacades):
             targets |= {(repo, str(path)) for path in resolved}
         with self._lock:
             doomed: set[str] = set()
+            found: builtins.list[dict[str, Any]] = []  # every row looked up, with its vector
             manifest = signal.get("manifestSnapshot")
             if manifest is not None:
                 keep, repo = set(manifest["pathsAfterPush"]), manifest["repoSlug"]
-                rows = self._select(self._repo(checked.tenant_id, repo))
+                rows = self._select(self._repo(checked.tenant_id, repo), vectors=True)
+                found += rows
                 doomed |= {
                     r["id"] for r in rows if r["path"] not in keep and (repo, r["path"]) not in written
                 }
@@ -476,9 +488,11 @@ class MilvusNamespace(NamespaceFacades):
                 for start in range(0, len(paths), BATCH):  # a batch of paths per round trip
                     part = _literals(paths[start : start + BATCH])
                     where = f"{self._repo(checked.tenant_id, repo)} and path in {part}"
-                    doomed |= {r["id"] for r in self._select(where)}
+                    rows = self._select(where, vectors=True)
+                    found += rows
+                    doomed |= {r["id"] for r in rows}
             ordered = sorted(doomed)
-            self._atomic(ordered, lambda: self._delete(ordered))
+            self._atomic(ordered, lambda _: self._delete(ordered), known=found)
         return Deleted(tuple(ordered))
 
     # -- backup -----------------------------------------------------------------------------------
@@ -518,7 +532,7 @@ class MilvusNamespace(NamespaceFacades):
             raise ContractViolation(contract="backup-record-v1", problems=tuple(problems))
         last = {record["id"]: record for record in records}
         rows = [_row(i, r.get("document"), r["metadata"], r["embedding"]) for i, r in last.items()]
-        self._atomic(last, lambda: self._upsert(rows))
+        self._atomic(last, lambda _: self._upsert(rows))
         return len(records)
 
     @staticmethod
