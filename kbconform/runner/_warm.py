@@ -19,7 +19,11 @@ one) are imported here as well, so the next run finds them imported: a mutant se
 backends open Chroma and Qdrant imports their clients once, not once a run. The kit's modules
 and pytest's plugins are never among them (pytest rewrites a plugin's assertions as it loads
 it), and an import that starts a thread ends this process (a fork of it would not be safe):
-the runs after it start cold.
+the runs after it start cold. Before each fork, what every run would derive again is derived
+here (which file each loaded module is, for rendering a failure) and this process's objects
+are frozen out of the children's garbage collections; where bytecode is not written, what a
+run compiles (the suites, rewritten by pytest) is cached in a directory of this process's own
+for the next run.
 """
 
 from __future__ import annotations
