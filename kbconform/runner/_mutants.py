@@ -130,11 +130,19 @@ def _unmet(stable: str, test: Mapping[str, Any] | None) -> str:
     return f"{stable} {'passed' if test['status'] == 'pass' else 'did not run'}"
 
 
+#: How a mutant's run renders a failure: as Python prints a traceback (pytest's ``native``
+#: style). Only which tests failed decides a mutant, and a failure's message is the same in
+#: either style; pytest's own style parses each frame's file again for every failure, most of
+#: a smoke's run (which fails every test).
+_TRACEBACK = "--tb=native"
+
+
 def _asked(adapter: str, request: RunRequest | None, *, transport: Transport, seed: int) -> RunRequest:
     """The run of the mutant served by ``adapter``: ``request`` (else one over ``transport``)
-    with that adapter, at its seed (else ``seed``), shrinking off."""
+    with that adapter, at its seed (else ``seed``), shrinking off, failures rendered natively
+    (unless the request's own pytest arguments say otherwise)."""
     if request is None:
-        return RunRequest(adapter, transport=transport, seed=seed, shrink=False)
+        return RunRequest(adapter, transport=transport, seed=seed, shrink=False, extra=(_TRACEBACK,))
     return replace(
         request,
         adapter=adapter,
@@ -142,4 +150,5 @@ def _asked(adapter: str, request: RunRequest | None, *, transport: Transport, se
         harness_url=None,
         seed=seed if request.seed is None else request.seed,
         shrink=False,
+        extra=(_TRACEBACK, *request.extra),
     )

@@ -19,16 +19,23 @@ one) are imported here as well, so the next run finds them imported: a mutant se
 backends open Chroma and Qdrant imports their clients once, not once a run. The kit's modules
 and pytest's plugins are never among them (pytest rewrites a plugin's assertions as it loads
 it), and an import that starts a thread ends this process (a fork of it would not be safe):
-the runs after it start cold.
+the runs after it start cold. Before each fork, what every run would derive again is derived
+here (which file each loaded module is, for rendering a failure) and this process's objects
+are frozen out of the children's garbage collections; where bytecode is not written, what a
+run compiles (the suites, rewritten by pytest) is cached in a directory of this process's own
+for the next run.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
+import inspect
 import itertools
 import json
 import os
+import shutil
 import sys
 import sysconfig
 import tempfile
@@ -78,13 +85,20 @@ def _learned(before: set[str], args: Iterable[str]) -> list[str]:
     return found
 
 
-def _child(request: dict[str, Any], learned: str) -> None:
+def _child(request: dict[str, Any], learned: str, compiled: str) -> None:
     """Run one pytest session as asked, in this forked child, and write the modules of
-    installed libraries it imported to ``learned``; never returns."""
+    installed libraries it imported to ``learned``; never returns.
+
+    Where bytecode is not written (``PYTHONDONTWRITEBYTECODE``), what the run compiles (the
+    suites, their assertions rewritten by pytest, and what they import) is cached in
+    ``compiled``, this warm process's own directory and no other, so that the next run reads
+    it instead of compiling it again."""
     code = 3
     before = set(sys.modules)
     try:
         os.setsid()
+        if sys.dont_write_bytecode:
+            sys.pycache_prefix, sys.dont_write_bytecode = compiled, False
         sink = os.open(request["output"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.dup2(sink, 1)
         os.dup2(sink, 2)
@@ -134,15 +148,32 @@ def _import(names: Iterable[str]) -> bool:
     return _threads() <= threads and threading.active_count() == 1
 
 
+def _settle() -> None:
+    """Derive here what every run would derive again from the modules imported so far, then
+    leave this process's objects out of every child's garbage collections.
+
+    A killed mutant's run renders each failure, and pytest finds a failing line's source through
+    ``inspect.getmodule``, which maps every loaded module's file the first time it is asked (a
+    few hundred milliseconds with a store's client loaded): mapped here, a fork inherits the
+    map. ``gc.freeze`` keeps the imported modules' objects out of a child's collections (pytest
+    collects at the end of a session), which would walk all of them for nothing: they outlive
+    the child, whose pages stay shared with this process."""
+    with contextlib.suppress(Exception):
+        inspect.getmodule(_settle.__code__, "<kbconform-warm>")  # a code object: mapped by file
+    gc.freeze()
+
+
 def main(preload: list[str]) -> None:
     _import((*_PRELOAD, *preload))
     with contextlib.suppress(Exception):  # Hypothesis's Unicode table, derived once for every run
         from hypothesis.internal.charmap import charmap
 
         charmap()
+    _settle()
     answers = sys.stdout
     handle, learned = tempfile.mkstemp(prefix="kbconform-warm-", suffix=".json")
     os.close(handle)
+    compiled = tempfile.mkdtemp(prefix="kbconform-warm-compiled-")
     try:
         for line in sys.stdin:
             request = json.loads(line)
@@ -150,7 +181,7 @@ def main(preload: list[str]) -> None:
             Path(learned).write_text("[]", encoding="utf-8")
             pid = os.fork()
             if pid == 0:
-                _child(request, learned)
+                _child(request, learned, compiled)
             answers.write(json.dumps({"pid": pid}) + "\n")
             answers.flush()
             _, status = os.waitpid(pid, 0)
@@ -159,8 +190,10 @@ def main(preload: list[str]) -> None:
             with contextlib.suppress(OSError, ValueError):
                 if not _import(json.loads(Path(learned).read_text(encoding="utf-8"))):
                     break
+            _settle()
     finally:
         Path(learned).unlink(missing_ok=True)
+        shutil.rmtree(compiled, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from kbconform import mutants, runner
 from kbconform import report as reports
 from kbconform.cli import main
 from kbconform.mutants import MutantSpec
-from kbconform.runner._mutants import _unmet
+from kbconform.runner._mutants import _asked, _unmet
 from kbconform.runner._outcome import soundness
 from kbconform_reference.mutants import MUTANTS as TENANT
 
@@ -283,6 +283,16 @@ def test_a_mutant_survives_when_a_killer_passes_is_unknown_or_does_not_run(
     skipped = {"id": "spoof-03", "status": "skip", "reason": "spoof-reject not offered"}
     assert _unmet("spoof-03", skipped) == "spoof-03 was skipped (spoof-reject not offered)"
     assert _unmet("leak-01[ask]", None).startswith("leak-01[ask] did not run")
+
+
+def test_a_mutants_run_renders_failures_natively_unless_its_request_says_otherwise() -> None:
+    """Only which tests failed decides a mutant, so its run asks pytest for Python's own
+    tracebacks; a request's pytest arguments come after, so a style it names wins."""
+    plain = _asked("m:f", None, transport="stdio", seed=3)
+    assert (plain.adapter, plain.extra, plain.shrink, plain.seed) == ("m:f", ("--tb=native",), False, 3)
+    request = runner.RunRequest("a:b", extra=["--tb=long"], seed=5)
+    asked = _asked("m:f", request, transport="stdio", seed=3)
+    assert (asked.adapter, asked.extra, asked.seed) == ("m:f", ("--tb=native", "--tb=long"), 5)
 
 
 def test_an_unknown_mutant_name_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
