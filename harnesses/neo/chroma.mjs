@@ -64,11 +64,13 @@ async function heartbeat(port) {
     }
 }
 
+// `chroma --version`, asked while the server starts (both load the same Python package first):
+// the server's own /api/v2/version answers its API's version, not the release's.
 async function chromaVersion(binary) {
     return new Promise(resolve => {
         const proc = spawn(binary, ['--version'], {stdio: ['ignore', 'pipe', 'ignore']});
         let out = '';
-        const timer = setTimeout(() => proc.kill('SIGKILL'), 10000);
+        const timer = setTimeout(() => proc.kill('SIGKILL'), CHROMA_START_DEADLINE_MS);
         proc.stdout.on('data', data => { out += data; });
         proc.on('error', () => { clearTimeout(timer); resolve('unknown'); });
         proc.on('close', () => { clearTimeout(timer); resolve(out.trim().replace(/^chroma\s+/i, '') || 'unknown'); });
@@ -81,6 +83,8 @@ export async function startChroma() {
     fs.mkdirSync(dataDir, {recursive: true});
 
     let lastOutput = '';
+    const started = Date.now();
+    const version = chromaVersion(binary);
     for (let attempt = 1; attempt <= 3; attempt++) {
         const port = await freePort();
         const proc = spawn(binary, ['run', '--path', dataDir, '--host', '127.0.0.1', '--port', String(port)], {
@@ -104,11 +108,12 @@ export async function startChroma() {
         while (!exited && Date.now() < deadline) {
             if (await heartbeat(port)) {
                 const watchdog = startWatchdog(proc.pid);
-                chroma = {proc, port, watchdog, binary, version: await chromaVersion(binary)};
-                log(`chroma ${chroma.version} (${binary}) listening on 127.0.0.1:${port}, pid ${proc.pid}, data ${dataDir}`);
+                chroma = {proc, port, watchdog, binary, version: await version};
+                log(`chroma ${chroma.version} (${binary}) listening on 127.0.0.1:${port}, pid ${proc.pid}, data ${dataDir} ` +
+                    `(${Date.now() - started} ms)`);
                 return;
             }
-            await sleep(150);
+            await sleep(50);
         }
         lastOutput = output;
         if (!exited) {
@@ -141,13 +146,11 @@ export async function stopChroma() {
         // already gone
     }
     if (proc.exitCode !== null || proc.signalCode !== null) return;
+    // Killed outright: its data lives in the scratch folder, removed next, so a graceful stop
+    // (1-4 s on a loaded machine) would keep nothing.
     const exited = new Promise(resolve => proc.once('exit', resolve));
-    proc.kill('SIGTERM');
-    const done = await Promise.race([exited.then(() => true), sleep(5000).then(() => false)]);
-    if (!done) {
-        proc.kill('SIGKILL');
-        await Promise.race([exited, sleep(2000)]);
-    }
+    proc.kill('SIGKILL');
+    await Promise.race([exited, sleep(2000)]);
     log(`chroma (pid ${proc.pid}) stopped`);
 }
 

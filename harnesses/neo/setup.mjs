@@ -48,6 +48,7 @@ async function loadNeo() {
         }
     }
     const version = JSON.parse(fs.readFileSync(path.join(NEO_ROOT, 'package.json'), 'utf8')).version;
+    const started = Date.now();
 
     // Environment Neo reads while its modules load.
     fs.mkdirSync(path.join(scratchDir, 'tmp'), {recursive: true});
@@ -163,7 +164,7 @@ async function loadNeo() {
     };
     log(`neo.mjs ${version} loaded from ${NEO_ROOT}; transport ${kbConfig.transport}; Chroma ${kbConfig.host}:${kbConfig.port}; ` +
         `shared tenant '${kbConfig.defaultTenantId}', default repo '${kbConfig.defaultRepoSlug}', ` +
-        `embedding provider '${mcConfig.embeddingProvider}' replaced by ${embedding.name}`);
+        `embedding provider '${mcConfig.embeddingProvider}' replaced by ${embedding.name} (${Date.now() - started} ms)`);
 }
 
 export function chunkKey(repoSlug, chunk) {
