@@ -122,7 +122,7 @@ found = [(key(d.metadata["Name"]), d.version) for d in importlib.metadata.distri
 installed = {name: version for name, version in found if name not in ("pip", "setuptools")}
 if installed != pinned or len(found) != len(dict(found)):
     print("the installed distributions are not the pinned ones:",
-          sorted(set(found) ^ set(pinned.items())))
+          sorted(set(installed.items()) ^ set(pinned.items())))
     sys.exit(1)
 PY
 }
