@@ -78,7 +78,8 @@ kept_venv_derive() {
     printf '%s\n' "$4" > "$venv/requirements.txt"
     from="$("$base/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" || return 1
     to="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" || return 1
-    cp -al "$from/." "$to/" 2>/dev/null || cp -a "$from/." "$to/" || return 1
+    # a copy where links cannot be made, into an emptied folder: never written through a link
+    cp -al "$from/." "$to/" 2>/dev/null || { rm -rf "$to" && mkdir -p "$to" && cp -a "$from/." "$to/"; } || return 1
     "$venv/bin/python" -I - "$base" "$venv" "$to" <<'PY' >&2 || return 1
 # BASE's console scripts in VENV's bin/, their first line naming VENV's interpreter, and each
 # RECORD that lists one given its new hash and size. A RECORD is a hard link to BASE's: it is
