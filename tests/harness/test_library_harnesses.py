@@ -79,9 +79,13 @@ def test_the_library_gives_every_test_its_recorded_status(name: str) -> None:
     )
 
 
-def _kept(answers: list[Any], send: Any, op: str, params: Any) -> Any:
+def _kept(open_backends: set[str], send: Any, op: str, params: Any) -> Any:
+    """``send(op, params)``, keeping in ``open_backends`` each backend opened and not closed."""
     response = send(op, params)
-    answers.append(response)
+    if op == "open" and "result" in response:
+        open_backends.add(response["result"]["backend"])
+    elif op == "close":
+        open_backends.discard(params["backend"])
     return response
 
 
@@ -89,7 +93,10 @@ def _kept(answers: list[Any], send: Any, op: str, params: Any) -> Any:
 def test_each_cause_of_the_verdict_replays_from_its_transcript(name: str) -> None:
     """Every cause VERDICT.md explains (``**C1.``) has a transcript (transcripts/<cause>.jsonl,
     of the test causes.json names, which verdict.json records as failing), and replayed on the
-    harness (as ``kbconform replay`` does) every response is as recorded."""
+    harness (as ``kbconform replay`` does) every response is as recorded. The transcripts replay
+    in one harness session, each backend a transcript left open closed after it, as the suite closes
+    a test's backends: what a closed backend held is the harness's to reuse (the Chroma server
+    harness keeps a server per plan, emptied by the next provisionStore, as in the recorded run)."""
     from kbconform.cli._replay import load, render
     from kbconform.harness import connect, replay
 
@@ -106,11 +113,14 @@ def test_each_cause_of_the_verdict_replays_from_its_transcript(name: str) -> Non
     try:
         for cause in causes:
             transcript = load(str(folder / "transcripts" / f"{cause}.jsonl"), None)
-            answers: list[Any] = []
-            steps = replay(transcript.lines, partial(_kept, answers, adapter.send_raw))
+            open_backends: set[str] = set()
+            steps = replay(transcript.lines, partial(_kept, open_backends, adapter.send_raw))
             text, reproduced = render(transcript, steps, cause)
             if not reproduced:
                 differing[cause] = text[-2000:]
+            for handle in sorted(open_backends):
+                closed = adapter.send_raw("close", {"backend": handle})
+                assert "result" in closed, f"{cause}: close answered {closed}"
     finally:
         adapter.shutdown()
     assert not differing, "\n".join(f"{cause}:\n{text}" for cause, text in differing.items())
