@@ -5,6 +5,8 @@ Hypothesis profiles: ``default`` (fit for CI) and ``thorough`` (nightly); choose
 ``@reproduce_failure`` line.
 """
 
+import os
+import tempfile
 from collections.abc import Generator
 from pathlib import Path
 
@@ -31,6 +33,19 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
         for name in ("kbconform_adapter", "kbconform_harness", "kbconform_harness_url", "kbconform_catalogue")
     )
     return None if judging else True
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Where bytecode is not written (``PYTHONDONTWRITEBYTECODE``), the processes this run
+    starts (its xdist workers, and the hundreds of kbconform runs, served adapters and harnesses
+    the tests start) write it to a cache of their own in the temporary directory
+    (``PYTHONPYCACHEPREFIX``), never beside the sources: each would otherwise compile the kit
+    and the suites, and rewrite the suites' assertions, anew. A prefix already set is kept."""
+    if os.environ.get("PYTHONDONTWRITEBYTECODE") and not hasattr(config, "workerinput"):
+        del os.environ["PYTHONDONTWRITEBYTECODE"]
+        os.environ.setdefault(
+            "PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / f"kbconform-tests-pycache-{os.getuid()}")
+        )
 
 
 @pytest.fixture(scope="session")
