@@ -11,9 +11,11 @@ lighter half then, and so on, each half in descending weight; the short tests en
 which is where stealing takes from, so it evens out what the weights got wrong.
 
 Tests of a module that share a module-scoped fixture stay together (one unit, their summed
-weight), so the fixture is set up once per worker as before. The order within the short tests
-is pytest-randomly's. The ordering is the same on every worker (xdist requires it): it depends on
-the collection and the table alone.
+weight), so the fixture is set up once per worker as before; so do the tests that need one
+harness's install (marked ``installs``), wherever they are, so that one worker installs while
+the other works instead of waiting on the install's lock (tests/harness/installs.py). The order
+within the short tests is pytest-randomly's. The ordering is the same on every worker (xdist
+requires it): it depends on the collection and the table alone.
 
 Refresh the table from a whole run's durations (the table holds every test that took
 ``LISTED`` seconds or more)::
@@ -130,13 +132,23 @@ def _shares_setup(item: Any) -> bool:
     return any(definition.scope in SHARED_SCOPES for chain in definitions for definition in chain)
 
 
+def unit_of(item: Any) -> str:
+    """The unit a test moves in: the harness install it needs (``@pytest.mark.installs(NAME)``:
+    the tests needing one install run on one worker, so no worker waits idle for another's
+    install to finish), else its module if it shares a module's fixture, else itself."""
+    installs = item.get_closest_marker("installs")
+    if installs is not None:
+        return f"installs:{installs.args[0]}"
+    return item.nodeid.split("::")[0] if _shares_setup(item) else item.nodeid
+
+
 def order(items: list[Any], workers: int, table: dict[str, float]) -> None:
     """Reorders ``items`` in place into ``workers`` longest-first worksteal blocks."""
     weights = [
         table.get(item.nodeid, UNLISTED_SLOW if item.get_closest_marker("slow") else UNLISTED)
         for item in items
     ]
-    keys = [item.nodeid.split("::")[0] if _shares_setup(item) else item.nodeid for item in items]
+    keys = [unit_of(item) for item in items]
     blocks = arrange(units_of(items, keys, weights), worksteal_blocks(len(items), workers))
     items[:] = [item for block in blocks for item in block]
 

@@ -129,3 +129,33 @@ def test_every_test_the_table_names_is_collected():
         f"tests/durations.json names {len(gone)} tests that are not collected: {gone[:10]}; "
         f"refresh it from a whole run: {scheduling.REFRESH}"
     )
+
+
+class _Item:
+    """What ``scheduling.unit_of`` reads of a collected test."""
+
+    def __init__(self, nodeid: str, install: str | None = None, scope: str = "function") -> None:
+        self.nodeid = nodeid
+        self._install = install
+        definition = type("Definition", (), {"scope": scope})()
+        self._fixtureinfo = type("Info", (), {"name2fixturedefs": {"fixture": [definition]}})()
+
+    def get_closest_marker(self, name: str) -> object:
+        return pytest.mark.installs(self._install).mark if name == "installs" and self._install else None
+
+
+def test_the_tests_of_one_install_are_one_unit_wherever_they_are():
+    """Tests marked with one install share a unit across modules (one worker installs while the
+    other works); control: unmarked tests are units of their own, or of their module when they
+    share its fixture, and another install is another unit."""
+    units = [
+        scheduling.unit_of(item)
+        for item in (
+            _Item("tests/a.py::t[mem0]", "mem0"),
+            _Item("tests/b.py::u[mem0-x]", "mem0"),
+            _Item("tests/b.py::u[adk-x]", "adk"),
+            _Item("tests/b.py::v"),
+            _Item("tests/c.py::w", scope="module"),
+        )
+    ]
+    assert units == ["installs:mem0", "installs:mem0", "installs:adk", "tests/b.py::v", "tests/c.py"]

@@ -48,6 +48,12 @@ def _run_install(
     )
 
 
+def needing(install: str, *values: Any) -> Any:
+    """A parameter set whose test needs ``harnesses/INSTALL/install`` (marked ``installs``, so
+    tests/scheduling.py runs it on the worker that runs that install's other tests)."""
+    return pytest.param(*values, marks=pytest.mark.installs(install))
+
+
 def load_script(path: Path) -> Any:
     """The Python file ``path`` (a harness folder's script, no package) as a module."""
     spec = importlib.util.spec_from_file_location(path.stem, path)

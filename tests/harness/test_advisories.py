@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from kbconform import runner
-from tests.harness.installs import run_install
+from tests.harness.installs import needing, run_install
 
 ROOT = Path(__file__).resolve().parents[2]
 ADVISORIES = ROOT / "advisories"
@@ -135,7 +135,7 @@ def postgres() -> Iterator[str]:
 
 
 @pytest.mark.slow  # installs releases and runs the suites on them in child processes
-@pytest.mark.parametrize("name", sorted(RUNS))
+@pytest.mark.parametrize("name", [needing(RUNS[name]["harness"], name) for name in sorted(RUNS)])
 def test_a_vulnerable_release_fails_for_its_cause_and_the_fixed_one_does_not(
     name: str, request: pytest.FixtureRequest
 ) -> None:

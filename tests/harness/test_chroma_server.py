@@ -174,6 +174,7 @@ def answers() -> dict[str, Answer]:
 
 
 @pytest.mark.slow
+@pytest.mark.installs("chroma_server")
 @pytest.mark.parametrize("what", [*DEPARTURES, *PASSED])
 def test_each_departure_and_pass_through_shows_the_servers_answer(
     what: str, answers: dict[str, Answer]
@@ -200,6 +201,7 @@ def _reproduce(script: str) -> tuple[int, dict[str, Any]]:
 
 
 @pytest.mark.slow
+@pytest.mark.installs("chroma_server")
 def test_the_cross_tenant_reproduction_still_reproduces_on_the_pinned_release() -> None:
     """On chromadb 1.5.9, bob (tenant_b) reads and writes alice's collection (tenant_a) by its id
     under his own path and on v1, and by naming her tenant; no token and an unknown one are
@@ -219,6 +221,7 @@ def test_the_cross_tenant_reproduction_still_reproduces_on_the_pinned_release() 
 
 
 @pytest.mark.slow
+@pytest.mark.installs("chroma_server")
 def test_the_rust_server_takes_no_authentication() -> None:
     """``chroma run`` answers with no token while the Python server's authentication settings are
     set (the kit has no credential to judge on it), and reads a collection by its id under another
@@ -233,6 +236,7 @@ def test_the_rust_server_takes_no_authentication() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.installs("chroma_server")
 def test_the_v1_route_gives_every_test_the_v2_verdicts_status() -> None:
     """Judged through the v1 API (``KBCONFORM_CHROMA_ROUTE=v1``), the server gives every test the
     status verdict.json records for v2 with the same seed, and the manifest names the route."""

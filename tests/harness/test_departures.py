@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.harness.installs import run_install
+from tests.harness.installs import needing, run_install
 
 pytestmark = pytest.mark.slow
 
@@ -319,7 +319,12 @@ def test_the_readme_lists_exactly_the_departures_held_here(name: str) -> None:
 
 @pytest.mark.parametrize(
     ("name", "what"),
-    [(name, what) for table in (DEPARTURES, PASSED) for name in sorted(table) for what in table[name]],
+    [
+        needing(name, name, what)
+        for table in (DEPARTURES, PASSED)
+        for name in sorted(table)
+        for what in table[name]
+    ],
 )
 def test_each_departure_and_pass_through_shows_the_librarys_answer(name: str, what: str) -> None:
     """The probe's input sent through the harness is answered by the library as the README

@@ -67,6 +67,7 @@ kept_venv_derive "$base" "$base/bin/python" "$3" "$(cat "$1/langgraph/requiremen
 
 
 @pytest.mark.slow  # installs the LangGraph harness (shared with its own tests) and asks PyPI
+@pytest.mark.installs("langgraph")
 def test_a_release_is_derived_only_when_it_is_provably_the_pinned_set(tmp_path: Path) -> None:
     """Derived from the harness's install, a release whose pins leave a requirement unmet (pip
     check) or whose packages are not exactly the pinned ones is refused, so its install runs in

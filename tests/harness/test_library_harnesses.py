@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from kbconform import runner
-from tests.harness.installs import load_script, run_install
+from tests.harness.installs import load_script, needing, run_install
 
 #: Each test here runs the suites (or a whole tool) in child processes: the slow tier.
 pytestmark = pytest.mark.slow
@@ -47,7 +47,7 @@ def _install(name: str) -> None:
     run_install(HARNESSES / name / "install", INSTALL_TIMEOUT)
 
 
-@pytest.mark.parametrize("name", PROFILES)
+@pytest.mark.parametrize("name", [needing(name, name) for name in PROFILES])
 def test_the_library_gives_every_test_its_recorded_status(name: str) -> None:
     """The run with the recorded seed is sound, has a harness log, and equals verdict.json:
     every status, every level, the library's version, the seed and the profile."""
@@ -89,7 +89,7 @@ def _kept(open_backends: set[str], send: Any, op: str, params: Any) -> Any:
     return response
 
 
-@pytest.mark.parametrize("name", PROFILES)
+@pytest.mark.parametrize("name", [needing(name, name) for name in PROFILES])
 def test_each_cause_of_the_verdict_replays_from_its_transcript(name: str) -> None:
     """Every cause VERDICT.md explains (``**C1.``) has a transcript (transcripts/<cause>.jsonl,
     of the test causes.json names, which verdict.json records as failing), and replayed on the

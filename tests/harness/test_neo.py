@@ -32,7 +32,7 @@ from kbconform import runner
 from tests.harness.installs import load_script, run_install
 
 #: Each test here runs the suites (or a whole tool) in child processes: the slow tier.
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.installs("neo")]
 
 ROOT = Path(__file__).resolve().parents[2]
 NEO = ROOT / "harnesses" / "neo"
