@@ -62,12 +62,17 @@ kept_venv_ready() {
 # hard link to BASE's (a copy where links cannot be made), the console scripts in bin/ naming
 # $venv's interpreter, and REQUIREMENTS (the text of BASE's requirements with PINS's swapped in)
 # its requirements.txt; then PINS's packages are installed from the registry without their
-# dependencies. Returns 1, having said why, unless the result is provably what
-# 'pip install -r $venv/requirements.txt' gives: BASE runs the same interpreter version, pip
-# check finds every requirement met, and the installed distributions are exactly the pinned
-# ones at their pinned versions (besides pip and setuptools, as in any new venv). With every
-# package pinned and nothing required missing, pip's resolver adds nothing and picks nothing
-# else. The caller removes $venv and installs in full when it returns 1; say() as in kept_venv_use.
+# dependencies. BASE is never written through a link: pip replaces the files it installs (it
+# unlinks each before writing it) and moves away those it uninstalls, but some of its writes are
+# in place (the easy-install.pth of a setuptools develop install it uninstalls), so pip runs
+# with an audit hook that refuses to write to, truncate or change the mode, owner or times of
+# any file with another link, and a refusal fails the derive. Returns 1, having said why, unless
+# the result is provably what 'pip install -r $venv/requirements.txt' gives: BASE runs the same
+# interpreter version, pip check finds every requirement met, and the installed distributions
+# are exactly the pinned ones at their pinned versions (besides pip and setuptools, as in any
+# new venv). With every package pinned and nothing required missing, pip's resolver adds nothing
+# and picks nothing else. The caller removes $venv and installs in full when it returns 1; say()
+# as in kept_venv_use.
 kept_venv_derive() {
     local base="$1" python="$2" pins="$3" from to
     base="$(cd "$base" 2>/dev/null && pwd -P)" && [ -x "$base/bin/python" ] \
@@ -107,8 +112,34 @@ for record in site.glob("*.dist-info/RECORD"):
         fresh.write_text("\n".join(fixed) + "\n", encoding="utf-8")
         os.replace(fresh, record)
 PY
-    "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --quiet \
-        --require-virtualenv --no-deps -r "$pins" >&2 || { say "pip install --no-deps -r $pins failed"; return 1; }
+    "$venv/bin/python" - install --disable-pip-version-check --no-input --quiet \
+        --require-virtualenv --no-deps -r "$pins" <<'PY' >&2 || { say "pip install --no-deps -r $pins failed"; return 1; }
+# python -m pip ARGUMENTS, refused any change to a file with another link (one of BASE's).
+import os, runpy, stat, sys
+WRITES = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_TRUNC
+CHANGES = {"os.truncate", "os.chmod", "os.chown", "os.utime", "os.setxattr", "os.removexattr"}
+refused = []
+def guard(event, args):
+    if not (event == "open" and (args[2] & WRITES or set(args[1] or "") & set("wax+")) or event in CHANGES):
+        return
+    try:
+        info = os.stat(args[0])
+    except (OSError, TypeError, ValueError):
+        return  # a new file
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        refused.append(f"{event} {args[0]!r}")
+        raise PermissionError(f"refused ({event}): {args[0]!r} is linked to the harness's install")
+sys.addaudithook(guard)
+try:
+    runpy.run_module("pip", run_name="__main__", alter_sys=True)
+    code = 0
+except SystemExit as end:
+    code = end.code
+if refused:
+    print("pip would have changed the harness's install through a link:", *refused, sep="\n  ")
+    code = 1
+sys.exit(code)
+PY
     "$venv/bin/python" -m pip check --disable-pip-version-check >&2 || return 1
     "$venv/bin/python" -I - "$venv/requirements.txt" <<'PY' >&2
 import importlib.metadata, re, sys

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from pathlib import Path
 
@@ -91,6 +93,38 @@ def test_a_warm_run_past_its_deadline_is_stopped_with_what_it_started(
     while time.monotonic() < deadline and any(_alive(pid) for pid in started):
         time.sleep(0.1)
     assert not any(_alive(pid) for pid in started)
+
+
+def test_where_bytecode_is_not_written_a_forked_run_caches_what_it_compiles_in_the_warm_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``PYTHONDONTWRITEBYTECODE=1`` and no ``PYTHONPYCACHEPREFIX``, what a forked run
+    compiles (its test module, rewritten by pytest) is cached in the warm process's own
+    directory for the next run, and nothing is written beside the sources (control: the cache
+    holds the module the run compiled)."""
+    temporary = tmp_path / "tmp"  # where the warm process makes its directory
+    temporary.mkdir()
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "test_tiny.py").write_text("def test_sum():\n    assert 1 + 1 == 2\n", encoding="utf-8")
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    monkeypatch.setenv("TMPDIR", str(temporary))
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_tiny.py"]
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    warm = runner.Warm()
+    try:
+        ended = warm.run(command, str(suite), env, tmp_path / "log", 120)
+        directories = list(temporary.glob("kbconform-warm-compiled-*"))  # removed when it ends
+        cached = {
+            path.name.partition(".")[0] for directory in directories for path in directory.rglob("*.pyc")
+        }
+    finally:
+        warm.close()
+    assert ended == (0, False), (tmp_path / "log").read_text(encoding="utf-8")
+    assert len(directories) == 1
+    assert "test_tiny" in cached
+    assert list(suite.rglob("*.pyc")) == []
 
 
 def test_a_warm_process_that_is_gone_leaves_the_run_to_start_cold(
