@@ -330,7 +330,9 @@ class MemoryGrants:
     def _authorize(self, tenant: str, kbs: Sequence[str]) -> list[_Kb]:
         return [self._read(tenant, kb) for kb in kbs]
 
-    def _group(self, call: _StoreCall, store: str, kbs: list[str], unit: Sequence[float], k: int) -> list[Hit]:
+    def _group(
+        self, call: _StoreCall, store: str, kbs: list[str], unit: Sequence[float], k: int
+    ) -> list[Hit]:
         call.begin()
         try:
             engine = self._store(store, "search")
