@@ -270,8 +270,9 @@ def test_every_grant_error_crosses_the_wire_as_in_process(served: HarnessAdapter
 
 def test_a_hanging_plan_crosses_the_wire(served: HarnessAdapter) -> None:
     """A plan that hangs blocks the harness's store call that long (a get waits it out, then
-    fails); a search fails at its group deadline, long before; the plan without hang fails at once
-    (control)."""
+    fails); a search fails at its group deadline, long before; the plan without hang fails
+    without waiting it (control). Every upper bound is the hang, what a wrong harness waits, not
+    a time a correct one must keep on a loaded machine."""
     switch = FaultSwitch()
     backend = served.open(BackendOptions(store_fails=switch))
     one, two, _, _ = _world(backend)
@@ -290,7 +291,7 @@ def test_a_hanging_plan_crosses_the_wire(served: HarnessAdapter) -> None:
     started = time.monotonic()
     with pytest.raises(BackendUnavailable):
         backend.get_kb("acme", two)
-    assert time.monotonic() - started < DEADLINE
+    assert time.monotonic() - started < hang
     served.close(backend)
 
 

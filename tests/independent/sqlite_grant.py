@@ -11,7 +11,10 @@ every comparison is byte for byte and no collation can fold two tenants into one
 checks every named knowledge base in one catalogue statement before any store is asked, then
 asks each store group in a thread of its own (one statement per group, the authorization joined
 in again), under the group deadline, and ranks by exact cosine over float32 unit vectors in
-Python. Writes, copies, moves and deletes run in one SQLite transaction each, paged at 64
+Python. A group's deadline is for its store to answer: counted from when the group's store call
+starts, missed only while that call (the fault switch, standing for the store's answer) has not
+returned; reading the rows afterwards is the backend's own work, which a loaded machine slows
+but cannot fail. Writes, copies, moves and deletes run in one SQLite transaction each, paged at 64
 documents per store call, with the fault switch consulted before every store call, so a failing
 store rolls the whole call back. It uses only the helpers the guide offers a Python backend (the
 errors, ``grant_invalid``, ``model_mismatch``, the hit and knowledge base records). It is a
@@ -587,27 +590,36 @@ class SqliteGrant:
         answers: queue.Queue[tuple[str, list[Scored] | BaseException]] = queue.Queue()
         gate = threading.Semaphore(MAX_FAN_OUT)
         abandoned = threading.Event()
+        started = {store: threading.Event() for store in groups}
+        answered = {store: threading.Event() for store in groups}
+        since: dict[str, float] = {}
 
         def ask(store: str, kbs: list[str]) -> None:
             with gate:
                 if abandoned.is_set():
                     return
+                since[store] = time.monotonic()
+                started[store].set()
                 try:
-                    answers.put((store, self._ask_group(caller, store, kbs, query, limit, abandoned)))
+                    found = self._ask_group(caller, store, kbs, query, limit, abandoned, answered[store])
+                    answers.put((store, found))
                 except BaseException as error:  # handed to the waiting call, which raises
                     answers.put((store, error))
+                finally:
+                    answered[store].set()
 
         for store, kbs in groups.items():
             threading.Thread(target=ask, args=(store, kbs), name=f"search-{store}", daemon=True).start()
-        waves = math.ceil(len(groups) / MAX_FAN_OUT)
-        deadline = time.monotonic() + GROUP_DEADLINE * waves
+        for store in groups:
+            started[store].wait()  # a group waiting at the gate has not started
+            if not answered[store].wait(max(0.0, since[store] + GROUP_DEADLINE - time.monotonic())):
+                abandoned.set()
+                raise BackendUnavailable(
+                    "search", f"the store {store} did not answer within {GROUP_DEADLINE:g} s"
+                )
         merged: list[Scored] = []
         for _ in groups:
-            try:
-                store, answer = answers.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                abandoned.set()
-                raise BackendUnavailable("search", "a store group missed its deadline") from None
+            store, answer = answers.get()
             if isinstance(answer, BaseException):
                 abandoned.set()
                 if isinstance(answer, BackendUnavailable):
@@ -624,9 +636,12 @@ class SqliteGrant:
         query: list[float],
         limit: int,
         abandoned: threading.Event,
+        answered: threading.Event,
     ) -> list[Scored]:
-        """One store call: the group's readable documents, its ``limit`` nearest, on one scale."""
+        """One store call: the group's readable documents, its ``limit`` nearest, on one scale
+        (``answered`` set once the store has answered)."""
         self._store_call(store, "search")
+        answered.set()
         if abandoned.is_set():
             return []
         with self._lock:

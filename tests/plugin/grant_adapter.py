@@ -7,6 +7,13 @@ euclidean distance of unit vectors in [0, 4] (lower is nearer). A search checks 
 before it asks any store, groups the knowledge bases by store, asks the groups in parallel
 (``maxFanOut`` at once) each with the group deadline, and merges on ``(1 + cos) / 2``. The fault
 switch is consulted, with the store's id, in the thread that makes each store call.
+
+A group's deadline is its store's to answer: it counts from when the group's store call starts
+(a group waiting for a worker has not started) and a group misses it only while that call has
+not returned. A fake store answers once the switch lets it (a hanging switch is a store that
+does not answer); reading its memory afterwards is the double's own work, which no deadline cuts
+short, so a loaded machine slows a correct search but never fails it. A search that gave up on a
+group leaves that call's thread behind and takes fresh workers.
 """
 
 from __future__ import annotations
@@ -14,6 +21,8 @@ from __future__ import annotations
 import concurrent.futures
 import itertools
 import math
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +70,27 @@ class _Doc:
     id: str
     text: str
     unit: tuple[float, ...]  # the vector, normalized
+
+
+class _StoreCall:
+    """One group's store call: when it started, and whether the store has answered."""
+
+    def __init__(self) -> None:
+        self.at = 0.0
+        self.started = threading.Event()
+        self.answered = threading.Event()
+
+    def begin(self) -> None:
+        self.at = time.monotonic()
+        self.started.set()
+
+    def in_time(self, group: concurrent.futures.Future[Any]) -> bool:
+        """Whether the store answered within :data:`DEADLINE` of the call's start; a group that
+        never starts (its future cancelled) never answered."""
+        while not self.started.wait(DEADLINE):
+            if group.done():
+                return self.answered.is_set()
+        return self.answered.wait(max(0.0, self.at + DEADLINE - time.monotonic()))
 
 
 def _unit(vector: Sequence[float]) -> tuple[float, ...]:
@@ -126,9 +156,14 @@ class MemoryGrants:
         self.stores = {s["id"]: FakeStore(s["engine"]) for s in MANIFEST["stores"]}
         self.models = {m["name"]: m["dimension"] for m in MANIFEST["models"]}
         self.ids = itertools.count(1)
-        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=int(MANIFEST["maxFanOut"]))
+        self.pool = self._workers()
+        self.pool_lock = threading.Lock()
 
     # -- plumbing --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _workers() -> concurrent.futures.ThreadPoolExecutor:
+        return concurrent.futures.ThreadPoolExecutor(max_workers=int(MANIFEST["maxFanOut"]))
 
     def _id(self, kind: str) -> str:
         return f"{kind}-{next(self.ids)}"
@@ -295,20 +330,34 @@ class MemoryGrants:
     def _authorize(self, tenant: str, kbs: Sequence[str]) -> list[_Kb]:
         return [self._read(tenant, kb) for kb in kbs]
 
-    def _group(self, store: str, kbs: list[str], unit: Sequence[float], k: int) -> list[Hit]:
-        engine = self._store(store, "search")
+    def _group(
+        self, call: _StoreCall, store: str, kbs: list[str], unit: Sequence[float], k: int
+    ) -> list[Hit]:
+        call.begin()
+        try:
+            engine = self._store(store, "search")
+        finally:
+            call.answered.set()
         return [
             Hit(doc_id, kb, doc.text, (1.0 + engine.cosine(native)) / 2.0)
             for kb, doc_id, doc, native in engine.query(kbs, unit, k)
         ]
 
     def _fan_out(self, groups: dict[str, list[str]], unit: Sequence[float], limit: int) -> list[list[Hit]]:
-        futures = [self.pool.submit(self._group, store, kbs, unit, limit) for store, kbs in groups.items()]
-        rounds = math.ceil(len(futures) / int(MANIFEST["maxFanOut"]))
-        _done, late = concurrent.futures.wait(futures, timeout=DEADLINE * rounds)
-        if late:
-            for future in late:
+        calls = [_StoreCall() for _ in groups]
+        with self.pool_lock:
+            pool = self.pool
+            futures = [
+                pool.submit(self._group, call, store, kbs, unit, limit)
+                for call, (store, kbs) in zip(calls, groups.items(), strict=True)
+            ]
+        if not all(call.in_time(future) for call, future in zip(calls, futures, strict=True)):
+            for future in futures:
                 future.cancel()
+            with self.pool_lock:
+                if self.pool is pool:
+                    self.pool = self._workers()
+            pool.shutdown(wait=False)
             raise BackendUnavailable("search", "a store group missed its deadline")
         return [future.result() for future in futures]  # a group's failure raises here
 

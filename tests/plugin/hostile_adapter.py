@@ -58,7 +58,7 @@ class HangingQuery(KnowledgeBase):
 
 class SlowQuery(KnowledgeBase):
     """Slow but answering: the first three queries the process serves take 1.5 s each, within a
-    2 s deadline; then it answers as the reference does."""
+    4 s deadline (more than it together); then it answers as the reference does."""
 
     slow: ClassVar[list[int]] = [3]  # how many slow queries are left, in this process
 

@@ -24,8 +24,11 @@ from kbconform_reference.grant import KbGrantService, unit_score
 from kbconform_reference.grant.adapter import GROUP_DEADLINE_SECONDS, GrantAdapter, multi_store
 
 DIMENSION = 8
-#: How late past the group deadline a failed search may answer (a loaded machine).
-SLACK = 1.0
+#: How long a hanging store hangs: far past every bound the tests hold a search to.
+HANG = 20.0
+#: grant-08's clock (schemas/kb-grant.md): a search over a hanging store fails within the group
+#: deadline, as much again and a second; a search that waited the hang would take far longer.
+LIMIT = 2 * GROUP_DEADLINE_SECONDS + 1.0
 
 
 @pytest.fixture(scope="module")
@@ -191,36 +194,38 @@ def test_a_hanging_store_fails_the_search_within_the_group_deadline(
     service: KbGrantService, switch: FaultSwitch, spread: list[str], kbs: str
 ) -> None:
     """G11: a store that hangs far longer than the deadline fails the search with
-    BackendUnavailable within the deadline (and some slack), over both stores and on the
-    single-store path; the backend answers the next search at once (control)."""
-    switch.set(FaultPlan(0, None, frozenset({"qdrant"}), hang=20.0))
+    BackendUnavailable within grant-08's clock, over both stores and on the single-store path;
+    the backend answers the next search while the store call still hangs (control). The upper
+    bounds are far below the hang, not a time a correct backend must keep on a loaded machine."""
+    switch.set(FaultPlan(0, None, frozenset({"qdrant"}), hang=HANG))
     started = time.monotonic()
     with pytest.raises(BackendUnavailable, match="did not answer within"):
         service.search("ann", spread if kbs == "both" else spread[1:], QUERY, 5)
     elapsed = time.monotonic() - started
-    assert GROUP_DEADLINE_SECONDS <= elapsed < GROUP_DEADLINE_SECONDS + SLACK
+    assert GROUP_DEADLINE_SECONDS <= elapsed < LIMIT
     switch.set(None)
     started = time.monotonic()
     assert len(service.search("ann", spread, QUERY, 5)) == 5
-    assert time.monotonic() - started < SLACK
+    assert time.monotonic() - started < LIMIT
 
 
 def test_groups_are_asked_in_parallel(service: KbGrantService, spread: list[str]) -> None:
-    """Each group runs on a thread of its own, at once: two stores that each take 0.4 s answer
-    together in well under 0.8 s (control: each store is consulted from a worker thread)."""
+    """Each group runs on a thread of its own, at once: each store's call waits inside the
+    switch until the other store's call is there too, and the search answers (a backend asking
+    one store after the other waits until the group deadline fails it); control: each store is
+    consulted from a worker thread."""
     import threading
 
     seen: dict[str, str] = {}
+    together = threading.Barrier(2, timeout=HANG)  # only a backend that does not ask at once waits
 
-    def slow(store: str | None = None) -> bool:
+    def meeting(store: str | None = None) -> bool:
         seen[str(store)] = threading.current_thread().name
-        time.sleep(0.4)
+        together.wait()
         return False
 
-    service._fails = slow
-    started = time.monotonic()
+    service._fails = meeting
     assert len(service.search("ann", spread, QUERY, 5)) == 5
-    assert time.monotonic() - started < 0.75
     assert set(seen) == {"chroma", "qdrant"}
     assert all(name.startswith("kb-grant-group") for name in seen.values())
 
