@@ -55,6 +55,7 @@ def run_mutants(
     failure. A killer the catalogue lacks, or that passes, is skipped, or does not run, leaves
     the mutant alive, and ``unmet`` says which and why.
 
+    The smokes' runs start first (each runs every test); the results keep the mutants' order.
     Each job forks its runs from a warm process (:class:`Warm`) where the platform allows;
     ``warm=False`` starts every run cold (the benchmark's baseline). ``variants`` (mutants
     from :func:`kbconform.mutants.from_file`) are run instead of the installed sets.
@@ -115,10 +116,22 @@ def run_mutants(
 
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(timed, mutants))
+            runs = {index: pool.submit(timed, mutants[index]) for index in _longest_first(mutants)}
+            try:
+                return [runs[index].result() for index in range(len(mutants))]
+            finally:
+                for future in runs.values():
+                    future.cancel()
     finally:
         while not idle.empty():
             idle.get_nowait().close()
+
+
+def _longest_first(mutants: Sequence[Any]) -> list[int]:
+    """The order the mutants' runs start in (their indices): the smokes first, each a run of
+    every test, the longest of a set (a smoke started last keeps one job busy long after the
+    others have finished), then the others as given. The results keep the mutants' order."""
+    return sorted(range(len(mutants)), key=lambda index: not mutants[index].smoke)
 
 
 def _unmet(stable: str, test: Mapping[str, Any] | None) -> str:

@@ -13,7 +13,7 @@ from kbconform import report as reports
 from kbconform.cli import main
 from kbconform.mutants import MutantSpec
 from kbconform.runner._mutants import _asked, _unmet
-from kbconform.runner._outcome import soundness
+from kbconform.runner._outcome import Outcome, soundness
 from kbconform_reference.mutants import MUTANTS as TENANT
 
 #: Each test here runs the suites (or a whole tool) in child processes: the slow tier.
@@ -283,6 +283,30 @@ def test_a_mutant_survives_when_a_killer_passes_is_unknown_or_does_not_run(
     skipped = {"id": "spoof-03", "status": "skip", "reason": "spoof-reject not offered"}
     assert _unmet("spoof-03", skipped) == "spoof-03 was skipped (spoof-reject not offered)"
     assert _unmet("leak-01[ask]", None).startswith("leak-01[ask] did not run")
+
+
+def test_the_smokes_runs_start_first_and_the_results_keep_the_sets_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A smoke runs every test, the longest run of its set: its run starts before the others'
+    (control: the others start in the set's order), and the results come back in the set's order."""
+    specs = (
+        _spec("first", ("leak-04",), "m:first"),
+        MutantSpec("smoke", "test", (), True, "m:smoke", "reference"),
+        _spec("last", ("leak-02",), "m:last"),
+    )
+    monkeypatch.setattr(mutants, "discover", lambda sets=(): specs)
+    started: list[str] = []
+
+    def run_suites(request: runner.RunRequest, warm: Any = None) -> Outcome:
+        started.append(request.adapter or "")
+        failed = [{"id": stable, "status": "fail"} for stable in ("leak-04", "leak-02")]
+        return Outcome(1, {"tests": failed}, "", ())
+
+    monkeypatch.setattr("kbconform.runner._mutants.run_suites", run_suites)
+    results = runner.run_mutants(workers=1, warm=False)
+    assert started == ["m:smoke", "m:first", "m:last"]
+    assert [(r.name, r.killed) for r in results] == [("first", True), ("smoke", True), ("last", True)]
 
 
 def test_a_mutants_run_renders_failures_natively_unless_its_request_says_otherwise() -> None:
