@@ -78,15 +78,30 @@ export function isFaultPlan(plan) {
     return counts && (hang === undefined || hang === null || (typeof hang === 'number' && hang >= 0 && hang <= 60));
 }
 
+/** A hung store call: `seconds`, or until the promise `replaced` settles. */
+function hang(seconds, replaced) {
+    return new Promise(resolve => {
+        const timer = setTimeout(resolve, seconds * 1000);
+        replaced.then(() => { clearTimeout(timer); resolve(); });
+    });
+}
+
 /** A backend's store-fault switch (feature fault-injection, schemas/harness-v1.md): set() takes
  *  each fault request's plan; the backend awaits consult() once before every call it makes to
- *  its store, which waits the plan's hang and throws StoreFault if the plan fails the call.
- *  `sleep(seconds)` is how a hang waits (a test may record it instead). */
+ *  its store, which waits the plan's hang (or until the plan is replaced) and throws StoreFault
+ *  if the plan fails the call. `sleep(seconds, replaced)` is how a hang waits: `seconds`, or
+ *  until the promise `replaced` settles (a test may record it instead). */
 export class FaultSwitch {
-    constructor({sleep = seconds => new Promise(resolve => setTimeout(resolve, seconds * 1000))} = {}) {
+    constructor({sleep = hang} = {}) {
         this.plan = null;
         this.consulted = 0;
         this.sleep = sleep;
+        this.arm();
+    }
+
+    /** A new promise settled when the plan in force is replaced. */
+    arm() {
+        this.replaced = new Promise(resolve => { this.release = resolve; });
     }
 
     /** Make `plan` the plan (null: no store call fails), refused as invalid unless isFaultPlan;
@@ -96,6 +111,8 @@ export class FaultSwitch {
         const previous = this.consulted;
         this.consulted = 0;
         this.plan = plan;
+        this.release();
+        this.arm();
         return previous;
     }
 
@@ -105,10 +122,11 @@ export class FaultSwitch {
         const plan = this.plan;
         if (plan && store !== null && plan.stores != null && !plan.stores.includes(store)) return;
         const index = this.consulted++;
+        const replaced = this.replaced;
         if (!plan) return;
         const {pass: passing, fail: failing} = plan;
         if (index < passing || (failing !== null && index >= passing + failing)) return;
-        if (plan.hang) await this.sleep(plan.hang);
+        if (plan.hang) await this.sleep(plan.hang, replaced);
         throw new StoreFault(`store unavailable: ${call} failed (injected store fault)`);
     }
 }

@@ -88,15 +88,22 @@ def is_fault_plan(plan: object) -> bool:
     return counts and (hang is None or (isinstance(hang, (int, float)) and 0 <= hang <= 60))
 
 
+def hang(replaced: threading.Event, seconds: float) -> None:
+    """A hung store call: ``seconds``, or until ``replaced`` (the plan it hangs for is replaced)."""
+    replaced.wait(seconds)
+
+
 class FaultSwitch:
     """A backend's store-fault switch (feature ``fault-injection``, ``schemas/harness-v1.md``):
     :meth:`set` takes each ``fault`` request's plan; the backend calls :meth:`consult` once before
-    every call it makes to its store, which waits the plan's ``hang`` and raises if it fails."""
+    every call it makes to its store, which waits the plan's ``hang`` (or until the plan is
+    replaced) and raises if it fails."""
 
     def __init__(self) -> None:
         self.plan: dict[str, Any] | None = None
         self.consulted = 0
         self._lock = threading.Lock()
+        self._replaced = threading.Event()  # set when the plan in force is replaced
 
     def set(self, plan: Any) -> int:
         """Make ``plan`` the plan (None: no store call fails), refused as :func:`invalid` unless
@@ -105,6 +112,8 @@ class FaultSwitch:
             raise invalid(f"fault: not a fault plan: {plan!r}")
         with self._lock:
             previous, self.consulted, self.plan = self.consulted, 0, plan
+            self._replaced.set()
+            self._replaced = threading.Event()
         return previous
 
     def consult(self, call: str, store: str | None = None) -> None:
@@ -116,13 +125,14 @@ class FaultSwitch:
                 return
             index = self.consulted
             self.consulted += 1
+            replaced = self._replaced
         if not plan:
             return
         passing, failing = plan["pass"], plan.get("fail")
         if index < passing or (failing is not None and index >= passing + failing):
             return
         if plan.get("hang"):
-            time.sleep(plan["hang"])
+            hang(replaced, plan["hang"])
         raise StoreFault(f"store unavailable: {call} failed (injected store fault)")
 
 

@@ -8,7 +8,6 @@ drive a backend in another process exactly as they drive one in theirs.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -22,8 +21,9 @@ class FaultPlan:
 
     ``stores`` (the ``kb-grant`` profile, whose backend names the store it consults for) limits
     the plan to those stores: a consultation for another store neither fails nor counts. ``hang``
-    makes a failing consultation block its caller's thread that many seconds before it answers:
-    a store that does not answer in time.
+    makes a failing consultation block its caller's thread that many seconds before it answers,
+    or until the plan is replaced, whichever comes first: a store that does not answer in time
+    until it is back.
     """
 
     passing: int
@@ -44,15 +44,17 @@ class FaultSwitch:
     """A backend's ``store_fails`` switch (feature ``fault-injection``), set by plans.
 
     A backend consults it (calls it) once before every call it makes to its store; it answers
-    True while that store call must fail. :meth:`set` replaces the plan and says how many store
-    calls consulted the one it replaces. Behind harness-v1 the switch lives in the harness:
-    :meth:`set` is forwarded to it, and the switch is never called here.
+    True while that store call must fail. :meth:`set` replaces the plan, ends the hangs of the
+    one it replaces (their calls still fail) and says how many store calls consulted it. Behind
+    harness-v1 the switch lives in the harness: :meth:`set` is forwarded to it, and the switch
+    is never called here.
     """
 
     def __init__(self) -> None:
         self._plan: FaultPlan | None = None
         self._consulted = 0
         self._lock = threading.Lock()
+        self._replaced = threading.Event()  # set when the plan in force is replaced
         self._remote: Callable[[FaultPlan | None], int] | None = None
 
     def __call__(self, store: str | None = None) -> bool:
@@ -64,8 +66,9 @@ class FaultSwitch:
                 return False
             seen, self._consulted = self._consulted, self._consulted + 1
             fails = plan is not None and plan.fails(seen)
+            replaced = self._replaced
         if fails and plan is not None and plan.hang > 0:
-            time.sleep(plan.hang)
+            replaced.wait(plan.hang)
         return fails
 
     def set(self, plan: FaultPlan | None) -> int:
@@ -75,6 +78,8 @@ class FaultSwitch:
             return self._remote(plan)
         with self._lock:
             consulted, self._consulted, self._plan = self._consulted, 0, plan
+            self._replaced.set()
+            self._replaced = threading.Event()
         return consulted
 
     def forward(self, remote: Callable[[FaultPlan | None], int]) -> None:

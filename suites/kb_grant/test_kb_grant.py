@@ -415,8 +415,7 @@ def test_a_store_group_that_does_not_answer_fails_the_search_within_its_deadline
     started = time.monotonic()
     assert d.search(owner, others), "control: the other stores answer"
     assert time.monotonic() - started < limit
-    switch.set(None)
-    time.sleep(max(0.0, started + hang - time.monotonic()))  # the hung store call ends first
+    switch.set(None)  # ends the hung store call (it fails): the store is back
     d.check()
 
 

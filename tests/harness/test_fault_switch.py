@@ -10,25 +10,28 @@ import importlib.util
 import json
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from kbconform.adapter import FaultPlan, FaultSwitch
+
 RUNTIME = Path(__file__).resolve().parents[2] / "kbconform" / "_harness_runtime" / "kbharness.py"
 
 
 @pytest.fixture
 def kbharness(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    """The runtime as a module of its own, its sleeps recorded in ``slept`` instead of waited."""
+    """The runtime as a module of its own, its hangs recorded in ``slept`` instead of waited."""
     spec = importlib.util.spec_from_file_location("kbharness_faults_under_test", RUNTIME)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     module.slept = []  # type: ignore[attr-defined]
-    monkeypatch.setattr(module.time, "sleep", module.slept.append)
+    monkeypatch.setattr(module, "hang", lambda _replaced, seconds: module.slept.append(seconds))
     return module
 
 
@@ -286,3 +289,70 @@ def test_the_javascript_switch_answers_every_plan_as_the_python_one(
     assert python["codes"] == ["KB_HARNESS_REQUEST_INVALID"] * len(REFUSED)
     assert [sum(o != "ok" for o in seen) for _, seen, _, _ in python["results"]] == [0, 3, 2, 2, 2]
     assert python["results"][3][2] == [2.5, 2.5]  # a hang before each failing call, none before passing ones
+
+
+def _hung(consult: Any) -> tuple[threading.Thread, list[Any]]:
+    """A thread making one store call through ``consult`` (it hangs), and what the call gave."""
+    outcome: list[Any] = []
+
+    def call() -> None:
+        try:
+            outcome.append(consult())
+        except Exception as error:  # the runtime's StoreFault
+            outcome.append(type(error).__name__)
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+@pytest.mark.parametrize("switch", ["kit", "runtime"])
+def test_a_hang_lasts_until_its_plan_is_replaced_and_the_call_still_fails(switch: str) -> None:
+    """A store call hanging for a 30 s plan is still hanging a moment later (the control); once
+    the plan is replaced it ends at once, and fails: the store is back for the calls after it,
+    not for the one that hung. The kit's in-process switch and the Python runtime's alike."""
+    if switch == "kit":
+        kit = FaultSwitch()
+        kit.set(FaultPlan(0, 1, hang=30.0))
+        thread, outcome = _hung(kit)
+        replace = kit.set
+    else:
+        spec = importlib.util.spec_from_file_location("kbharness_hang_under_test", RUNTIME)
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        runtime = module.FaultSwitch()
+        runtime.set({"pass": 0, "fail": 1, "hang": 30})
+        thread, outcome = _hung(lambda: runtime.consult("db.write"))
+        replace = runtime.set
+    thread.join(0.3)
+    assert thread.is_alive(), "the hang ended before its plan was replaced"
+    assert replace(None) == 1
+    thread.join(10)
+    assert not thread.is_alive(), "the hang outlived its plan"
+    assert outcome == [True] if switch == "kit" else outcome == ["StoreFault"]
+
+
+NODE_HANG = """
+import {FaultSwitch, StoreFault} from %s;
+const fault = new FaultSwitch();
+fault.set({pass: 0, fail: 1, hang: 30});
+const started = Date.now();
+const failed = error => (error instanceof StoreFault ? 'StoreFault' : String(error));
+const call = fault.consult('db.write').then(() => 'ok', failed);
+const early = await Promise.race([call, new Promise(resolve => setTimeout(() => resolve('hanging'), 300))]);
+const replaced = fault.set(null);
+console.log(JSON.stringify([early, replaced, await call, Date.now() - started < 10000]));
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not on PATH: no JavaScript to run")
+def test_a_javascript_hang_lasts_until_its_plan_is_replaced(tmp_path: Path) -> None:
+    """kbharness.mjs's switch as the Python ones above: still hanging after 0.3 s (the control),
+    ended by the next plan, the call failed; and the process exits without waiting the 30 s out
+    (the subprocess deadline is 20 s)."""
+    script = tmp_path / "hang.mjs"
+    script.write_text(NODE_HANG % json.dumps((RUNTIME.with_suffix(".mjs")).as_uri()), encoding="utf-8")
+    answered = subprocess.run(["node", str(script)], capture_output=True, text=True, timeout=20, check=True)
+    assert json.loads(answered.stdout) == ["hanging", 1, "StoreFault", True]
