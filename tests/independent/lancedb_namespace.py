@@ -174,10 +174,13 @@ def _row(
     }
 
 
-def _cosine_np(a: npt.NDArray[np.float64], b: npt.NDArray[np.float32]) -> float:
-    vector = b.astype(np.float64)
-    norm = float(np.linalg.norm(a) * np.linalg.norm(vector))
-    return float(a @ vector) / norm if norm else 0.0
+def _cosines(a: npt.NDArray[np.float64], vectors: Sequence[npt.NDArray[np.float32]]) -> builtins.list[float]:
+    """The cosine of ``a`` with each of ``vectors`` (0 where a norm is 0), as one matrix product."""
+    matrix = np.asarray(vectors, dtype=np.float64).reshape(-1, DIMENSIONS)
+    norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(a)
+    dots = matrix @ a
+    scores: builtins.list[float] = np.divide(dots, norms, out=np.zeros_like(dots), where=norms != 0).tolist()
+    return scores
 
 
 def _ids_in(ids: Sequence[str]) -> str:
@@ -339,7 +342,7 @@ class LanceNamespace(NamespaceFacades):
             scope = f"({scope}) AND {where_literal(where, columns=COLUMNS)}"
         rows = self._select(scope, HIT, vectors=True)
         target = np.asarray(_embed(text), dtype=np.float64)
-        scores = [_cosine_np(target, row["vector"]) for row in rows]
+        scores = _cosines(target, [row["vector"] for row in rows])
         ranked = [row for _, row in sorted(zip(scores, rows, strict=True), key=lambda p: (-p[0], p[1]["id"]))]
         return [self._hit(row) for row in ranked[: max(n_results, 0)]]
 
