@@ -5,8 +5,9 @@ Milvus Lite takes no filter templates, so every value reaches a filter as a lite
 tests hold ``milvus_literal`` to the store's own parser on hostile strings (a naive quoting lets
 a value widen the filter: the control). The suites' run is in process and only the tests the
 recipe's design answers for, because a whole run costs more than the LanceDB backend's (every
-read a round trip to the store: the 210 tests outside the concurrency suite took 671 s on two loaded
-cores when opening a backend still waited half a second for its index, the concurrency suite's readers at once about 40 s a test, page-01 and atomic-02 to
+read a round trip to the store: the 210 tests outside the concurrency suite took 671 s on two
+loaded cores when opening a backend still waited half a second for its index, the concurrency
+suite's readers at once about 40 s a test, page-01 and atomic-02 to
 atomic-04 a minute or two each): the read filter on every facade (iso, leak, fail-closed),
 escaped ids and paths (leak, deletion) and a write undone by hand (atomic-01). The whole run is
 the nightly command of ``tests/README.md``.
