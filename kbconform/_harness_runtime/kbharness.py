@@ -88,11 +88,6 @@ def is_fault_plan(plan: object) -> bool:
     return counts and (hang is None or (isinstance(hang, (int, float)) and 0 <= hang <= 60))
 
 
-def hang(replaced: threading.Event, seconds: float) -> None:
-    """A hung store call: ``seconds``, or until ``replaced`` (the plan it hangs for is replaced)."""
-    replaced.wait(seconds)
-
-
 class FaultSwitch:
     """A backend's store-fault switch (feature ``fault-injection``, ``schemas/harness-v1.md``):
     :meth:`set` takes each ``fault`` request's plan; the backend calls :meth:`consult` once before
@@ -123,16 +118,14 @@ class FaultSwitch:
             plan = self.plan
             if plan and store is not None and plan.get("stores") is not None and store not in plan["stores"]:
                 return
-            index = self.consulted
-            self.consulted += 1
-            replaced = self._replaced
+            index, self.consulted, replaced = self.consulted, self.consulted + 1, self._replaced
         if not plan:
             return
         passing, failing = plan["pass"], plan.get("fail")
         if index < passing or (failing is not None and index >= passing + failing):
             return
         if plan.get("hang"):
-            hang(replaced, plan["hang"])
+            replaced.wait(plan["hang"])  # the hang, or until the plan is replaced
         raise StoreFault(f"store unavailable: {call} failed (injected store fault)")
 
 

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import threading
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
@@ -31,7 +31,14 @@ def kbharness(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     module.slept = []  # type: ignore[attr-defined]
-    monkeypatch.setattr(module, "hang", lambda _replaced, seconds: module.slept.append(seconds))
+
+    class Recorded(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            module.slept.append(timeout)
+            return False
+
+    # The module's own name for threading (it is loaded as a module of its own), Event recorded.
+    monkeypatch.setattr(module, "threading", SimpleNamespace(**{**vars(threading), "Event": Recorded}))
     return module
 
 
