@@ -1,8 +1,8 @@
-"""The order the project's tests start in, so that the two test workers end together.
+"""The order the project's tests start in, so that the test workers end together.
 
-``python -m pytest`` runs on two pytest-xdist workers with ``--dist worksteal``
-(pyproject.toml): xdist gives the first worker the first half of the collection and the other
-the rest, each runs its half in order, and a worker whose queue runs out takes the second half
+``python -m pytest`` runs on three pytest-xdist workers with ``--dist worksteal``
+(pyproject.toml): xdist gives each worker a contiguous block of the collection (two workers:
+the first half and the rest), each runs its half in order, and a worker whose queue runs out takes the second half
 of the other's remaining queue. The halves of a shuffled collection put the longest tests
 wherever the shuffle did: the longest could start three quarters into the run. Here the halves
 are built longest-processing-time first: each test weighs what it last took
