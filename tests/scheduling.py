@@ -1,13 +1,13 @@
 """The order the project's tests start in, so that the test workers end together.
 
 ``python -m pytest`` runs on three pytest-xdist workers with ``--dist worksteal``
-(pyproject.toml): xdist gives each worker a contiguous block of the collection (two workers:
-the first half and the rest), each runs its half in order, and a worker whose queue runs out takes the second half
-of the other's remaining queue. The halves of a shuffled collection put the longest tests
-wherever the shuffle did: the longest could start three quarters into the run. Here the halves
-are built longest-processing-time first: each test weighs what it last took
-(``tests/durations.json``), the heaviest goes to the lighter half, the next heaviest to the
-lighter half then, and so on, each half in descending weight; the short tests end each half,
+(pyproject.toml): xdist gives each worker a contiguous block of the collection, each runs its
+block in order, and a worker whose queue runs out takes the second half of another's remaining
+queue. The blocks of a shuffled collection put the longest tests wherever the shuffle did: the
+longest could start three quarters into the run. Here the blocks are built
+longest-processing-time first: each test weighs what it last took (``tests/durations.json``),
+the heaviest goes to the lightest block, the next heaviest to the lightest block then, and so
+on, each block in descending weight; the short tests end each block,
 which is where stealing takes from, so it evens out what the weights got wrong.
 
 Tests of a module that share a module-scoped fixture stay together (one unit, their summed
