@@ -197,6 +197,25 @@ def test_a_small_tenant_gets_its_exact_top_k_in_a_large_collection(store: Vector
         assert {h.metadata["tenantId"] for h in big_hits} == {"big"}
 
 
+class _ShortIndex(MemoryStore):
+    """A store whose own query answers half of what it finds, as a filtered approximate index
+    can (Chroma's HNSW past the exact-search limit)."""
+
+    def query(self, embedding: Any, n_results: int, where: Any) -> Any:
+        found = super().query(embedding, n_results, where)
+        return found[: max(1, len(found) // 2)]
+
+
+def test_a_query_asking_for_the_whole_scope_gets_it_whole_past_the_exact_search_limit() -> None:
+    """A scope of 150 rows past an exact-search limit of 100, on a store whose index answers
+    short: asked for 160 (at least the scope), the query returns all 150; control: asked for
+    120, fewer than the scope, it takes the store's short answer (the approximate path)."""
+    kb = KnowledgeBase(_ShortIndex(), settings=Settings(exact_search_limit=100))
+    kb.ingest(ACME, [chunk(f"whole/{i}.md", f"whole scope row {i}") for i in range(150)])
+    assert len(kb.query(ACME, "whole scope", 160)) == 150
+    assert len(kb.query(ACME, "whole scope", 120)) == 60
+
+
 def test_list_pages_through_the_scope_and_rejects_bad_pages(kb: KnowledgeBase) -> None:
     """limit/offset page within scope; a non-positive limit is a contract error."""
     kb.ingest(ACME, [chunk(f"{i}.md", f"text {i}") for i in range(5)])

@@ -50,7 +50,10 @@ class Reads(Core):
         principal = self._reader(self._authenticated(principal, "query"))
         scoped = self._read_where(principal, where)
         embedding = np.asarray(self.embedder([text]), dtype=np.float32)[0]
-        limit = self.settings.exact_search_limit
+        # A scope within the exact-search limit is ranked exactly, and so is one the query asks
+        # for whole (n_results at least its size): an approximate index may answer a filtered
+        # query short of the rows in scope (Chroma's HNSW did, past 2,000 rows: page-01).
+        limit = max(self.settings.exact_search_limit, n_results)
         with self._as("query", principal, "read"):
             self._settle("query")
             with self._store_call("query"):
