@@ -110,6 +110,28 @@ def silent_server() -> Iterator[SilentServer]:
     server.close()
 
 
+def _stop(pid: int) -> None:
+    """SIGSTOP ``pid``, then wait (within :data:`GUARD`) until each of its threads is stopped:
+    the signal is queued, and a thread running on another core stops at its next kernel entry,
+    so a request sent at once could still be answered on a loaded machine. Without ``/proc``
+    the signal alone."""
+    os.kill(pid, signal.SIGSTOP)
+    tasks = Path(f"/proc/{pid}/task")
+    deadline = time.monotonic() + GUARD
+    while tasks.is_dir() and time.monotonic() < deadline:
+        if all(_state(task) in "tTX" for task in tasks.iterdir()):
+            return
+        time.sleep(0.01)
+
+
+def _state(task: Path) -> str:
+    """A thread's state letter from ``/proc``; ``X`` (dead) for one that ended meanwhile."""
+    try:
+        return (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "X"
+
+
 @posix_signals
 def test_a_stopped_chroma_server_fails_reads_and_writes_with_backend_unavailable_until_continued(
     own_server: ChromaServer,
@@ -127,7 +149,7 @@ def test_a_stopped_chroma_server_fails_reads_and_writes_with_backend_unavailable
             "query": lambda: kb.query(ACME, "alpha"),
             "ingest": lambda: kb.ingest(ACME, [chunk("b.md", "beta")]),
         }
-        os.kill(pid, signal.SIGSTOP)
+        _stop(pid)
         try:
             for name, call in calls.items():
                 with pytest.raises(BackendUnavailable) as caught:
