@@ -116,7 +116,7 @@ def run_mutants(
 
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            runs = {index: pool.submit(timed, mutants[index]) for index in _longest_first(mutants)}
+            runs = {index: pool.submit(timed, mutants[index]) for index in _smokes_first(mutants)}
             try:
                 return [runs[index].result() for index in range(len(mutants))]
             finally:
@@ -127,7 +127,7 @@ def run_mutants(
             idle.get_nowait().close()
 
 
-def _longest_first(mutants: Sequence[Any]) -> list[int]:
+def _smokes_first(mutants: Sequence[Any]) -> list[int]:
     """The order the mutants' runs start in (their indices): the smokes first, each a run of
     every test, the longest of a set (a smoke started last keeps one job busy long after the
     others have finished), then the others as given. The results keep the mutants' order."""
