@@ -78,9 +78,11 @@ from tests.independent.sqlite_namespace import (
 
 T = TypeVar("T")
 CONFIG_VERSION = "lancedb-1"
-#: Every this many writes the table's fragments are compacted (``Table.optimize``): a scan's
-#: cost grows with the fragments (each write adds one), far more than a compaction costs.
-COMPACT_EVERY = 8
+#: Every this many writes the table's fragments are compacted (``Table.optimize``): each write
+#: adds a fragment or a deletion file, and a read scans every fragment twice (its filter columns,
+#: then the chosen rows' other columns); a compaction costs about three reads, and the suites
+#: make 16 to 34 reads a write.
+COMPACT_EVERY = 3
 #: The most paths one deletion scan names (``path IN (...)``).
 BATCH = 200
 #: How long one store call may take, in seconds, before the store counts as unavailable.
