@@ -172,3 +172,14 @@ def test_the_suite_calls_benchmark_puts_every_call_of_an_atomicity_test_in_a_pha
     assert phases["control: seed canaries read back"]["calls"] > 0
     assert "attempts: seed canaries read back" not in phases
     assert phases["attempts: seed canaries"]["calls"] > 0
+
+
+def test_the_exchange_encoding_benchmark_replays_every_exchange_on_both_sides(tmp_path: Path) -> None:
+    """A tiny run replays the same recorded exchanges with the encoding as it was and as it is,
+    and writes every figure."""
+    module = benchmark("exchange_encoding.py")
+    figures = module.main(["--records", "3", "--rounds", "1", "--json", str(tmp_path / "e.json")])
+    assert figures["exchanges"] == 2 * (3 + 1 + 5 * 3) + 3  # hello, open and close too
+    assert figures["before_cpu_s"] > 0
+    assert figures["now_cpu_s"] > 0
+    assert (tmp_path / "e.json").exists()

@@ -51,7 +51,12 @@ class Transport(Protocol):
 
     description: str
 
-    def exchange(self, call: str, message: Mapping[str, Any], timeout: float) -> Mapping[str, Any]: ...
+    def exchange(
+        self, call: str, message: Mapping[str, Any], timeout: float, line: bytes | None = None
+    ) -> Mapping[str, Any]:
+        """``line``: the message as :func:`~kbconform.harness._wire.dumps` encodes it, when the
+        caller has it (else the transport encodes it)."""
+        ...
 
     def log_tail(self) -> str: ...
 
@@ -179,7 +184,9 @@ class StdioTransport:
         self._kept.write(b"\n[kbconform: the harness broke and was started again]\n")
         return StdioTransport(self.command, self.log, self.cwd, self._kept)
 
-    def exchange(self, call: str, message: Mapping[str, Any], timeout: float) -> Mapping[str, Any]:
+    def exchange(
+        self, call: str, message: Mapping[str, Any], timeout: float, line: bytes | None = None
+    ) -> Mapping[str, Any]:
         if not self._lock.acquire(blocking=False):
             self._break(call, "was sent while an earlier request was still unanswered")
         try:
@@ -188,7 +195,7 @@ class StdioTransport:
             stdin = self.process.stdin
             assert stdin is not None
             try:
-                stdin.write(dumps(message))
+                stdin.write(dumps(message) if line is None else line)
                 stdin.flush()
             except OSError as error:
                 self._break(call, f"could not be sent: the harness closed its stdin ({error})")
@@ -294,10 +301,10 @@ class HarnessAdapter:
         call = f"harness {op} (request {request_id})"
         try:
             message = {"id": request_id, "op": op, "params": dict(params)}
-            dumps(message)
+            line = dumps(message)  # encoded once: sent and recorded as it is
         except (TypeError, ValueError) as error:
             raise HarnessBroken(call, f"its arguments have no harness-v1 form: {error}") from None
-        response = self.exchange(call, message, timeout)
+        response = self.exchange(call, message, timeout, line)
         if "error" in response:
             named = {} if op in COMMON_OPERATIONS else self._table().named
             raise error_from_wire(op, params, response["error"], named)
@@ -312,15 +319,17 @@ class HarnessAdapter:
             )
         return result
 
-    def exchange(self, call: str, message: Mapping[str, Any], timeout: float) -> Mapping[str, Any]:
+    def exchange(
+        self, call: str, message: Mapping[str, Any], timeout: float, line: bytes | None = None
+    ) -> Mapping[str, Any]:
         """One request and the harness's whole response (a result or an error), recorded in
-        :attr:`transcript`."""
+        :attr:`transcript`; ``line``: the request as encoded already (:func:`dumps`)."""
         try:
-            response = self.transport.exchange(call, message, timeout)
+            response = self.transport.exchange(call, message, timeout, line)
         except HarnessBroken as error:
-            self.transcript.record(message, None, str(error))
+            self.transcript.record(message, None, str(error), line)
             raise
-        self.transcript.record(message, response)
+        self.transcript.record(message, response, sent=line)
         return response
 
     def send_raw(self, op: str, params: Mapping[str, Any]) -> Mapping[str, Any]:

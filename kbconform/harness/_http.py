@@ -44,10 +44,12 @@ class HttpTransport:
     def broken(self) -> bool:
         return self._broken is not None
 
-    def exchange(self, call: str, message: Mapping[str, Any], timeout: float) -> Mapping[str, Any]:
+    def exchange(
+        self, call: str, message: Mapping[str, Any], timeout: float, line: bytes | None = None
+    ) -> Mapping[str, Any]:
         if self._broken is not None:
             raise HarnessBroken(call, f"the harness is unusable ({self._broken.what})")
-        request = dumps(message)
+        request = dumps(message) if line is None else line
         kept = self._checkout(timeout)
         answered = self._send(call, kept, request, message["op"], timeout) if kept is not None else None
         if answered is None:  # no kept connection, or the harness had closed it before reading

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbconform.harness._wire import HarnessBroken
+from kbconform.harness._wire import HarnessBroken, Received
 
 #: The most exchanges a test's transcript keeps (its set-up first, then the last ones).
 MOST_EXCHANGES = 1000
@@ -84,6 +84,8 @@ def _line(entry: Mapping[str, Any]) -> dict[str, Any]:
     it is larger than :data:`LARGEST_RESPONSE` characters."""
     line = {**entry, "request": json.loads(entry["request"])}
     text = entry["response"]
+    if isinstance(text, bytes):  # as received: its canonical form is made now, for the few written
+        text = _canonical(json.loads(text))
     if text is not None and len(text) > LARGEST_RESPONSE:
         line["response"] = {"digest": digest(json.loads(text)), "characters": len(text)}
     else:
@@ -102,12 +104,28 @@ class Transcript:
     call_start: int | None = None
     example_start: int | None = None
 
-    def record(self, request: Mapping[str, Any], response: Mapping[str, Any] | None, broke: str = "") -> None:
+    def record(
+        self,
+        request: Mapping[str, Any],
+        response: Mapping[str, Any] | None,
+        broke: str = "",
+        sent: bytes | None = None,
+    ) -> None:
+        """Keep one exchange: ``request`` as sent (``sent``: its line, when the caller encoded
+        it), and ``response`` (a :class:`Received` keeps the bytes it was read from)."""
+        if response is None:
+            answer: str | bytes | None = None
+        elif isinstance(response, Received):
+            answer = response.raw
+        else:
+            answer = _canonical(response)
         entry: dict[str, Any] = {
             # as sent, keys in order: a backend may read an object's keys in order (JSON says
             # they have none), and a replay must send what the test sent
-            "request": json.dumps(request, ensure_ascii=False, separators=(",", ":")),
-            "response": None if response is None else _canonical(response),
+            "request": sent
+            if sent is not None
+            else json.dumps(request, ensure_ascii=False, separators=(",", ":")),
+            "response": answer,
         }
         if broke:
             entry["broke"] = broke

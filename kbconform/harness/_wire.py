@@ -228,10 +228,7 @@ def _validator(definition: str) -> Any:
 def schema_problems(schema: Mapping[str, Any], value: Any) -> list[str]:
     """Why ``value`` is not valid by the JSON Schema ``schema`` (empty when it is), as
     :func:`problems` says it."""
-    validator = _compiled(json.dumps(schema, sort_keys=True))
-    return [f"{error.instance_path or '/'}: {error.message}"[:300] for error in validator.iter_errors(value)][
-        :5
-    ]
+    return _found(_compiled(json.dumps(schema, sort_keys=True)), value)
 
 
 @lru_cache(maxsize=256)
@@ -244,26 +241,45 @@ def _compiled(schema: str) -> Any:
 
 def problems(definition: str, value: Any) -> list[str]:
     """Why ``value`` is not a valid harness-v1 ``$defs/<definition>`` (empty when it is)."""
-    return [
-        f"{error.instance_path or '/'}: {error.message}"[:300]
-        for error in _validator(definition).iter_errors(value)
-    ][:5]
+    return _found(_validator(definition), value)
 
 
-def read_response(call: str, raw: bytes, request_id: int, log: str) -> Mapping[str, Any]:
+def _found(validator: Any, value: Any) -> list[str]:
+    """The first five errors ``validator`` finds in ``value``; a valid value (almost every
+    message) is only checked, which costs half of collecting its errors."""
+    if validator.is_valid(value):
+        return []
+    return [f"{error.instance_path or '/'}: {error.message}"[:300] for error in validator.iter_errors(value)][
+        :5
+    ]
+
+
+class Received(dict[str, Any]):
+    """A response message as read, with :attr:`raw`, the bytes it was read from: a snapshot of
+    what the harness answered that no later change to the message reaches (a transcript keeps
+    it, and encodes it only when it is written)."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, message: Mapping[str, Any], raw: bytes) -> None:
+        super().__init__(message)
+        self.raw = raw
+
+
+def read_response(call: str, raw: bytes, request_id: int, log: str) -> Received:
     """The harness-v1 response ``raw`` to the request ``request_id`` (``call``, in messages);
     anything else breaks the call (:class:`HarnessBroken`, with the harness's ``log``)."""
     try:
-        message: dict[str, Any] = json.loads(raw)
+        parsed = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         raise HarnessBroken(call, f"answered with something that is not JSON: {raw[:200]!r}", log) from None
-    found = problems("response", message)
+    found = problems("response", parsed)
     if found:
         raise HarnessBroken(
             call, "answered with something that is not a harness-v1 response: " + "; ".join(found), log
         )
-    if message["id"] != request_id:
+    if parsed["id"] != request_id:
         raise HarnessBroken(
-            call, f"answered request {message['id']} when request {request_id} was in flight", log
+            call, f"answered request {parsed['id']} when request {request_id} was in flight", log
         )
-    return message
+    return Received(parsed, bytes(raw))

@@ -56,8 +56,10 @@ class Loopback:
         self.dispatcher = dispatcher
         self.sent: list[dict[str, Any]] = []
 
-    def exchange(self, call: str, message: Mapping[str, Any], timeout: float) -> Mapping[str, Any]:
-        self.sent.append(json.loads(dumps(message)))
+    def exchange(
+        self, call: str, message: Mapping[str, Any], timeout: float, line: bytes | None = None
+    ) -> Mapping[str, Any]:
+        self.sent.append(json.loads(dumps(message) if line is None else line))
         answer: Mapping[str, Any] = json.loads(dumps(self.dispatcher.answer(self.sent[-1])))
         return answer
 

@@ -21,6 +21,7 @@ from kbconform.cli import main
 from kbconform.cli._replay import Recorded, load, render
 from kbconform.harness import Transcript, placeless, to_jsonl
 from kbconform.harness._transcript import MOST_EXCHANGES, Step, replay
+from kbconform.harness._wire import read_response
 
 ROOT = Path(__file__).resolve().parents[2]
 #: A memory-scope harness giving every memory a random id (``no-store``: no backend opens).
@@ -144,6 +145,22 @@ def test_a_transcript_that_is_not_one_is_refused_with_its_code(
     good.write_text(to_jsonl([{"request": {"op": "open", "params": {}}, "response": None}]), encoding="utf-8")
     assert main(["replay", str(good)]) == 2
     assert "give the backend to replay against" in capsys.readouterr().err
+
+
+def test_a_response_is_transcribed_as_the_harness_sent_it_whatever_the_suite_changes_later() -> None:
+    """Unit: a response read from a harness is kept as its bytes and the request as the line sent,
+    encoded in canonical form only when the transcript is written: a change the suite makes to
+    the message afterwards does not reach it (control: the change is made, on the message)."""
+    transcript = Transcript()
+    sent = b'{"id":1,"op":"list","params":{"limit":2}}\n'
+    received = read_response("harness list (request 1)", b'{"id":1,"result":{"b":1,"a":[1,2]}}\n', 1, "")
+    transcript.record({"id": 1, "op": "list", "params": {"limit": 2}}, received, sent=sent)
+    received["result"]["a"].append(3)
+    assert received["result"]["a"] == [1, 2, 3]
+    (line,) = transcript.lines()
+    assert line["request"] == {"id": 1, "op": "list", "params": {"limit": 2}}
+    assert line["response"] == {"id": 1, "result": {"a": [1, 2], "b": 1}}
+    assert list(line["response"]["result"]) == ["a", "b"]  # canonical: keys sorted
 
 
 def test_the_transcript_keeps_the_set_up_and_the_last_example_within_bounds() -> None:

@@ -309,6 +309,45 @@ def test_chroma_ranks_a_scope_within_its_exact_limit_exactly_reading_a_small_one
         base.drop()
 
 
+def test_chroma_sends_a_scope_past_its_exact_limit_to_its_index_without_reading_its_ids() -> None:
+    """A scope with a row past ``exact_scopes`` goes to Chroma's approximate index once a read
+    at that offset finds one: its ids are not read (control: a scope within the limit is counted
+    by its ids and ranked exactly)."""
+    from kbconform_reference.namespace.stores.chroma import ChromaStore
+
+    class Counted(ChromaStore):
+        counted = searched = 0
+
+        def ids(self, **kwargs: Any) -> Any:
+            self.counted += 1
+            return super().ids(**kwargs)
+
+        def nearest(self, *args: Any) -> Any:
+            self.searched += 1
+            return super().nearest(*args)
+
+    base = ChromaStore.ephemeral()
+    rng = np.random.default_rng(5)
+    try:
+        vectors = rng.standard_normal((300, 8)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        base.upsert([f"r{n}" for n in range(300)], vectors, ["t"] * 300, [{"tenantId": "big"}] * 300)
+        question, where = rng.standard_normal(8).astype(np.float32), {"tenantId": {"$eq": "big"}}
+        for limit, counted, searched in ((299, 0, 1), (300, 1, 0)):
+            store = Counted(base._collection, base.description)
+            store.exact_scopes = limit
+            found = store.query(question, 5, where)
+            assert (store.counted, store.searched) == (counted, searched)
+            expected = (
+                base.nearest(question, 5, where)
+                if searched
+                else exact_top_k(base.get(where=where, embeddings=True), question, 5)
+            )
+            assert [m.id for m in found] == [m.id for m in expected]
+    finally:
+        base.drop()
+
+
 def test_chroma_reads_by_id_under_a_clause_of_text_as_chroma_evaluates_it() -> None:
     """Rows by id under a clause of text (the read filter's ``$eq``, ``$ne``, ``$in``, ``$nin``,
     ``$and``, ``$or``; a key some rows lack) are read by id and filtered in Python: the same rows
