@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
 from kbconform.adapter import ENVELOPE_FIELDS, RevisionMap, where_matches
-from kbconform.conformance import DriverMachine, Refused, Run, charged
+from kbconform.conformance import COUNTING, DriverMachine, Refused, Run, charged
 from kbconform.conformance.strategies import (
     OUTSIDE,
     PATHS,
@@ -272,6 +272,8 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         boundary = 2 if self.resolver is not None else None
         self.delete(0, SignalSpec(repo=0, tombstones=((None, 0),), boundary=boundary), None)
         self._patterns_and_pairs()
+        self._send_again()
+        self._sync_claiming_another_tenant()
         operator = next(i for i, u in enumerate(self.users) if u.role == "operator")
         self.export(operator, None)
         if self.exported:
@@ -697,6 +699,62 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
             )
             self.seen |= set(self._ingest(principal, [late], 1))
 
+    def _send_again(self) -> None:
+        """An identical re-send, in every program's set-up: the writer of the first chunk still
+        as written (not spoofed, not restored or rewritten since) sends its record again, which
+        keeps every stamp, ``ingestedAt`` included (schemas/stamping.md; the invariant reads it
+        back: get reads it just before and after). Where the store can fail, the same re-send is made once
+        more with its last store call failing, the call after which a backend's own bookkeeping
+        runs: it changes nothing."""
+        for chunk, (writer, made) in self.written.items():
+            row = self.policy.rows.get(chunk)
+            if row is None or chunk not in self.policy.learned or row.document != made["content"]:
+                continue
+            if any(self.policy.spoofed_fields(writer, made)):
+                continue
+            if not isinstance(self.policy.ingest(writer, [made], self.mode), Refused):
+                break
+        else:
+            return
+
+        def read_back(when: str) -> None:
+            if "get" in self.facades:
+                held = self._call(writer, None, chunk, partial(self.backend.get, writer, chunk), True)
+                assert not isinstance(held, KbconformError), f"{chunk} does not read back: {held!r}"
+                self._same(self.policy.scope(writer), [held], writer.tenant_id, f"get {when}")
+
+        read_back("before an identical re-send")  # the stamps it holds, learned
+        if self.faults:
+            self.fault.set(COUNTING)  # fails no call: counts the re-send's store calls
+        self._ingest(writer, [made], None)
+        calls = self.fault.set(None) if self.faults else 0
+        read_back("after an identical re-send")
+        if calls:
+            self._ingest(writer, [made], calls - 1)
+
+    def _sync_claiming_another_tenant(self) -> None:
+        """A sync whose record claims another tenant, in every program's set-up where the backend
+        syncs: the first user and the second tenant's first agent each write a row in a
+        repository no rule writes; then the first user syncs it with one record at another path
+        whose ``tenantId`` names the second tenant (within the spoof budget). In overwrite mode
+        the sync replaces its caller's tenant's repository: its own row goes, the other tenant's
+        stays (schemas/maintenance.md); in reject mode it is refused whole (schemas/stamping.md)."""
+        if "sync" not in self.features:
+            return
+        assert self.world is not None
+        first, neighbour = self._principal(0), self._principal(len(self.world.agents))
+        slug = "synced"
+
+        def made(tenant: str) -> dict[str, Any]:
+            path = f"docs/{next(self.tokens)}.md"
+            return record(path, self._content(tenant, slug, path, True), tenant=tenant, repo=slug)
+
+        for principal in (first, neighbour):
+            self.seen |= set(self._ingest(principal, [made(principal.tenant_id)], None))
+        budget = self.policy.spoof_budget(first)
+        claimed = neighbour.tenant_id if budget is None or budget >= 1 else first.tenant_id
+        self._sync(first, slug, [{**made(first.tenant_id), "tenantId": claimed}], None)
+
     def _collide(self, operator: int) -> None:
         """An aimed id collision: the operator restores a chunk's id as another tenant's chunk,
         with another text and path; its writer then ingests the very record again, and is
@@ -749,7 +807,18 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         slug = self.world.repos[repo]
         spoofing = self._within_budget(principal, specs, envelope)
         records = [self._record(principal, replace(spec, repo=repo), spoofing) for spec in specs]
-        enveloped = self._envelope(principal, slug, envelope, spoofing)
+        self._sync(principal, slug, records, fault, self._envelope(principal, slug, envelope, spoofing))
+
+    def _sync(
+        self,
+        principal: Principal,
+        slug: str,
+        records: list[dict[str, Any]],
+        fault: int | None,
+        enveloped: tuple[dict[str, Any], ...] = (),
+    ) -> None:
+        """Sync ``slug`` with ``records``, compare ids, warnings and deletions with the model,
+        and commit."""
         expected = self.policy.sync(principal, slug, records, self.mode)
         sent = (slug, records, *enveloped, self.policy.ids_for(principal, records))
         outcome = self._call(
