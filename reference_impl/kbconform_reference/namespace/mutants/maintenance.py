@@ -132,13 +132,13 @@ MUTANTS: tuple[Mutant, ...] = (
         "sync-trusts-record-tenant",
         SyncTrustsRecordTenant,
         "a sync deletes the stale chunks of the tenant its first record claims",
-        ("sync-02[overwrite]",),
+        ("sync-02[overwrite]", "state-01[overwrite]"),
     ),
     Mutant(
         "sync-overwrites-in-reject-mode",
         SyncOverwritesInRejectMode,
         "a sync overwrites spoofs in reject mode",
-        ("sync-02[reject]",),
+        ("sync-02[reject]", "state-01[reject]"),
     ),
     Mutant(
         "sync-unchecked",
