@@ -68,6 +68,53 @@ def test_variants_in_a_file_are_run_against_their_killers_and_a_survivor_is_name
     assert {m["set"] for m in results.values()} == {"variants mine/my_variants.py"}
 
 
+UNOPENABLE = """\
+from tests.plugin.tiny_adapter import make
+
+
+class NeedsAClient:
+    \"\"\"The tiny adapter, but opening a backend imports a store client not installed here.\"\"\"
+
+    def __init__(self):
+        self.manifest = make().manifest
+
+    def open(self, options):
+        import kbconform_no_such_store_client  # noqa: F401
+
+    def close(self, backend):
+        pass
+
+    def shutdown(self):
+        pass
+
+
+def needs_a_client():
+    return NeedsAClient()
+
+
+MUTANTS = [
+    {"name": "needs-a-client", "breaks": "nothing", "killers": ["leak-01[list]", "closed-03"],
+     "adapter": "needs_a_client"},
+]
+"""
+
+
+def test_a_set_whose_backend_does_not_open_here_kills_nothing(tmp_path: Path) -> None:
+    """A variant whose backend cannot open (a store client not installed) fails every test, yet
+    is not killed: the control open of its set fails first, and the mutant is reported as an
+    error naming the missing module (exit 1), not as killed by its killers. The leaky variant
+    above, whose backend opens, is killed (the control)."""
+    (tmp_path / "unopenable.py").write_text(UNOPENABLE, encoding="utf-8")
+    args = ("--variants", "unopenable.py", "--transport", "in-process", "--json", "out.json")
+    done = _mutants(tmp_path, *args)
+    assert done.returncode == 1, done.stdout + done.stderr
+    [result] = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))["mutants"]
+    assert (result["killed"], result["killed_by"]) == (False, [])
+    assert "no backend of its set opens here" in result["error"]
+    assert "No module named 'kbconform_no_such_store_client'" in result["error"]
+    assert "Traceback" not in done.stdout + done.stderr
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

@@ -32,7 +32,9 @@ def add(commands: Any) -> None:
         "(accept everything, reject everything) names none, runs every test and is killed when "
         "the run fails. --full runs every test against every mutant and lists all it fails. A "
         "killer that passes, is skipped, does not run or is not in the suites' catalogue leaves "
-        "its mutant alive, and the output says which. Exit 0 when every mutant is killed, 1 when "
+        "its mutant alive, and the output says which. First one backend of each set is opened "
+        "and closed here (the control): a set whose backend does not open (a store client not "
+        "installed) kills nothing, and its mutants are errors. Exit 0 when every mutant is killed, 1 when "
         "one survives or gives no sound report, 2 when no set can be loaded.",
     )
     mutants.add_argument("--json", metavar="PATH", help="write {'mutants': [...]} here")

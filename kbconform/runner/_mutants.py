@@ -4,6 +4,7 @@ job's runs forked from a warm process, and whether each mutant was killed, and w
 from __future__ import annotations
 
 import queue
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -76,10 +77,15 @@ def run_mutants(
             raise RunError(f"no mutant named {', '.join(unknown)} in the sets installed")
         mutants = tuple(mutant for mutant in mutants if mutant.name in names)
 
+    unopened = _unopened(mutants)
+
     def one(mutant: Any, warm: Warm) -> MutantResult:
         named = (mutant.name, mutant.breaks)
         killers = list(mutant.killers)
         mode = "full" if full or mutant.smoke else "killers"
+        if not mutant.smoke and mutant.source in unopened:
+            why = f"no backend of its set opens here, so no failure is its own: {unopened[mutant.source]}"
+            return MutantResult(*named, False, [], killers, why, mutant.source, mode)
         asked = _asked(mutant.adapter, request, transport=transport, seed=seed)
         if mutant.in_process_only is not None and asked.transport != "in-process":
             why = f"in process only: {mutant.in_process_only}"
@@ -125,6 +131,55 @@ def run_mutants(
     finally:
         while not idle.empty():
             idle.get_nowait().close()
+
+
+#: How long the control open of a set's backend (:func:`_unopened`) may take, in seconds.
+OPEN_TIMEOUT = 120.0
+
+
+def _unopened(mutants: Sequence[Any]) -> dict[str, str]:
+    """The sets (by source) of ``mutants`` whose backend does not open here, each with why: the
+    sweep's control. A run whose backend cannot open (a store's client not installed, its
+    server unreachable) fails every test, and so would "kill" every mutant. Before any run, one
+    backend of each set is opened and closed in this process, through the first of its mutants
+    that opens (a smoke serves no store and is not tried)."""
+    why: dict[str, str] = {}
+    opened: set[str] = set()
+    for mutant in mutants:
+        if mutant.smoke or mutant.source in opened:
+            continue
+        problem = _opens(mutant.adapter)
+        if problem is None:
+            opened.add(mutant.source)
+            why.pop(mutant.source, None)
+        else:
+            why.setdefault(mutant.source, problem)
+    return why
+
+
+def _opens(adapter: str) -> str | None:
+    """Why a backend of ``adapter`` does not open and close here within :data:`OPEN_TIMEOUT`
+    (None: it does)."""
+    from kbconform.adapter import BackendOptions, load_adapter
+
+    outcome: list[str | None] = []
+
+    def attempt() -> None:
+        try:
+            loaded, manifest = load_adapter(adapter)
+            modes = manifest.spoof_modes
+            try:
+                loaded.close(loaded.open(BackendOptions(spoof_mode=modes[0]) if modes else BackendOptions()))
+            finally:
+                loaded.shutdown()
+            outcome.append(None)
+        except Exception as error:  # whatever stops it is the answer
+            outcome.append(f"{type(error).__name__}: {error}")
+
+    thread = threading.Thread(target=attempt, name=f"control open of {adapter}", daemon=True)
+    thread.start()
+    thread.join(OPEN_TIMEOUT)
+    return outcome[0] if outcome else f"opening a backend took more than {OPEN_TIMEOUT:g} s"
 
 
 def _smokes_first(mutants: Sequence[Any]) -> list[int]:

@@ -304,6 +304,7 @@ def test_the_smokes_runs_start_first_and_the_results_keep_the_sets_order(
         return Outcome(1, {"tests": failed}, "", ())
 
     monkeypatch.setattr("kbconform.runner._mutants.run_suites", run_suites)
+    monkeypatch.setattr("kbconform.runner._mutants._opens", lambda adapter: None)  # no store here
     results = runner.run_mutants(workers=1, warm=False)
     assert started == ["m:smoke", "m:first", "m:last"]
     assert [(r.name, r.killed) for r in results] == [("first", True), ("smoke", True), ("last", True)]
