@@ -292,7 +292,9 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
                 corners += [(ordered[i], "private ownerless") for i in rest]
             self.restore(operator, [*corners, *private], None)
             self.export(operator, None)  # an export taken after chunks became private
+            self._overwrite_private()
             self._collide(operator)
+        self.export(0, None)  # a member's export is refused (schemas/backup.md: operators only)
         # every program asks once about a file a deployment holds and once about a stored path
         # (read-filter.md: every result is a stored chunk in the reader's scope), whatever rules
         # Hypothesis draws after
@@ -651,7 +653,9 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         the first repository and its twin in the second (the pairs' cross product names two
         more, and the NFD form stays; deletion-signaling.md: a pair matches exactly); another
         tombstones the pattern path in the second repository while its push writes that path in
-        the first (a file is protected in its own repository only); then a
+        the first (a file is protected in its own repository only), and a third tombstones the
+        twin in the first while its push writes it there (refused: one path both tombstoned and
+        written, deletion-signaling.md); then a
         write fails at its second store call (its rollback restores what it touched, never a
         state from before the deletes)."""
         assert self.world is not None
@@ -693,6 +697,8 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
             "files": [{"sourcePath": pattern}],
         }
         self._delete(principal, protected, None)
+        both = {"repoSlug": first, "deleted": [{"sourcePath": twin}], "files": [{"sourcePath": twin}]}
+        self._delete(principal, both, None)  # one path both tombstoned and written: refused
         if "fault-injection" in self.features:
             late = record(
                 "docs/late.md", self._content(tenant, first, "docs/late.md", True), tenant=tenant, repo=first
@@ -754,6 +760,28 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         budget = self.policy.spoof_budget(first)
         claimed = neighbour.tenant_id if budget is None or budget >= 1 else first.tenant_id
         self._sync(first, slug, [{**made(first.tenant_id), "tenantId": claimed}], None)
+
+    def _overwrite_private(self) -> None:
+        """Another agent of its tenant sends the very record of a chunk made private to its
+        writer's agent, in every program's set-up: refused, and the chunk stays private
+        (schemas/stamping.md: a private chunk is written over by its origin agent only)."""
+        for chunk, (writer, made) in self.written.items():
+            row = self.policy.rows.get(chunk)
+            if row is None or row.stamps.get("visibility") != "private" or not row.origin_is(writer):
+                continue
+            if writer.tenant_id == self.shared:
+                continue
+            other = next(
+                (
+                    self._principal(index)
+                    for index, user in enumerate(self.users)
+                    if user.tenant == writer.tenant_id and user.agent not in (None, writer.agent_identity)
+                ),
+                None,
+            )
+            if other is not None and not any(self.policy.spoofed_fields(other, made)):
+                self._ingest(other, [made], None)
+                return
 
     def _collide(self, operator: int) -> None:
         """An aimed id collision: the operator restores a chunk's id as another tenant's chunk,
