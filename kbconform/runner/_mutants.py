@@ -142,25 +142,29 @@ def _unopened(mutants: Sequence[Any]) -> dict[str, str]:
     sweep's control. A run whose backend cannot open (a store's client not installed, its
     server unreachable) fails every test, and so would "kill" every mutant. Before any run, one
     backend of each set is opened and closed in this process, through the first of its mutants
-    that opens (a smoke serves no store and is not tried)."""
+    that opens (a smoke serves no store and is not tried); an open that overruns its deadline
+    ends the set's tries (its store does not answer, whichever mutant asks)."""
     why: dict[str, str] = {}
-    opened: set[str] = set()
+    decided: set[str] = set()
     for mutant in mutants:
-        if mutant.smoke or mutant.source in opened:
+        if mutant.smoke or mutant.source in decided:
             continue
-        problem = _opens(mutant.adapter)
+        problem, hung = _opens(mutant.adapter)
+        if problem is None or hung:
+            decided.add(mutant.source)
         if problem is None:
-            opened.add(mutant.source)
             why.pop(mutant.source, None)
         else:
             why.setdefault(mutant.source, problem)
     return why
 
 
-def _opens(adapter: str) -> str | None:
+def _opens(adapter: str) -> tuple[str | None, bool]:
     """Why a backend of ``adapter`` does not open and close here within :data:`OPEN_TIMEOUT`
-    (None: it does)."""
+    (None: it does), and whether it overran."""
     from kbconform.adapter import BackendOptions, load_adapter
+
+    timeout = OPEN_TIMEOUT
 
     outcome: list[str | None] = []
 
@@ -178,8 +182,10 @@ def _opens(adapter: str) -> str | None:
 
     thread = threading.Thread(target=attempt, name=f"control open of {adapter}", daemon=True)
     thread.start()
-    thread.join(OPEN_TIMEOUT)
-    return outcome[0] if outcome else f"opening a backend took more than {OPEN_TIMEOUT:g} s"
+    thread.join(timeout)
+    if not outcome:
+        return f"opening a backend took more than {timeout:g} s", True
+    return outcome[0], False
 
 
 def _smokes_first(mutants: Sequence[Any]) -> list[int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from kbconform import mutants, runner
 from kbconform import report as reports
 from kbconform.cli import main
 from kbconform.mutants import MutantSpec
-from kbconform.runner._mutants import _asked, _unmet
+from kbconform.runner._mutants import _asked, _unmet, _unopened
 from kbconform.runner._outcome import Outcome, soundness
 from kbconform_reference.mutants import MUTANTS as TENANT
 
@@ -304,10 +305,63 @@ def test_the_smokes_runs_start_first_and_the_results_keep_the_sets_order(
         return Outcome(1, {"tests": failed}, "", ())
 
     monkeypatch.setattr("kbconform.runner._mutants.run_suites", run_suites)
-    monkeypatch.setattr("kbconform.runner._mutants._opens", lambda adapter: None)  # no store here
+    monkeypatch.setattr("kbconform.runner._mutants._opens", lambda adapter: (None, False))  # no store here
     results = runner.run_mutants(workers=1, warm=False)
     assert started == ["m:smoke", "m:first", "m:last"]
     assert [(r.name, r.killed) for r in results] == [("first", True), ("smoke", True), ("last", True)]
+
+
+#: The adapters the control-open test asks for, by name: how many times each was opened.
+OPENED: dict[str, int] = {}
+
+
+class _Unanswered:
+    """An adapter whose store never answers (``hang``) or whose client is missing."""
+
+    def __init__(self, kind: str) -> None:
+        from tests.plugin.tiny_adapter import make
+
+        self.kind, self.manifest = kind, make().manifest
+
+    def open(self, options: Any) -> Any:
+        OPENED[self.kind] = OPENED.get(self.kind, 0) + 1
+        if self.kind == "hang":
+            threading.Event().wait(5)
+        raise ModuleNotFoundError("No module named 'kbconform_no_such_store_client'")
+
+    def close(self, backend: Any) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        pass
+
+
+def hanging() -> _Unanswered:
+    return _Unanswered("hang")
+
+
+def missing() -> _Unanswered:
+    return _Unanswered("missing")
+
+
+def test_a_store_that_does_not_answer_ends_its_sets_control_open_at_the_first_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The control open tries a set's mutants in turn until one opens; an open past its deadline
+    ends the set's tries at once (one open of three), while a client that is missing is tried
+    for each mutant (the control: three opens), and both sets are named with why."""
+    monkeypatch.setattr("kbconform.runner._mutants.OPEN_TIMEOUT", 0.2)
+    OPENED.clear()
+    here = "tests.plugin.test_mutants"
+    specs = [
+        MutantSpec(f"{kind}-{n}", "test", ("leak-04",), False, f"{here}:{factory}", kind)
+        for kind, factory in (("hang", "hanging"), ("missing", "missing"))
+        for n in range(3)
+    ]
+    why = _unopened(specs)
+    assert OPENED == {"hang": 1, "missing": 3}
+    assert why["hang"] == "opening a backend took more than 0.2 s"
+    assert why["missing"] == "ModuleNotFoundError: No module named 'kbconform_no_such_store_client'"
 
 
 def test_a_mutants_run_renders_failures_natively_unless_its_request_says_otherwise() -> None:
