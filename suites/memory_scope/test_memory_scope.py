@@ -526,8 +526,9 @@ def test_random_programs_of_writes_and_deletes_leave_every_read_as_the_model_say
     scopes using every declared key, every read of every scope equals the model. Each program
     ends with two scopes writing and the second updating and deleting the first's memory by its
     id, so a by-id call across scopes is always judged and a read that is neither empty nor
-    everything is compared (the guard below is the control). Then one program on a fresh
-    backend draws what a store shares, reuses, caches and shortens (:func:`_storage_program`)."""
+    everything is compared (the guard below is the control). Then, on a fresh backend, a memory
+    under every value of every colliding group (:func:`_colliding_values`) and one program
+    drawing what a store shares, reuses, caches and shortens (:func:`_storage_program`)."""
     informative = [0]
 
     @kbconform_run.given(
@@ -557,11 +558,28 @@ def test_random_programs_of_writes_and_deletes_leave_every_read_as_the_model_say
     assert informative[0] > 0, "no example compared a read that is neither empty nor everything"
     backend = kbconform_open()
     try:
-        _storage_program(
-            Program(_driver(kbconform_run, backend, "mem-11 storage"), list(LONG), kbconform_run)
-        )
+        d = _driver(kbconform_run, backend, "mem-11 storage")
+        _colliding_values(Program(d, list(VALUES), kbconform_run))
+        _storage_program(Program(d, list(LONG), kbconform_run))
     finally:
         kbconform_run.close(backend)
+
+
+def _colliding_values(p: Program) -> None:
+    """A memory under each value of every group that collides under a common mistake (M4; the
+    long values are the storage program's) and, with two keys declared, under each two-key scope
+    one joined string cannot tell apart; every read of every scope equals the model. A store
+    that folds case, space, Unicode form or separators, matches a joined key by prefix, or reads
+    a wildcard as every value shows in every run, whatever values the examples drew."""
+    d = p.d
+    for value in p.values:
+        if value not in LONG:
+            d.add(d.scope(value))
+    if len(d.policy.keys) > 1:
+        for pair in JOINED:
+            if d.policy.valid(d.scope(*pair)):
+                d.add(d.scope(*pair))
+    assert d.check()
 
 
 def _storage_program(p: Program) -> None:
@@ -611,17 +629,28 @@ class ScopeMachine(DriverMachine[ScopeDriver]):
         seed=st.integers(0, 2**32 - 1),
     )
     def open_backend(self, values: list[str], seed: int) -> None:
-        """A backend with a memory under each drawn scope."""
+        """A backend with a memory under each drawn scope; the calls every program starts with."""
         self.driver = d = ScopeDriver.of(self.fresh_backend(), self.run.manifest, random.Random(seed))
         self.program = Program(d, values, self.run, every_key=False)
         self.no_scopes = list(no_scopes(d.policy).values())
-        for first in range(len(self.program.values)):
-            d.add(self.program.scope(first, -1))
-        # every program starts with each caller that names no scope refused a write and a
-        # search (M1): a backend that reads "no scope" as "every scope" shows at once
+        ids = [d.add(self.program.scope(first, -1)) for first in range(len(self.program.values))]
+        # every program starts with each caller that names no scope refused a write, a search
+        # and a delete of everything (M1, M8): a backend that reads "no scope" as "every scope"
+        # shows at once
+        delete_all = self.run.manifest.supports("delete-all")
         for caller in self.no_scopes:
             d.refuse("add", caller, d.text(), {"topic": "billing"})
             d.refuse_read("search", caller)
+            if delete_all:
+                d.refuse("delete_all", caller)
+        # and with the second scope updating, then deleting, the first scope's memory by its id
+        # (M5, where offered): a by-id call that ignores the scope shows at once too
+        if len(ids) > 1:
+            other = self.program.scope(1, -1)
+            if self.run.manifest.supports("update"):
+                d.attempt("update", other, ids[0], d.text("updated across scopes"))
+            if self.run.manifest.supports("delete"):
+                d.attempt("delete", other, ids[0])
 
     def _caller(self, pick: int, second: int = -1) -> object:
         if pick >= 0 or not self.no_scopes:  # none when the application supplies the identity
