@@ -3,7 +3,7 @@ driven together, each call judged) and :class:`DriverMachine`, the state machine
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from typing import Any, ClassVar, Generic, TypeVar
@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from hypothesis.stateful import RuleBasedStateMachine, invariant
 
 from kbconform.adapter import BackendOptions, FaultPlan, FaultSwitch
+from kbconform.conformance._faults import COUNTING
 from kbconform.conformance._judging import Refused, call_args, charged, judged, sent_texts
 from kbconform.conformance._run import Run
 from kbconform.errors import KbconformError
@@ -123,6 +124,19 @@ class DriverMachine(RuleBasedStateMachine, Generic[_D]):
         finally:
             if armed:
                 self.consulted = self.fault.set(None)
+
+    def _store_calls(self, block: Callable[[], object]) -> int:
+        """How many store calls ``block`` makes, none failing (under :data:`COUNTING`): where a
+        fault at its last call goes. 0 without fault injection (``block`` still runs)."""
+        if not self.faults:
+            block()
+            return 0
+        self.fault.set(COUNTING)
+        try:
+            block()
+        finally:
+            calls = self.fault.set(None)
+        return calls
 
     def check(self) -> int:
         """Every read equals the model; how many reads could tell a leak or a loss. By default

@@ -682,13 +682,26 @@ class GrantMachine(DriverMachine[GrantDriver]):
     )
     def open_backend(self, tenants: list[str], seed: int) -> None:
         """A backend with a few tenants, each owning a knowledge base with documents granted to
-        the next tenant (so every program holds grants its reads see before any revoke)."""
+        the next tenant (so every program holds grants its reads see before any revoke); a copy
+        and a search failing at its last store call."""
         self.driver = d = GrantDriver(self.fresh_backend(), self.run.manifest, random.Random(seed))
         for index, tenant in enumerate(tenants):
             d.tenant(tenant)
             d.kb(tenant, d.policy.stores[index % len(d.policy.stores)], None, 2)
         for kb, tenant in zip(list(d.policy.kbs), [*tenants[1:], tenants[0]], strict=True):
             d.call("share_kb", d.policy.kbs[kb].owner, kb, tenant)
+        # Then the first knowledge base's owner copies it: the copy is the caller's alone, its
+        # source's grantee reads no copy (G12). And the first tenant searches all it reads, once
+        # counting the search's store calls, then with the last of them failing: the search fails
+        # whole, never fewer hits (G3, G10). A copy that carries grants, or a store group that
+        # fails answered with what the others found, shows whatever rules Hypothesis draws after.
+        first = next(iter(d.policy.kbs))
+        d.call("copy_kb", d.policy.kbs[first].owner, first, d.policy.stores[-1])
+        reader, kbs = tenants[0], sorted(d.policy.scope(tenants[0]))
+        calls = self._store_calls(lambda: d.search(reader, kbs))
+        if calls:
+            with self._armed(calls - 1) as armed:
+                d.attempt_search(reader, kbs, may_fail=armed)
 
     def _tenant(self, pick: int) -> str:
         return self.d.policy.tenants[pick % len(self.d.policy.tenants)]

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
 from kbconform.adapter import ENVELOPE_FIELDS, RevisionMap, where_matches
-from kbconform.conformance import COUNTING, DriverMachine, Refused, Run, charged
+from kbconform.conformance import DriverMachine, Refused, Run, charged
 from kbconform.conformance.strategies import (
     OUTSIDE,
     PATHS,
@@ -730,10 +730,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
                 self._same(self.policy.scope(writer), [held], writer.tenant_id, f"get {when}")
 
         read_back("before an identical re-send")  # the stamps it holds, learned
-        if self.faults:
-            self.fault.set(COUNTING)  # fails no call: counts the re-send's store calls
-        self._ingest(writer, [made], None)
-        calls = self.fault.set(None) if self.faults else 0
+        calls = self._store_calls(lambda: self._ingest(writer, [made], None))
         read_back("after an identical re-send")
         if calls:
             self._ingest(writer, [made], calls - 1)
