@@ -127,7 +127,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "grant-copy-shares-grants",
         CopySharesGrants,
         "a copy carries the source's grants along",
-        ("grant-04", "grant-09", "iso-01[list-kbs]"),
+        ("grant-04", "grant-09", "grant-14", "iso-01[list-kbs]"),
     ),
     Mutant(
         "grant-copy-and-move-read-one-page",

@@ -100,13 +100,13 @@ MUTANTS: tuple[Mutant, ...] = (
         "grant-partial-results-on-group-failure",
         PartialResultsOnGroupFailure,
         "a store group that fails or misses its deadline is left out of the result",
-        ("grant-07", "grant-08", "iso-03[search-kbs]"),
+        ("grant-07", "grant-08", "grant-14", "iso-03[search-kbs]"),
     ),
     Mutant(
         "grant-empty-on-store-error",
         EmptyOnStoreError,
         "a failing store is answered with no hits and no knowledge bases",
-        ("iso-03[search-kbs]", "iso-03[get-kb]", "iso-03[list-kbs]", "grant-07"),
+        ("iso-03[search-kbs]", "iso-03[get-kb]", "iso-03[list-kbs]", "grant-07", "grant-14"),
     ),
     Mutant(
         "grant-no-group-deadline",

@@ -149,13 +149,13 @@ MUTANTS: tuple[Mutant, ...] = (
         "mem-update-ignores-scope",
         UpdateIgnoresScope,
         "a memory is updated by id whatever the caller's scope",
-        ("mem-05", "mem-11"),
+        ("mem-05", "mem-11", "mem-12"),
     ),
     Mutant(
         "mem-delete-ignores-scope",
         DeleteIgnoresScope,
         "a memory is deleted by id whatever the caller's scope",
-        ("mem-05", "mem-11"),
+        ("mem-05", "mem-11", "mem-12"),
     ),
     Mutant(
         "mem-id-any-spelling",

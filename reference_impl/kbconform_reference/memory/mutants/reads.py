@@ -209,7 +209,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "mem-delete-all-without-scope",
         DeleteAllWithoutScopeDeletesEverything,
         "a delete of every memory with no scope deletes every scope's memories",
-        (*kinds("None"), "mem-08"),
+        (*kinds("None"), "mem-08", "mem-12"),
     ),
     Mutant(
         "mem-search-first-key-only",
@@ -233,13 +233,13 @@ MUTANTS: tuple[Mutant, ...] = (
         "mem-scope-values-normalized",
         ScopeValuesNormalized,
         "scope values are NFKC-normalized and separators folded: a/b is a_b",
-        ("mem-03[unicode form]", "mem-03[separators]"),
+        ("mem-03[unicode form]", "mem-03[separators]", "mem-11"),
     ),
     Mutant(
         "mem-composite-key-by-prefix",
         CompositeKeyByPrefix,
         "the scope is one joined string matched by prefix: u1 reads u10's",
-        (*both("iso-01"), "mem-03[prefix]", "mem-03[composite]"),
+        (*both("iso-01"), "mem-03[prefix]", "mem-03[composite]", "mem-11"),
     ),
     Mutant(
         "mem-wildcard-value-matches-all",
