@@ -586,15 +586,18 @@ def _storage_program(p: Program) -> None:
     """One program drawing what a store shares, reuses, caches and shortens, under scopes that
     use every declared key and long look-alike values: one text written under two scopes (and
     near-identical under a third), one of them deleted, its id named again by a get after a new
-    memory took its place, and a scope deleted between two reads with the same arguments;
-    every read of every scope equals the model after each."""
+    memory took its place, and a scope deleted between two reads with the same arguments; a
+    memory updated through a scope of fewer keys (it keeps its own, M6); every read of every
+    scope equals the model after each."""
     d = p.d
     a, b = d.scope(LONG[0], SECONDS[0], RUNS[0]), d.scope(LONG[1], SECONDS[0], RUNS[0])
-    d.add(d.scope(LONG[0], SECONDS[0], RUNS[1]))  # a's other run (with fewer keys, a itself)
+    moved = d.add(d.scope(LONG[0], SECONDS[0], RUNS[1]))  # a's other run (with fewer keys, a)
     text = d.text("said under two scopes")
     first = str(d.call("add", a, text, {"topic": "billing"}))
     d.call("add", b, text, {"topic": "billing"})
     d.call("add", b, f"  {text.upper()} ", {"topic": "billing"})
+    if "update" in p.offered and len(d.policy.keys) > 1:  # through a scope of fewer keys
+        d.attempt("update", d.scope(LONG[0]), moved, d.text("updated through a wider scope"))
     assert d.check()
     if "get" in p.offered:
         d.call("get", a, first)
@@ -713,12 +716,22 @@ class ScopeMachine(DriverMachine[ScopeDriver]):
 
 
 @pytest.mark.kbconform(id="mem-12", rule=RULE, guide=GUIDE, level="L4")
-def test_interleaved_writes_deletes_and_reads_match_the_model(kbconform_run: Run) -> None:
+def test_interleaved_writes_deletes_and_reads_match_the_model(
+    kbconform_run: Run, kbconform_open: Any
+) -> None:
     """M1-M12: every step of every program (memories added under scopes and by no identity,
     memories added with the text another memory holds, by-id calls of any scope on any memory,
     scopes deleted, searches with small limits, store faults from any store call of a call)
     and, after each, every read of every scope equals the policy model; the model compared reads
-    that are neither empty nor everything (control)."""
+    that are neither empty nor everything (control). First, on a backend of its own, a memory
+    under every colliding value (:func:`_colliding_values`): once, not in every program, whose
+    every later step would read those scopes again."""
+    backend = kbconform_open()
+    try:
+        d = _driver(kbconform_run, backend, "mem-12 values")
+        _colliding_values(Program(d, list(VALUES), kbconform_run))
+    finally:
+        kbconform_run.close(backend)
     machine = ScopeMachine.bound(kbconform_run, "MemoryScope")
     kbconform_run.run_machine(machine)
     assert machine.compared[0] > 0, "no step compared a read that is neither empty nor everything"

@@ -167,7 +167,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "mem-update-restamps-scope",
         UpdateRestampsScope,
         "an update stores the memory under the caller's scope",
-        ("mem-05",),
+        ("mem-05", "mem-11"),
     ),
     Mutant(
         "mem-update-left-out-of-search",
