@@ -682,26 +682,50 @@ class GrantMachine(DriverMachine[GrantDriver]):
     )
     def open_backend(self, tenants: list[str], seed: int) -> None:
         """A backend with a few tenants, each owning a knowledge base with documents granted to
-        the next tenant (so every program holds grants its reads see before any revoke); a copy
-        and a search failing at its last store call."""
+        the next tenant (so every program holds grants its reads see before any revoke); then
+        :meth:`_opening` with the first of them."""
         self.driver = d = GrantDriver(self.fresh_backend(), self.run.manifest, random.Random(seed))
         for index, tenant in enumerate(tenants):
             d.tenant(tenant)
             d.kb(tenant, d.policy.stores[index % len(d.policy.stores)], None, 2)
         for kb, tenant in zip(list(d.policy.kbs), [*tenants[1:], tenants[0]], strict=True):
             d.call("share_kb", d.policy.kbs[kb].owner, kb, tenant)
-        # Then the first knowledge base's owner copies it: the copy is the caller's alone, its
-        # source's grantee reads no copy (G12). And the first tenant searches all it reads, once
-        # counting the search's store calls, then with the last of them failing: the search fails
-        # whole, never fewer hits (G3, G10). A copy that carries grants, or a store group that
-        # fails answered with what the others found, shows whatever rules Hypothesis draws after.
-        first = next(iter(d.policy.kbs))
-        d.call("copy_kb", d.policy.kbs[first].owner, first, d.policy.stores[-1])
-        reader, kbs = tenants[0], sorted(d.policy.scope(tenants[0]))
-        calls = self._store_calls(lambda: d.search(reader, kbs))
+        self._opening(tenants[0], tenants[1], next(iter(d.policy.kbs)))
+
+    def _opening(self, owner: str, grantee: str, kb: str) -> None:
+        """What every program starts with, each call a rule the model judges, so that what breaks
+        one shows whatever rules Hypothesis draws after: ``kb``'s ``grantee`` ingests into it
+        (``Forbidden``, G6); its ``owner`` revokes itself (no change, or refused: it still reads
+        it) and copies it (the copy is the owner's alone, G12), then copies it again with the
+        copy's last store call failing (nothing left, G13), and fills the first copy with one more
+        document; a knowledge base with no document on another store is searched beside it at a
+        limit past every document (the exact ranking, however the stores split it, G8), then
+        granted and deleted (its grantee reads it nowhere, G14); a search naming one knowledge
+        base twice (``KB_GRANT_INVALID``, G15); and a search of all the owner reads, once counting
+        its store calls, then with the last of them failing (the search fails whole, never fewer
+        hits, G3, G10)."""
+        d, stores = self.d, self.d.policy.stores
+        d.attempt("ingest", grantee, kb, d.documents(d.policy.kbs[kb].model, 1))
+        d.attempt("revoke_kb", owner, kb, owner)
+        copy: list[str] = []  # its documents' ids learnt after the count: the copy's calls only
+        calls = self._store_calls(
+            lambda: copy.append(d.attempt("copy_kb", owner, kb, stores[-1], learn=False))
+        )
+        d.learn()
+        if calls:
+            self._do("copy_kb", owner, kb, stores[-1], fault=calls - 1)
+        d.ingest(owner, copy[0], 1)
+        empty = d.kb(owner, stores[0])
+        if len(stores) > 1:
+            d.search(owner, [copy[0], empty])
+        d.call("share_kb", owner, empty, grantee)
+        d.call("delete_kb", owner, empty)
+        d.refuse_search(owner, [kb, kb], None, 1)
+        kbs = sorted(d.policy.scope(owner))
+        calls = self._store_calls(lambda: d.search(owner, kbs))
         if calls:
             with self._armed(calls - 1) as armed:
-                d.attempt_search(reader, kbs, may_fail=armed)
+                d.attempt_search(owner, kbs, may_fail=armed)
 
     def _tenant(self, pick: int) -> str:
         return self.d.policy.tenants[pick % len(self.d.policy.tenants)]

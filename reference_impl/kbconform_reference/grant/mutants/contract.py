@@ -151,7 +151,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "grant-limit-and-kbs-unchecked",
         LimitAndKbsUnchecked,
         "a search's limit goes through int() and repeated knowledge bases are deduplicated silently",
-        ("grant-01",),
+        ("grant-01", "grant-14"),
     ),
     Mutant(
         "grant-list-pages-unscoped",

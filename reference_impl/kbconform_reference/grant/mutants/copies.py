@@ -145,7 +145,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "grant-failed-copy-leaves-empty-kb",
         FailedCopyLeavesEmptyKb,
         "a copy creates its knowledge base before filling it: a failed copy leaves it behind",
-        ("grant-11",),
+        ("grant-11", "grant-14"),
     ),
     Mutant(
         "grant-delete-catalogue-first",

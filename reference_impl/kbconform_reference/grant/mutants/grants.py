@@ -172,20 +172,20 @@ MUTANTS: tuple[Mutant, ...] = (
         "grant-grantee-may-administer",
         GranteeMayAdminister,
         "administering checks read access only: a grantee shares, ingests, moves and deletes",
-        ("grant-04", "grant-12"),
+        ("grant-04", "grant-12", "grant-14"),
     ),
     Mutant(
         "grant-delete-keeps-grants",
         DeleteKeepsGrants,
         "a deleted knowledge base keeps its grants and its grantees still read it",
-        ("grant-12", "grant-13", "iso-01[list-kbs]"),
+        ("grant-12", "grant-13", "iso-01[list-kbs]", "grant-14"),
     ),
     Mutant(
         "grant-owner-revokes-itself",
         OwnerRevokesItself,
         "the owner's read access is a grant row: revoking the owner as grantee locks it out of "
         "its own knowledge base",
-        ("grant-04",),
+        ("grant-04", "grant-14"),
     ),
     Mutant(
         "grant-delete-reuses-ids",

@@ -112,6 +112,6 @@ MUTANTS: tuple[Mutant, ...] = (
         "grant-limit-split-across-stores",
         LimitSplitAcrossStores,
         "the limit is split evenly over the store groups",
-        ("grant-06", "grant-10"),
+        ("grant-06", "grant-10", "grant-14"),
     ),
 )
