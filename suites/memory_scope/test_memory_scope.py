@@ -12,6 +12,7 @@ profile-independent tests (iso-01 to iso-03) are in ``test_isolation.py``.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -526,8 +527,8 @@ def test_random_programs_of_writes_and_deletes_leave_every_read_as_the_model_say
     scopes using every declared key, every read of every scope equals the model. Each program
     ends with two scopes writing and the second updating and deleting the first's memory by its
     id, so a by-id call across scopes is always judged and a read that is neither empty nor
-    everything is compared (the guard below is the control). Then, on a fresh backend, a memory
-    under every value of every colliding group (:func:`_colliding_values`) and one program
+    everything is compared (the guard below is the control). Then, each on a fresh backend, a
+    memory under every value of every colliding group (:func:`_colliding_values`) and one program
     drawing what a store shares, reuses, caches and shortens (:func:`_storage_program`)."""
     informative = [0]
 
@@ -556,30 +557,36 @@ def test_random_programs_of_writes_and_deletes_leave_every_read_as_the_model_say
 
     check()
     assert informative[0] > 0, "no example compared a read that is neither empty nor everything"
+    _colliding_values(kbconform_run, kbconform_open, "mem-11 values")
     backend = kbconform_open()
     try:
-        d = _driver(kbconform_run, backend, "mem-11 storage")
-        _colliding_values(Program(d, list(VALUES), kbconform_run))
-        _storage_program(Program(d, list(LONG), kbconform_run))
+        _storage_program(
+            Program(_driver(kbconform_run, backend, "mem-11 storage"), list(LONG), kbconform_run)
+        )
     finally:
         kbconform_run.close(backend)
 
 
-def _colliding_values(p: Program) -> None:
-    """A memory under each value of every group that collides under a common mistake (M4; the
-    long values are the storage program's) and, with two keys declared, under each two-key scope
-    one joined string cannot tell apart; every read of every scope equals the model. A store
-    that folds case, space, Unicode form or separators, matches a joined key by prefix, or reads
-    a wildcard as every value shows in every run, whatever values the examples drew."""
-    d = p.d
-    for value in p.values:
-        if value not in LONG:
-            d.add(d.scope(value))
-    if len(d.policy.keys) > 1:
-        for pair in JOINED:
-            if d.policy.valid(d.scope(*pair)):
-                d.add(d.scope(*pair))
-    assert d.check()
+def _colliding_values(run: Run, open_backend: Callable[[], Any], name: str) -> None:
+    """On a backend of its own, a memory under each value of every group that collides under a
+    common mistake (M4; the long values are the storage program's) and, with two keys declared,
+    under each two-key scope one joined string cannot tell apart; every read of every scope
+    equals the model. A store that folds case, space, Unicode form or separators, matches a
+    joined key by prefix, or reads a wildcard as every value shows in every run, whatever values
+    the programs drew (and no later step reads these scopes again)."""
+    backend = open_backend()
+    try:
+        d = _driver(run, backend, name)
+        for value in Program(d, list(VALUES), run).values:
+            if value not in LONG:
+                d.add(d.scope(value))
+        if len(d.policy.keys) > 1:
+            for pair in JOINED:
+                if d.policy.valid(d.scope(*pair)):
+                    d.add(d.scope(*pair))
+        assert d.check()
+    finally:
+        run.close(backend)
 
 
 def _storage_program(p: Program) -> None:
@@ -726,12 +733,7 @@ def test_interleaved_writes_deletes_and_reads_match_the_model(
     that are neither empty nor everything (control). First, on a backend of its own, a memory
     under every colliding value (:func:`_colliding_values`): once, not in every program, whose
     every later step would read those scopes again."""
-    backend = kbconform_open()
-    try:
-        d = _driver(kbconform_run, backend, "mem-12 values")
-        _colliding_values(Program(d, list(VALUES), kbconform_run))
-    finally:
-        kbconform_run.close(backend)
+    _colliding_values(kbconform_run, kbconform_open, "mem-12 values")
     machine = ScopeMachine.bound(kbconform_run, "MemoryScope")
     kbconform_run.run_machine(machine)
     assert machine.compared[0] > 0, "no step compared a read that is neither empty nor everything"
