@@ -34,7 +34,7 @@ from kbconform_reference.namespace.stores._protocol import (
 from kbconform_reference.namespace.stores.memory import MEMORY_MAX_BATCH
 
 #: PostgreSQL's page: the most rows one store call writes or deletes (declared as ``pageSizes``).
-POSTGRES_MAX_BATCH = 500
+POSTGRES_MAX_BATCH = 64
 
 Mode = Literal["memory", "chroma-embedded", "chroma-server", "postgres"]
 SharedReaders = Literal["granted", "every-tenant"]

@@ -206,7 +206,7 @@ class PostgresStore:
     scopes_reads = True
     #: The largest scope :meth:`query` ranks exactly (the knowledge base's exact-search limit).
     exact_scopes = 2000
-    max_batch = 500  # the adapter declares it as its page size
+    max_batch = 64  # the adapter declares it as its page size (the memory store's too)
 
     def __init__(self, database: Database, schema: str) -> None:
         self._database = database
