@@ -273,7 +273,8 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         self.delete(0, SignalSpec(repo=0, tombstones=((None, 0),), boundary=boundary), None)
         self._patterns_and_pairs()
         self._send_again()
-        self._sync_claiming_another_tenant()
+        self._syncs()
+        self._emptied_repository()
         operator = next(i for i, u in enumerate(self.users) if u.role == "operator")
         self.export(operator, None)
         if self.exported:
@@ -407,6 +408,12 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
                 if (row.tenant, row.repo, row.path) == (tenant, repo, path) and row.document:
                     return row.document
         return f"kbt{next(self.tokens):05d} {WORDS} {path}"
+
+    def _new_record(self, tenant: str, repo: str, path: str | None = None, **extra: Any) -> dict[str, Any]:
+        """A record of new text claiming ``tenant`` at ``path`` of ``repo`` (default: a path no
+        other record has)."""
+        path = f"docs/{next(self.tokens)}.md" if path is None else path
+        return record(path, self._content(tenant, repo, path, True), tenant=tenant, repo=repo, **extra)
 
     def _record(self, principal: Principal, spec: RecordSpec, spoofing: bool) -> dict[str, Any]:
         assert self.world is not None
@@ -567,15 +574,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         principal = self._principal(user)
         assert self.world is not None
         slug = self.world.repos[repo % 3]
-        records = [
-            record(
-                f"bulk/{n}.md",
-                self._content(principal.tenant_id, slug, f"bulk/{n}.md", True),
-                tenant=principal.tenant_id,
-                repo=slug,
-            )
-            for n in range(size)
-        ]
+        records = [self._new_record(principal.tenant_id, slug, f"bulk/{n}.md") for n in range(size)]
         ids = self._ingest(principal, records, fault)
         self.seen |= set(ids[:2])
         self.bulk |= set(ids[2:])
@@ -663,13 +662,13 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         principal = self._principal(0)
         tenant, inputs = principal.tenant_id, ["sourcePath", "kind", "name"]
         records = [
-            record(path, self._content(tenant, repo, path, True), tenant=tenant, repo=repo, hashInputs=inputs)
+            self._new_record(tenant, repo, path, hashInputs=inputs)
             for repo in (first, second)
             for path in (pattern, twin)
         ]
         records.append({**records[0], "content": self._content(tenant, first, pattern, True)})
         nfd = unicodedata.normalize("NFD", pattern)  # the pattern path's NFD form: another path
-        records.append(record(nfd, self._content(tenant, first, nfd, True), tenant=tenant, repo=first))
+        records.append(self._new_record(tenant, first, nfd))
         ids = self._ingest(principal, records, None)
         self.seen |= set(ids)
         if ids:  # read back before anything writes over it
@@ -678,13 +677,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
             self._same(self.policy.scope(principal), [held], tenant, "get after a batch holding its id twice")
         # the second tenant's first agent writes a row (one of its private rows after the set-up)
         neighbour = self._principal(len(self.world.agents))
-        path = f"docs/{next(self.tokens)}.md"
-        made = record(
-            path,
-            self._content(neighbour.tenant_id, first, path, True),
-            tenant=neighbour.tenant_id,
-            repo=first,
-        )
+        made = self._new_record(neighbour.tenant_id, first)
         self.seen |= set(self._ingest(neighbour, [made], None))
         crossed = {
             "repoSlug": first,
@@ -700,9 +693,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         both = {"repoSlug": first, "deleted": [{"sourcePath": twin}], "files": [{"sourcePath": twin}]}
         self._delete(principal, both, None)  # one path both tombstoned and written: refused
         if "fault-injection" in self.features:
-            late = record(
-                "docs/late.md", self._content(tenant, first, "docs/late.md", True), tenant=tenant, repo=first
-            )
+            late = self._new_record(tenant, first, "docs/late.md")
             self.seen |= set(self._ingest(principal, [late], 1))
 
     def _send_again(self) -> None:
@@ -735,28 +726,59 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         if calls:
             self._ingest(writer, [made], calls - 1)
 
-    def _sync_claiming_another_tenant(self) -> None:
-        """A sync whose record claims another tenant, in every program's set-up where the backend
-        syncs: the first user and the second tenant's first agent each write a row in a
-        repository no rule writes; then the first user syncs it with one record at another path
-        whose ``tenantId`` names the second tenant (within the spoof budget). In overwrite mode
-        the sync replaces its caller's tenant's repository: its own row goes, the other tenant's
-        stays (schemas/maintenance.md); in reject mode it is refused whole (schemas/stamping.md)."""
+    def _syncs(self) -> None:
+        """Syncs, in every program's set-up where the backend syncs: the first user writes a row
+        in a repository no rule writes and one in its extension (``synced-old``), and the second
+        tenant's first agent a row in the first; then the first user syncs it with one record at
+        another path whose ``tenantId`` names the second tenant (within the spoof budget). In
+        overwrite mode the sync replaces its caller's tenant's repository: its own row goes, the
+        other tenant's stays (schemas/maintenance.md); in reject mode it is refused whole
+        (schemas/stamping.md). Then a sync of that repository with no records, in both modes: its
+        tenant's rows there go, the other tenant's row and the extension's stay (a repository
+        compares exactly, maintenance.md). Last, a member of the shared namespace syncs its first
+        repository with no records: refused (maintenance.md: only its operator may)."""
         if "sync" not in self.features:
             return
         assert self.world is not None
         first, neighbour = self._principal(0), self._principal(len(self.world.agents))
         slug = "synced"
-
-        def made(tenant: str) -> dict[str, Any]:
-            path = f"docs/{next(self.tokens)}.md"
-            return record(path, self._content(tenant, slug, path, True), tenant=tenant, repo=slug)
-
-        for principal in (first, neighbour):
-            self.seen |= set(self._ingest(principal, [made(principal.tenant_id)], None))
+        writes = ((first, slug), (first, f"{slug}-old"), (neighbour, slug))
+        for principal, repo in writes:
+            self.seen |= set(self._ingest(principal, [self._new_record(principal.tenant_id, repo)], None))
         budget = self.policy.spoof_budget(first)
         claimed = neighbour.tenant_id if budget is None or budget >= 1 else first.tenant_id
-        self._sync(first, slug, [{**made(first.tenant_id), "tenantId": claimed}], None)
+        self._sync(first, slug, [{**self._new_record(first.tenant_id, slug), "tenantId": claimed}], None)
+        self._sync(first, slug, [], None)
+        member = next((i for i, u in enumerate(self.users) if u.agent == "intruder"), None)
+        if member is not None:
+            self._sync(self._principal(member), self.world.repos[0], [], None)
+
+    def _emptied_repository(self) -> None:
+        """A repository emptied by a manifest, in every program's set-up: the first user writes a
+        batch into a repository no rule writes, one row more than the smallest page the manifest
+        declares (two rows where it declares none), counts its scope (past a page: a paged count
+        that stops at a full page is short, schemas/pages.md) and lists it; a manifest snapshot
+        of that repository with no paths deletes the whole batch (schemas/deletion-signaling.md:
+        an empty ``pathsAfterPush`` empties the repository); the same list again, in pages of the
+        same size, lacks it (a list cache the signal does not clear still answers with it); and
+        the same signal again matches nothing, and deletes nothing."""
+        principal, slug = self._principal(0), "emptied"
+        size = min(self.run.manifest.page_sizes or (1,)) + 1
+        records = [self._new_record(principal.tenant_id, slug) for _ in range(size)]
+        limit = self.run.manifest.max_write_batch or size  # never more a write than it takes
+        for start in range(0, size, limit):
+            self.bulk |= set(self._ingest(principal, records[start : start + limit], None))
+        if "count" in self.facades:
+            self._read(principal, "count", None)
+        page = max(1, len(self.policy.scope(principal)) // 2 + 1)
+        listing = "list" in self.facades
+        if listing:
+            self._read(principal, "list", None, page)
+        emptied = {"repoSlug": slug, "manifestSnapshot": {"repoSlug": slug, "pathsAfterPush": []}}
+        self._delete(principal, emptied, None)
+        if listing:
+            self._read(principal, "list", None, page)
+        self._delete(principal, emptied, None)
 
     def _overwrite_private(self) -> None:
         """Another agent of its tenant sends the very record of a chunk made private to its
@@ -1065,8 +1087,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
                 break
             if offset >= 2 * page:  # a write after each of the first two pages: the store grows little
                 continue
-            path = f"between/{next(self.tokens)}.md"
-            made = record(path, self._content(author.tenant_id, "app", path, True), tenant=author.tenant_id)
+            made = self._new_record(author.tenant_id, "app", f"between/{next(self.tokens)}.md")
             self.bulk |= set(self._ingest(author, [made], None))  # read by get as bulk rows are
         self._fresh(principal, "list", page)  # its last pages were read of this state: not again
         assert set(self.policy.scope(principal)) == scope, "a write outside the reader's scope changed it"
@@ -1215,7 +1236,8 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
 
     def _read(self, principal: Principal, facade: str, fault: int | None, n: int | None = None) -> None:
         """Read through ``facade`` as ``principal`` and compare with the model; a query or ask
-        asks for ``n`` hits (default: the scope's size and 3 more). Get asks every known id
+        asks for ``n`` hits (default: the scope's size and 3 more), a list pages by ``n`` (default:
+        half the scope and 1). Get asks every known id
         (a read under a fault; the invariant's gets are :meth:`_get_matrix`'s)."""
         scope = self.policy.scope(principal)
         who = f"{principal.tenant_id}/{principal.agent_identity}"
@@ -1224,7 +1246,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
             return
         if facade == "list":
             found: list[Any] = []
-            page = max(1, len(scope) // 2 + 1)
+            page = max(1, len(scope) // 2 + 1) if n is None else n
             if not self._fresh(principal, "list", page, fault=fault):
                 return
             for offset in itertools.count(0, page):

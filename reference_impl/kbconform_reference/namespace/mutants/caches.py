@@ -200,7 +200,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "list-cache-outlives-delete",
         ListCacheOutlivesDelete,
         "list pages are cached, and deletion signals do not clear the cache",
-        ("delete-15[list]", "iso-03[list]"),
+        ("delete-15[list]", "iso-03[list]", "state-01[overwrite]", "state-01[reject]"),
     ),
     Mutant(
         "get-cache-keyed-by-id",

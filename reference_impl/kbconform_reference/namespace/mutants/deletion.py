@@ -289,7 +289,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "empty-manifest-deletes-nothing",
         EmptyManifestDeletesNothing,
         "an empty pathsAfterPush is read as no manifest, and the repo stays",
-        ("delete-13",),
+        ("delete-13", "state-01[overwrite]", "state-01[reject]"),
     ),
     Mutant(
         "empty-manifest-deletes-tenant",
@@ -301,7 +301,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "no-match-deletes-tenant",
         NoMatchDeletesTenant,
         "a signal that matches nothing deletes the whole tenant (an empty id list read as no id filter)",
-        ("delete-14",),
+        ("delete-14", "state-01[overwrite]", "state-01[reject]"),
     ),
     Mutant(
         "deleted-ids-by-path",

@@ -120,13 +120,13 @@ MUTANTS: tuple[Mutant, ...] = (
         "sync-deletes-every-tenant",
         SyncDeletesEveryTenant,
         "a sync deletes every tenant's stale chunks of the repository",
-        ("sync-01",),
+        ("sync-01", "state-01[overwrite]", "state-01[reject]"),
     ),
     Mutant(
         "sync-by-repo-prefix",
         SyncByRepoPrefix,
         "a sync replaces every repository whose slug starts with its own",
-        ("sync-01",),
+        ("sync-01", "state-01[overwrite]", "state-01[reject]"),
     ),
     Mutant(
         "sync-trusts-record-tenant",
@@ -155,7 +155,10 @@ MUTANTS: tuple[Mutant, ...] = (
         ),
     ),
     Mutant(
-        "shared-members-sync", SharedMembersSync, "a member of the shared namespace may sync it", ("sync-04",)
+        "shared-members-sync",
+        SharedMembersSync,
+        "a member of the shared namespace may sync it",
+        ("sync-04", "state-01[overwrite]", "state-01[reject]"),
     ),
     Mutant(
         "maintenance-for-members",

@@ -132,6 +132,6 @@ MUTANTS: tuple[Mutant, ...] = (
         "count-stops-at-a-full-page",
         CountStopsAtAFullPage,
         "count reads the store in pages and stops at the first full one",
-        _PAGES,
+        (*_PAGES, "state-01[overwrite]", "state-01[reject]"),
     ),
 )
