@@ -68,6 +68,7 @@ class Driver:
 
 _D = TypeVar("_D", bound=Driver)
 _M = TypeVar("_M", bound="DriverMachine[Any]")
+_R = TypeVar("_R")
 
 
 class DriverMachine(RuleBasedStateMachine, Generic[_D]):
@@ -125,18 +126,18 @@ class DriverMachine(RuleBasedStateMachine, Generic[_D]):
             if armed:
                 self.consulted = self.fault.set(None)
 
-    def _store_calls(self, block: Callable[[], object]) -> int:
+    def _store_calls(self, block: Callable[[], _R]) -> tuple[int, _R]:
         """How many store calls ``block`` makes, none failing (under :data:`COUNTING`): where a
-        fault at its last call goes. 0 without fault injection (``block`` still runs)."""
+        fault at its last call goes (0 without fault injection: ``block`` still runs); and what
+        ``block`` returned."""
         if not self.faults:
-            block()
-            return 0
+            return 0, block()
         self.fault.set(COUNTING)
         try:
-            block()
+            result = block()
         finally:
             calls = self.fault.set(None)
-        return calls
+        return calls, result
 
     def check(self) -> int:
         """Every read equals the model; how many reads could tell a leak or a loss. By default

@@ -164,8 +164,6 @@ def _opens(adapter: str) -> tuple[str | None, bool]:
     (None: it does), and whether it overran."""
     from kbconform.adapter import BackendOptions, load_adapter
 
-    timeout = OPEN_TIMEOUT
-
     outcome: list[str | None] = []
 
     def attempt() -> None:
@@ -182,9 +180,9 @@ def _opens(adapter: str) -> tuple[str | None, bool]:
 
     thread = threading.Thread(target=attempt, name=f"control open of {adapter}", daemon=True)
     thread.start()
-    thread.join(timeout)
+    thread.join(OPEN_TIMEOUT)
     if not outcome:
-        return f"opening a backend took more than {timeout:g} s", True
+        return f"opening a backend took more than {OPEN_TIMEOUT:g} s", True
     return outcome[0], False
 
 

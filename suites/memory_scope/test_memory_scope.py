@@ -501,7 +501,7 @@ class Program:
 
     def step(self, step: Step) -> None:
         scope = self.scope(step.first, step.second)
-        memories = sorted(self.d.policy.memories)
+        memories = list(self.d.policy.memories)  # as learnt (ids are the backend's): one program a seed
         target = memories[step.memory % len(memories)] if memories else "no-such-memory"
         if step.op == "add" or not memories:
             self.d.add(scope)
@@ -668,7 +668,7 @@ class ScopeMachine(DriverMachine[ScopeDriver]):
         return self.no_scopes[-pick % len(self.no_scopes)]
 
     def _target(self, pick: int) -> str:
-        memories = sorted(self.d.policy.memories)
+        memories = list(self.d.policy.memories)
         return memories[pick % len(memories)] if memories else "no-such-memory"
 
     @rule(caller=CALLERS, second=st.integers(-1, 3), fault=FAULTS)

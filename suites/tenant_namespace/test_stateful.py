@@ -721,7 +721,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
                 self._same(self.policy.scope(writer), [held], writer.tenant_id, f"get {when}")
 
         read_back("before an identical re-send")  # the stamps it holds, learned
-        calls = self._store_calls(lambda: self._ingest(writer, [made], None))
+        calls, _ = self._store_calls(lambda: self._ingest(writer, [made], None))
         read_back("after an identical re-send")
         if calls:
             self._ingest(writer, [made], calls - 1)

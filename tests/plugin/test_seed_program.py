@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,39 @@ from hypothesis import strategies as st
 from kbconform.adapter import BackendOptions, load_adapter
 from kbconform.conformance import Run
 from kbconform.conformance._run import PROFILES
+from suites.kb_grant.test_kb_grant import GrantMachine
+from suites.memory_scope.test_memory_scope import ScopeMachine
+from suites.project_pool.test_project_pool import PoolMachine
 from suites.tenant_namespace.test_stateful import machine_for
 
 #: A short program: two examples of six steps (the quick profile runs eight of ten).
 SHORT = hypothesis.settings(max_examples=2, stateful_step_count=6)
+#: The quick profile's programs: mem-12 picks a memory by its id in few of its steps, and two
+#: short programs may pick none.
+QUICK = hypothesis.settings(max_examples=8, stateful_step_count=10)
+#: Each state machine of the suites, by its test id: the reference it drives here, and how long
+#: its programs are.
+MACHINES: dict[str, tuple[str, Callable[[Run], type], hypothesis.settings]] = {
+    "state-01": ("kbconform_reference.adapter:memory", lambda run: machine_for(run, "overwrite"), SHORT),
+    "grant-14": (
+        "kbconform_reference.grant.adapter:multi_store",
+        lambda run: GrantMachine.bound(run, "KbGrant"),
+        SHORT,
+    ),
+    "mem-12": (
+        "kbconform_reference.memory.adapter:qdrant_local",
+        lambda run: ScopeMachine.bound(run, "MemoryScope"),
+        QUICK,
+    ),
+    "pool-09": (
+        "kbconform_reference.pool.adapter:qdrant_local",
+        lambda run: PoolMachine.bound(run, "ProjectPool"),
+        SHORT,
+    ),
+}
+#: An id the backend made at random (a UUID, with or without its dashes): the same program
+#: sends the n-th such id it learnt where another run sends its own n-th.
+MADE = re.compile(r"\b(?:[0-9a-f]{32}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12})\b")
 
 
 def _local_constants(tag: int) -> str:
@@ -74,27 +104,33 @@ class _LoggingAdapter:
         self.inner.shutdown()
 
 
-def _calls(seed: int) -> list[str]:
-    """Every call state-01's machine makes at ``seed`` on the in-memory reference, in order."""
-    adapter, manifest = load_adapter("kbconform_reference.adapter:memory")
+def _calls(machine: str, seed: int) -> list[str]:
+    """Every call ``machine`` makes at ``seed`` on its reference, in order; each id the backend
+    made at random named by the order it first appears in (``id-0``, ``id-1``, ...)."""
+    factory, bind, _ = MACHINES[machine]
+    adapter, manifest = load_adapter(factory)
     log: list[str] = []
     run = Run(_LoggingAdapter(adapter, log), manifest, seed)
     try:
-        run.run_machine(machine_for(run, "overwrite"))
+        run.run_machine(bind(run))
     finally:
         run.shutdown()
-    return log
+    made: dict[str, str] = {}
+    return [MADE.sub(lambda m: made.setdefault(m.group(0), f"id-{len(made)}"), line) for line in log]
 
 
-def test_two_runs_at_one_seed_make_the_same_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two runs of the state machine at one seed make the same calls with the same arguments in
-    the same order, though a module with constants of its own was loaded between them; a run
-    at another seed makes others (control)."""
-    monkeypatch.setitem(PROFILES, "quick", SHORT)
-    first = _calls(1)
-    _load_local_constants(1, tmp_path, monkeypatch)
-    again = _calls(1)
-    other = _calls(2)
+@pytest.mark.parametrize("machine", sorted(MACHINES))
+def test_two_runs_at_one_seed_make_the_same_calls(
+    machine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two runs of a state machine at one seed make the same calls with the same arguments in
+    the same order (the ids the backend made at random aside), though a module with constants
+    of its own was loaded between them; a run at another seed makes others (control)."""
+    monkeypatch.setitem(PROFILES, "quick", MACHINES[machine][2])
+    first = _calls(machine, 1)
+    _load_local_constants(10 + sorted(MACHINES).index(machine), tmp_path, monkeypatch)  # new to Hypothesis
+    again = _calls(machine, 1)
+    other = _calls(machine, 2)
     assert len(first) > 50, f"the machine made {len(first)} calls: too few to tell programs apart"
     assert again == first, _first_difference(first, again)
     assert other != first, "seed 2 made the same calls as seed 1"

@@ -166,7 +166,7 @@ class ScopeDriver(Driver):
         memory's text (:meth:`_probe_texts`), none of whose hits may be out of scope; together,
         exactly the scope."""
         found: dict[str, Any] = {}
-        for memory, own in sorted(self._probe_texts()):
+        for memory, own in self._probe_texts():
             outcome = self._judged(
                 f"search as {scope!r} for memory {memory}'s text (limit {limit}, where {where!r})",
                 scope,
@@ -192,9 +192,10 @@ class ScopeDriver(Driver):
     def _probe_texts(self) -> list[tuple[str, str]]:
         """Every stored memory's id and text, one per distinct text: the probes of a backend with
         a relevance threshold (a memory of the scope is found by its own text; a memory of
-        another scope is nearest its own text, where a leak of it shows)."""
+        another scope is nearest its own text, where a leak of it shows), in the order the texts
+        were first stored."""
         distinct = {text: memory for memory, text in self.policy.stored.items()}
-        return sorted((memory, text) for text, memory in distinct.items())
+        return [(memory, text) for text, memory in distinct.items()]
 
     def _judged(
         self,
