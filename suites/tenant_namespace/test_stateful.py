@@ -166,6 +166,9 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
             if manifest.supports(name)
         }
         self.shared = manifest.shared_namespace
+        #: The most records one ingest or sync carries (``maxWriteBatch``; None: no limit): a
+        #: drawn batch is cut to it, never sent to be refused.
+        self.write_limit = manifest.max_write_batch
         self.policy = Policy.for_manifest(manifest)
         self.users: list[User] = []
         self.world: World | None = None
@@ -526,7 +529,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         fault: int | None,
         envelope: tuple[tuple[str, bool], ...] | None = None,
     ) -> None:
-        principal = self._principal(user)
+        principal, specs = self._principal(user), specs[: self.write_limit]
         spoofing = self._within_budget(principal, specs, envelope)
         records = [self._record(principal, spec, spoofing) for spec in specs]
         sent = self._envelope(principal, records[0]["repoSlug"], envelope, spoofing)
@@ -574,6 +577,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         principal = self._principal(user)
         assert self.world is not None
         slug = self.world.repos[repo % 3]
+        size = min(size, self.write_limit or size)
         records = [self._new_record(principal.tenant_id, slug, f"bulk/{n}.md") for n in range(size)]
         ids = self._ingest(principal, records, fault)
         self.seen |= set(ids[:2])
@@ -765,7 +769,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         principal, slug = self._principal(0), "emptied"
         size = min(self.run.manifest.page_sizes or (1,)) + 1
         records = [self._new_record(principal.tenant_id, slug) for _ in range(size)]
-        limit = self.run.manifest.max_write_batch or size  # never more a write than it takes
+        limit = self.write_limit or size
         for start in range(0, size, limit):
             self.bulk |= set(self._ingest(principal, records[start : start + limit], None))
         if "count" in self.facades:
@@ -849,7 +853,7 @@ class KnowledgeBaseMachine(DriverMachine[Any]):
         envelope: tuple[tuple[str, bool], ...] | None,
     ) -> None:
         """Replace one repository of the principal's tenant (schemas/maintenance.md)."""
-        principal = self._principal(user)
+        principal, specs = self._principal(user), specs[: self.write_limit]
         assert self.world is not None
         slug = self.world.repos[repo]
         spoofing = self._within_budget(principal, specs, envelope)
