@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import shutil
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -91,9 +93,22 @@ def test_the_reference_registers_its_mutants_as_a_set() -> None:
     assert all(m.adapter.startswith("kbconform_reference.namespace.mutants:by_name.") for m in found)
 
 
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A folder on ``sys.path``, as an installed distribution's is. The modules imported from it
+    are forgotten after the test: a later test's folder holds other modules of the same names
+    (``tiny_adapter``), which a module left in ``sys.modules`` would stand in for."""
+    folder = tmp_path / "site"
+    folder.mkdir()
+    monkeypatch.syspath_prepend(str(folder))
+    yield folder
+    for name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", None) or "").startswith(str(folder)):
+            del sys.modules[name]
+
+
 def _register(site: Path, value: str, module: str = "", source: str = "") -> None:
     """An installed distribution registering ``value`` as the mutant set ``tiny``."""
-    site.mkdir(exist_ok=True)
     if module:
         (site / f"{module}.py").write_text(source, encoding="utf-8")
     info = site / "kbconform_test_tiny-1.0.dist-info"
@@ -118,14 +133,12 @@ MUTANTS = [
 
 
 def test_an_adapter_author_ships_mutants_of_their_own_backend(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A set registered by another distribution is found beside the reference's and run alone
     with --set; its mutant is killed by the test named for it."""
-    site = tmp_path / "site"
     _register(site, "tiny_mutants:MUTANTS", "tiny_mutants", TINY_SET)
     shutil.copy(HERE / "tiny_adapter.py", site / "tiny_adapter.py")
-    monkeypatch.syspath_prepend(str(site))
     monkeypatch.chdir(site)
     assert {m.source for m in mutants.discover()} == {
         "reference",
@@ -157,17 +170,14 @@ def test_an_adapter_author_ships_mutants_of_their_own_backend(
     ids=["not importable", "not a mutant", "no killers"],
 )
 def test_a_broken_mutant_set_is_a_clear_error(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    site: Path,
     capsys: pytest.CaptureFixture[str],
     value: str,
     source: str,
     message: str,
 ) -> None:
     """kbconform mutants names the set and what was expected, exit 2, no traceback."""
-    site = tmp_path / "site"
     _register(site, value, value.split(":")[0] if source else "", source)
-    monkeypatch.syspath_prepend(str(site))
     with pytest.raises(ContractViolation) as raised:
         mutants.discover(["tiny"])
     assert raised.value.code == "KB_MUTANTS_INVALID"
